@@ -1,0 +1,34 @@
+"""Shared pytest configuration: hypothesis profiles and common fixtures.
+
+Hypothesis profiles (choose with ``--hypothesis-profile=NAME`` or the environment
+variable ``RNN_VERIFY_HYPOTHESIS_PROFILE``; the default is ``ci``):
+
+* ``dev``: 30 examples, random -- fast local iteration;
+* ``ci``: derandomized (reproducible), no deadline, the example counts each test asks for;
+* ``thorough``: 5x the examples, random, no deadline.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from hypothesis import HealthCheck, settings
+
+_common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
+settings.register_profile("dev", max_examples=30, **_common)
+settings.register_profile("ci", derandomize=True, print_blob=True, **_common)
+settings.register_profile("thorough", max_examples=1000, **_common)
+settings.load_profile(os.environ.get("RNN_VERIFY_HYPOTHESIS_PROFILE", "ci"))
+
+torch.set_default_dtype(torch.float64)
+
+
+def examples(n: int) -> int:
+    """Example count for a property test: n under ``ci``, fewer under ``dev``, 5n under ``thorough``."""
+    prof = settings.get_current_profile_name()
+    if prof == "dev":
+        return min(n, 30)
+    if prof == "thorough":
+        return 5 * n
+    return n

@@ -1,0 +1,47 @@
+"""The claim catalog and the check registry match exactly, and every entry is complete."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from theory.catalog import FAMILIES, Claim, all_claims
+from verify.checks import registry
+
+SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+KNOWN_PAPERS = {
+    "fpp-explicit-state-variables.md",
+    "rtrl-convergence-analysis.md",
+    "stable-recurrent-models-miller-hardt.md",
+    "uoro-tallec-ollivier.md",
+    "uoro-variance-cooijmans-martens.md",
+    "DESIGN.md",
+}
+
+
+def test_every_check_has_a_claim_and_every_claim_a_check() -> None:
+    claims, checks = set(all_claims()), set(registry())
+    assert checks - claims == set(), "checks without catalog entries"
+    assert claims - checks == set(), "catalog entries without checks"
+
+
+@pytest.mark.parametrize("claim", list(all_claims().values()), ids=lambda c: c.id)
+def test_claim_entry_is_complete(claim: Claim) -> None:
+    assert claim.family in FAMILIES
+    assert claim.paper in KNOWN_PAPERS
+    assert claim.where and claim.statement and claim.math and claim.assumptions
+    fn = registry()[claim.id]
+    assert f"{fn.__module__}.{fn.__name__}" == claim.check
+    doc = inspect.getdoc(fn) or ""
+    # every check cites its source: an equation, lemma, theorem, proposition, algorithm or section
+    assert re.search(r"(eq\.|Lemma|Thm|Theorem|Prop|Algorithm|§|DESIGN)", doc), f"{claim.check} cites no source"
+
+
+def test_bad_claim_ids_rejected() -> None:
+    with pytest.raises(ValueError, match=r"family\.claim"):
+        Claim("NoDot", "t", "p", "w", "s", "m", ("a",), "verify.checks.reference.x")
+    with pytest.raises(ValueError, match="unknown family"):
+        Claim("nope.claim", "t", "p", "w", "s", "m", ("a",), "verify.checks.nope.x")

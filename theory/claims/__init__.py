@@ -1,0 +1,1 @@
+"""Claim definitions, one module per family (see :mod:`theory.catalog`)."""

@@ -1,0 +1,7 @@
+"""Claims of the ``rtrl`` family (none yet)."""
+
+from __future__ import annotations
+
+from theory.catalog import Claim
+
+CLAIMS: tuple[Claim, ...] = ()

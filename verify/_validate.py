@@ -1,0 +1,96 @@
+"""Input validation helpers shared by the whole package (internal)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import torch
+
+from verify.errors import InvalidArgument
+
+#: dtypes in which exact references may be computed.
+REFERENCE_DTYPES = (torch.float64, torch.float32)
+#: dtypes every cell supports for evaluation.
+REAL_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+COMPLEX_DTYPES = (torch.complex128, torch.complex64)
+
+
+def require_finite(name: str, tensor: torch.Tensor) -> None:
+    """Raise :class:`InvalidArgument` if ``tensor`` holds NaN or inf."""
+    if tensor.is_floating_point() or tensor.is_complex():
+        bad = ~torch.isfinite(tensor)
+        if bool(bad.any()):
+            idx = tuple(int(i) for i in bad.nonzero()[0].tolist())
+            raise InvalidArgument(
+                name,
+                f"tensor with {int(bad.sum())} non-finite entries, first at index {idx} = {tensor[idx].item()}",
+                "must be finite (no NaN or inf)",
+            )
+
+
+def require_shape(name: str, tensor: torch.Tensor, shape: Sequence[int | None]) -> None:
+    """Raise unless ``tensor.shape`` matches ``shape`` (``None`` = any size)."""
+    ok = tensor.dim() == len(shape) and all(
+        want is None or got == want for got, want in zip(tensor.shape, shape, strict=True)
+    )
+    if not ok:
+        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+        raise InvalidArgument(name, f"tensor of shape {tuple(tensor.shape)}", f"expected shape {want}")
+
+
+def require_reference_dtype(name: str, dtype: torch.dtype) -> None:
+    """References are computed in float64 (or float32 for budget studies), never half."""
+    if dtype not in REFERENCE_DTYPES:
+        raise InvalidArgument(
+            name,
+            str(dtype),
+            "exact references need float64 (float32 is accepted for precision studies); "
+            "float16/bfloat16/integer dtypes cannot carry a reference",
+        )
+
+
+def require_positive_int(name: str, value: object, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgument(name, value, f"must be an integer >= {minimum}")
+    return value
+
+
+def require_probability(name: str, value: object) -> float:
+    if not isinstance(value, (int, float)) or not (0.0 < float(value) < 1.0):
+        raise InvalidArgument(name, value, "must lie strictly between 0 and 1")
+    return float(value)
+
+
+def require_positive(name: str, value: object) -> float:
+    if not isinstance(value, (int, float)) or not math.isfinite(float(value)) or float(value) <= 0:
+        raise InvalidArgument(name, value, "must be a finite number > 0")
+    return float(value)
+
+
+def available_memory_bytes() -> int:
+    """Memory the process can still allocate (``MemAvailable``; falls back to total RAM)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - exotic platforms
+        return 8 * 2**30
+
+
+def require_memory(name: str, nbytes: int, what: str, fraction: float = 0.5) -> None:
+    """Refuse (before allocating) a computation that needs more than ``fraction`` of free RAM."""
+    limit = int(available_memory_bytes() * fraction)
+    if nbytes > limit:
+        raise InvalidArgument(
+            name,
+            f"{what} needing ~{nbytes / 2**30:.2f} GiB",
+            f"exceeds the {fraction:.0%} share of available memory allowed "
+            f"({limit / 2**30:.2f} GiB); use smaller sizes or a directional method",
+        )

@@ -1,0 +1,33 @@
+"""Shared timing helpers for the benchmark scripts."""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+
+def best_of(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn`` over ``repeats`` runs after ``warmup`` runs (seconds)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def machine() -> str:
+    """One line naming the machine the numbers were measured on."""
+    dev = "cpu"
+    if torch.cuda.is_available():
+        dev = f"cuda: {torch.cuda.get_device_name(0)}"
+    return (
+        f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
+        f"torch {torch.__version__}, device {dev}"
+    )

@@ -1,0 +1,40 @@
+"""Checks: one function per catalog claim, ``check(config) -> CheckResult``.
+
+A family module ``verify.checks.<family>`` registers its checks with
+:func:`register`; :func:`registry` imports every family and returns
+``{claim_id: function}``. The catalog (:mod:`theory.catalog`) and this registry
+must match exactly (tested).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from verify.results import CheckResult, RunConfig
+
+__all__ = ["CheckFn", "register", "registry"]
+
+CheckFn = Callable[[RunConfig], CheckResult]
+_REGISTRY: dict[str, CheckFn] = {}
+
+
+def register(claim_id: str) -> Callable[[CheckFn], CheckFn]:
+    """Decorator: register ``fn`` as the check of catalog claim ``claim_id``."""
+
+    def deco(fn: CheckFn) -> CheckFn:
+        if claim_id in _REGISTRY and _REGISTRY[claim_id] is not fn:
+            raise ValueError(f"claim {claim_id!r} already has a check")
+        _REGISTRY[claim_id] = fn
+        return fn
+
+    return deco
+
+
+def registry() -> dict[str, CheckFn]:
+    """Every registered check (imports all families)."""
+    from theory.catalog import FAMILIES
+
+    for fam in FAMILIES:
+        importlib.import_module(f"verify.checks.{fam}")
+    return dict(_REGISTRY)

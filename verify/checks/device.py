@@ -1,0 +1,3 @@
+"""Checks of the ``device`` family (none yet; see theory/claims/device.py)."""
+
+from __future__ import annotations

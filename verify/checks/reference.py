@@ -1,0 +1,151 @@
+"""Checks of the ``reference`` family: the exact references agree within predicted budgets.
+
+Each check runs :func:`verify.selfcheck.reference_self_check` over a suite of
+random problems (every cell kind, both losses, one batched problem) and reports
+the worst measured-error / budget ratio. Its negative control runs the same
+comparison with a broken implementation from :mod:`verify.mutants.reference` and
+must see FAIL; otherwise the check cannot PASS.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from verify.checks import register
+from verify.mutants.reference import MUTANTS as ADJOINT_MUTANTS
+from verify.problem import Problem
+from verify.reference import influence_jacfwd, influence_matrices
+from verify.results import CheckResult, Control, RunConfig, Verdict
+from verify.selfcheck import TARGETS, Comparison, reference_self_check
+from verify.strategies import CELL_KINDS, LOSS_KINDS, random_problem
+
+
+@dataclass(frozen=True)
+class SuiteCase:
+    label: str
+    problem: Problem
+    theta: torch.Tensor
+
+
+def reference_suite(config: RunConfig) -> list[SuiteCase]:
+    """Every cell kind × loss (+ one batched problem); larger and more seeds under ``full``."""
+    gen = config.generator(salt=11)
+    n, d, T, k = (6, 3, 40, 3) if config.full else (3, 2, 8, 2)
+    reps = 3 if config.full else 1
+    cases = []
+    for rep in range(reps):
+        for kind in CELL_KINDS:
+            for loss in LOSS_KINDS:
+                P, th = random_problem(kind, n=n, d=d, T=T, k=k, loss=loss, generator=gen)
+                cases.append(SuiteCase(f"{kind}/{loss}/{rep}", P, th))
+    P, th = random_problem("gru", n=n, d=d, T=T, k=k, loss="cross-entropy", batch=(2,), generator=gen)
+    cases.append(SuiteCase("gru/cross-entropy/batch2", P, th))
+    return cases
+
+
+def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: str) -> CheckResult:
+    t0 = time.perf_counter()
+    gen = config.generator(salt=12)
+    rows: list[dict[str, object]] = []
+    errors: list[float] = []
+    worst: Comparison | None = None
+    skipped: list[str] = []
+    suite = reference_suite(config)
+    fj = 40 if config.full else 0
+    for case in suite:
+        if family == "complex-step" and not case.problem.cell.analytic:
+            skipped.append(case.label)
+            continue
+        rep = reference_self_check(case.problem, case.theta, generator=gen, families=(family,), full_jacobian_max_p=fj)
+        for cmp in rep.by_family(family):
+            rows.append(
+                {
+                    "problem": case.label,
+                    "comparison": cmp.name,
+                    "error": cmp.error,
+                    "budget": cmp.budget,
+                    "target": cmp.target,
+                    "passed": cmp.passed,
+                }
+            )
+            errors.append(cmp.error)
+            if worst is None or cmp.ratio > worst.ratio:
+                worst = cmp
+    assert worst is not None
+    # negative control: the same comparison with a broken implementation must FAIL
+    first = next(c for c in suite if c.problem.cell.analytic)
+    controls = [_control(family, first, control_mutant, gen)]
+    all_ok = all(bool(r["passed"]) for r in rows)
+    verdict = Verdict.PASS if all_ok and all(c.ok for c in controls) else Verdict.FAIL
+    max_err = max(errors)
+    summary = (
+        f"{len(rows)} comparisons on {len(suite) - len(skipped)} problems; worst error/budget "
+        f"{worst.ratio:.2e} ({worst.name}: {worst.error:.2e} vs {worst.budget:.2e}); "
+        f"max error {max_err:.2e} vs DESIGN target {TARGETS[family]:.0e}"
+    )
+    if skipped:
+        summary += f"; not applicable (non-analytic): {', '.join(skipped)}"
+    if not controls[0].ok:
+        summary += f"; NEGATIVE CONTROL NOT CAUGHT: {controls[0].name}"
+    return CheckResult(
+        claim_id=claim_id,
+        verdict=verdict,
+        summary=summary,
+        statistic=worst.error,
+        threshold=worst.budget,
+        seed=config.seed,
+        dtype="float64",
+        device="cpu",
+        controls=tuple(controls),
+        data={"comparisons": rows, "max_ratio": worst.ratio, "target": TARGETS[family]},
+        wall_time=time.perf_counter() - t0,
+    )
+
+
+def _control(family: str, case: SuiteCase, mutant_name: str, gen: torch.Generator) -> Control:
+    if family == "influence":
+        # a perturbation of 1e-6 (relative) in one parameter block must exceed the budget
+        th2 = case.theta.clone()
+        sl = case.problem.layout["cell.W"].slice
+        th2[sl] = th2[sl] * (1 + 1e-6)
+        I_bad = influence_matrices(case.problem, th2)
+        I_ref = influence_jacfwd(case.problem, case.theta)
+        err = float(torch.linalg.vector_norm(I_bad - I_ref) / torch.linalg.vector_norm(I_ref))
+        rep = reference_self_check(case.problem, case.theta, generator=gen, families=("influence",))
+        budget = rep.comparisons[0].budget
+        observed = "FAIL" if err > budget else "PASS"
+        return Control(
+            "influence at W*(1+1e-6) vs forward mode", "FAIL", observed, f"error {err:.2e} vs budget {budget:.2e}"
+        )
+    mutant = next(m for m in ADJOINT_MUTANTS if m.name == mutant_name)
+    rep = reference_self_check(case.problem, case.theta, generator=gen, families=(family,), adjoint=mutant.impl)
+    observed = "PASS" if rep.ok else "FAIL"
+    errs = ", ".join(f"{c.error:.1e}" for c in rep.comparisons)
+    return Control(f"mutant {mutant.name}", "FAIL", observed, f"errors {errs}")
+
+
+@register("reference.adjoint")
+def check_adjoint(config: RunConfig) -> CheckResult:
+    """Explicit adjoint recursion = autograd BPTT (total and per-step), every cell (DESIGN 'Reference')."""
+    return _run_family("reference.adjoint", "adjoint", config, "adjoint.jacobian-wrong-step")
+
+
+@register("reference.influence")
+def check_influence(config: RunConfig) -> CheckResult:
+    """Reverse-mode influence matrices ∂s_t/∂θ (UORO eq. (4)) = forward-mode ``jacfwd``."""
+    return _run_family("reference.influence", "influence", config, "")
+
+
+@register("reference.complex-step")
+def check_complex_step(config: RunConfig) -> CheckResult:
+    """Complex-step derivatives (UORO eq. (1) by Im f(θ+ihv)/h) = reverse mode, analytic cells."""
+    return _run_family("reference.complex-step", "complex-step", config, "adjoint.drop-readout-gradient")
+
+
+@register("reference.finite-difference")
+def check_finite_difference(config: RunConfig) -> CheckResult:
+    """Richardson-extrapolated central differences (UORO eq. (1)) = reverse mode within their error estimate."""
+    return _run_family("reference.finite-difference", "finite-difference", config, "adjoint.input-off-by-one")

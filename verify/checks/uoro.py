@@ -1,0 +1,3 @@
+"""Checks of the ``uoro`` family (none yet; see theory/claims/uoro.py)."""
+
+from __future__ import annotations

@@ -1,0 +1,61 @@
+"""The toolkit's error hierarchy.
+
+Every error raised on purpose by rnn-verify derives from :class:`VerifyError`, so
+a caller can catch the toolkit's errors without catching programming mistakes.
+
+* :class:`InvalidArgument` -- bad input: it names the argument and the offending
+  value (NaN/inf, wrong shape, unsupported dtype, sizes that would exhaust memory).
+* :class:`AssumptionViolated` -- a theorem's premise does not hold for the instance
+  (e.g. a truncation bound asked for a non-contractive system). Checks turn it into
+  a SKIPPED/INCONCLUSIVE verdict that names the premise; it is never a PASS.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AssumptionViolated", "InvalidArgument", "VerifyError"]
+
+
+class VerifyError(Exception):
+    """Base class of every error rnn-verify raises on purpose."""
+
+
+class InvalidArgument(VerifyError, ValueError):
+    """Bad input: names the argument and its value.
+
+    Parameters
+    ----------
+    argument:
+        The name of the offending argument (as the caller spelled it).
+    value:
+        The offending value, or a short description of it (shapes, dtypes).
+    reason:
+        What is wrong and, where it helps, what would be accepted.
+    """
+
+    def __init__(self, argument: str, value: object, reason: str) -> None:
+        self.argument = argument
+        self.value = value
+        self.reason = reason
+        super().__init__(f"invalid argument {argument}={_short(value)}: {reason}")
+
+
+class AssumptionViolated(VerifyError):
+    """A theorem's premise does not hold for the given instance.
+
+    ``premise`` names the assumption (e.g. ``"contraction: ||W||*L_phi < 1"``) and
+    ``measured`` the value that violates it.
+    """
+
+    def __init__(self, premise: str, measured: object, detail: str = "") -> None:
+        self.premise = premise
+        self.measured = measured
+        self.detail = detail
+        msg = f"assumption violated: {premise} (measured {_short(measured)})"
+        if detail:
+            msg += f"; {detail}"
+        super().__init__(msg)
+
+
+def _short(value: object, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,161 @@
+"""Verdicts, check results and run configuration -- the contract every check follows.
+
+A *check* is a function ``check(config: RunConfig) -> CheckResult`` registered
+under a claim id of the catalog in :mod:`theory.catalog` (see
+:mod:`verify.checks`). A check whose premise does not hold says so
+(``SKIPPED``/``INCONCLUSIVE`` with the reason); it never reports ``PASS`` for a
+claim it could not test.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import platform
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from verify.errors import InvalidArgument
+
+__all__ = ["CheckResult", "Control", "RunConfig", "Verdict", "to_jsonable"]
+
+
+class Verdict(str, enum.Enum):
+    """Outcome of a check."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    SKIPPED = "SKIPPED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PROFILES = ("ci", "full")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What a check is asked to do: profile (sizes), seed, device and dtype.
+
+    ``profile="ci"`` runs every claim at sizes that finish quickly (the CI gate);
+    ``"full"`` uses larger sizes, more seeds and the reproductions.
+    ``options`` carries check-specific overrides (documented by each check).
+    """
+
+    profile: str = "ci"
+    seed: int = 0
+    device: str = "cpu"
+    dtype: str = "float64"
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise InvalidArgument("profile", self.profile, f"must be one of {PROFILES}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise InvalidArgument("seed", self.seed, "must be an integer >= 0")
+        if self.dtype not in ("float64", "float32"):
+            raise InvalidArgument("dtype", self.dtype, "must be 'float64' or 'float32'")
+
+    @property
+    def full(self) -> bool:
+        return self.profile == "full"
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return dict(self.options).get(key, default)
+
+    def generator(self, salt: int = 0) -> torch.Generator:
+        """A CPU generator seeded from (seed, salt): every draw in a check takes one."""
+        return torch.Generator().manual_seed(self.seed * 1_000_003 + salt)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return torch.float64 if self.dtype == "float64" else torch.float32
+
+
+@dataclass(frozen=True)
+class Control:
+    """A negative (or positive) control run inside a check: it must come out as expected.
+
+    ``expected``/``observed`` are verdict-like strings ("FAIL" for a mutant that
+    must be caught). A check whose control does not come out as expected cannot
+    report PASS.
+    """
+
+    name: str
+    expected: str
+    observed: str
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.expected == self.observed
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check of one claim.
+
+    ``statistic`` is the measured quantity (e.g. a relative error) and
+    ``threshold`` what it is compared with (e.g. the predicted round-off budget);
+    ``data`` holds JSON-serialisable series for the report's figures.
+    """
+
+    claim_id: str
+    verdict: Verdict
+    summary: str
+    statistic: float | None = None
+    threshold: float | None = None
+    comparison: str = "<="
+    seed: int | None = None
+    dtype: str = "float64"
+    device: str = "cpu"
+    alpha: float | None = None
+    beta: float | None = None
+    delta: float | None = None
+    samples_planned: int | None = None
+    samples_used: int | None = None
+    reason: str | None = None
+    controls: tuple[Control, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+    wall_time: float = 0.0
+    torch_version: str = field(default_factory=lambda: torch.__version__)
+    python_version: str = field(default_factory=platform.python_version)
+
+    def __post_init__(self) -> None:
+        if self.verdict is Verdict.PASS and any(not c.ok for c in self.controls):
+            bad = [c.name for c in self.controls if not c.ok]
+            raise InvalidArgument(
+                "verdict", "PASS", f"a check cannot PASS when its controls {bad} did not come out as expected"
+            )
+        if self.verdict in (Verdict.SKIPPED, Verdict.INCONCLUSIVE) and not self.reason:
+            raise InvalidArgument("reason", None, f"a {self.verdict} result must say why")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["verdict"] = self.verdict.value
+        return to_jsonable(d)  # type: ignore[no-any-return]
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert tensors, numpy values, enums and non-finite floats to plain JSON values."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, torch.Tensor):
+        return to_jsonable(obj.detach().cpu().tolist())
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else str(obj)
+    if hasattr(obj, "item"):
+        return to_jsonable(obj.item())
+    if hasattr(obj, "tolist"):
+        return to_jsonable(obj.tolist())
+    return str(obj)
