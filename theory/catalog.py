@@ -9,12 +9,15 @@ the paper is wrong or loose. The CLI's ``list``, the runner and the report all
 draw on this catalog; a test fails if a check exists without an entry or an entry
 without a check.
 
-Each family lives in :mod:`theory.claims.<family>` as a tuple ``CLAIMS``.
+Each family lives in :mod:`theory.claims.<family>` (and optionally further modules
+``theory.claims.<family>_<topic>``) as a tuple ``CLAIMS``; the checks live in
+``verify.checks.<family>`` or ``verify.checks.<family>_<topic>``.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 from dataclasses import dataclass
 
@@ -56,8 +59,9 @@ class Claim:
             raise ValueError(f"claim {self.id!r}: unknown family {self.family!r}")
         if self.kind not in _KINDS:
             raise ValueError(f"claim {self.id!r}: kind must be one of {_KINDS}")
-        if not self.check.startswith(f"verify.checks.{self.family}."):
-            raise ValueError(f"claim {self.id!r}: check must live in verify.checks.{self.family}")
+        module = self.check.rsplit(".", 1)[0]
+        if not (module == f"verify.checks.{self.family}" or module.startswith(f"verify.checks.{self.family}_")):
+            raise ValueError(f"claim {self.id!r}: check must live in verify.checks.{self.family}[_topic]")
 
     @property
     def family(self) -> str:
@@ -66,15 +70,22 @@ class Claim:
 
 def all_claims() -> dict[str, Claim]:
     """Every claim, in family order then definition order."""
+    import theory.claims as pkg
+
+    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__))
     out: dict[str, Claim] = {}
     for fam in FAMILIES:
-        mod = importlib.import_module(f"theory.claims.{fam}")
-        for claim in mod.CLAIMS:
-            if claim.id in out:
-                raise ValueError(f"duplicate claim id {claim.id!r}")
-            if claim.family != fam:
-                raise ValueError(f"claim {claim.id!r} is defined in theory.claims.{fam}")
-            out[claim.id] = claim
+        for name in [n for n in names if n == fam or n.startswith(f"{fam}_")]:
+            mod = importlib.import_module(f"theory.claims.{name}")
+            for claim in mod.CLAIMS:
+                if claim.id in out:
+                    raise ValueError(f"duplicate claim id {claim.id!r}")
+                if claim.family != fam:
+                    raise ValueError(f"claim {claim.id!r} is defined in theory.claims.{name}")
+                out[claim.id] = claim
+    unknown = [n for n in names if n.split("_", 1)[0] not in FAMILIES]
+    if unknown:
+        raise ValueError(f"theory.claims modules outside the known families: {unknown}")
     return out
 
 

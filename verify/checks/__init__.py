@@ -1,7 +1,8 @@
 """Checks: one function per catalog claim, ``check(config) -> CheckResult``.
 
-A family module ``verify.checks.<family>`` registers its checks with
-:func:`register`; :func:`registry` imports every family and returns
+A family module ``verify.checks.<family>`` (or ``verify.checks.<family>_<topic>``)
+registers its checks with :func:`register`; :func:`registry` imports every module
+of this package and returns
 ``{claim_id: function}``. The catalog (:mod:`theory.catalog`) and this registry
 must match exactly (tested).
 """
@@ -9,6 +10,7 @@ must match exactly (tested).
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 
 from verify.results import CheckResult, RunConfig
@@ -33,8 +35,7 @@ def register(claim_id: str) -> Callable[[CheckFn], CheckFn]:
 
 def registry() -> dict[str, CheckFn]:
     """Every registered check (imports all families)."""
-    from theory.catalog import FAMILIES
-
-    for fam in FAMILIES:
-        importlib.import_module(f"verify.checks.{fam}")
+    for mod in pkgutil.iter_modules(__path__):
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
     return dict(_REGISTRY)
