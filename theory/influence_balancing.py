@@ -1,0 +1,44 @@
+r"""Influence balancing (Tallec & Ollivier, UORO §4, eq. (8)-(9)), derived symbolically.
+
+Dynamics :math:`s_{t+1} = A s_t + c\,\theta` with :math:`A_{ii} = A_{i,i+1} = 1/2`
+and :math:`c = (1,\dots,1,-1,\dots,-1)^\top` (p plus signs, n − p minus signs). The
+equilibrium solves :math:`(I - A) s^* = c\,\theta`; sympy inverts :math:`I - A`
+exactly and differentiates. The paper states :math:`B = (I-A)^{-1}` has
+:math:`B_{ij} = 2` for j ≥ i, hence :math:`\partial s^{*1}/\partial\theta = 4p - 2n`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy as sp
+
+__all__ = ["equilibrium_derivative", "equilibrium_derivative_closed_form", "equilibrium_matrix"]
+
+
+@lru_cache(maxsize=64)
+def equilibrium_matrix(n: int) -> sp.Matrix:
+    """:math:`B = (I - A)^{-1}` computed exactly by sympy."""
+    A = sp.zeros(n, n)
+    for i in range(n):
+        A[i, i] = sp.Rational(1, 2)
+        if i + 1 < n:
+            A[i, i + 1] = sp.Rational(1, 2)
+    return (sp.eye(n) - A).inv()
+
+
+@lru_cache(maxsize=256)
+def equilibrium_derivative(n: int, p: int) -> sp.Rational:
+    r""":math:`\partial s^{*1}/\partial\theta` at equilibrium, by exact inversion and differentiation."""
+    if not (1 <= n and 0 <= p <= n):
+        raise ValueError(f"need n >= 1 and 0 <= p <= n, got n={n}, p={p}")
+    theta = sp.Symbol("theta")
+    c = sp.Matrix([1] * p + [-1] * (n - p))
+    s_star = equilibrium_matrix(n) * c * theta
+    return sp.Rational(sp.diff(s_star[0], theta))
+
+
+def equilibrium_derivative_closed_form() -> sp.Expr:
+    r"""The paper's closed form :math:`4p - 2n` as a sympy expression in symbols n, p."""
+    n, p = sp.symbols("n p", integer=True, positive=True)
+    return 4 * p - 2 * n
