@@ -13,7 +13,12 @@ from functools import lru_cache
 
 import sympy as sp
 
-__all__ = ["equilibrium_derivative", "equilibrium_derivative_closed_form", "equilibrium_matrix"]
+__all__ = [
+    "equilibrium_derivative",
+    "equilibrium_derivative_closed_form",
+    "equilibrium_matrix",
+    "truncated_derivative",
+]
 
 
 @lru_cache(maxsize=64)
@@ -42,3 +47,27 @@ def equilibrium_derivative_closed_form() -> sp.Expr:
     r"""The paper's closed form :math:`4p - 2n` as a sympy expression in symbols n, p."""
     n, p = sp.symbols("n p", integer=True, positive=True)
     return 4 * p - 2 * n
+
+
+@lru_cache(maxsize=1024)
+def truncated_derivative(n: int, p: int, k: int) -> sp.Rational:
+    r"""What truncated BPTT with truncation k sees at equilibrium: :math:`\sum_{j<k} (A^j c)_1`.
+
+    Backpropagating :math:`\ell = \tfrac12(s^1-1)^2` through only the last k
+    transitions of eq. (8) keeps the first k terms of the Neumann series
+    :math:`(I-A)^{-1} c = \sum_{j\ge0} A^j c`; exact rationals. Its sign differs
+    from :math:`4p-2n` when k is well below n (UORO §4).
+    """
+    if not (1 <= n and 0 <= p <= n and k >= 1):
+        raise ValueError(f"need n >= 1, 0 <= p <= n and k >= 1, got n={n}, p={p}, k={k}")
+    A = sp.zeros(n, n)
+    for i in range(n):
+        A[i, i] = sp.Rational(1, 2)
+        if i + 1 < n:
+            A[i, i + 1] = sp.Rational(1, 2)
+    v = sp.Matrix([1] * p + [-1] * (n - p))
+    total = sp.Rational(0)
+    for _ in range(k):
+        total += v[0]
+        v = A * v
+    return sp.Rational(total)

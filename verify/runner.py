@@ -3,15 +3,23 @@
 A check that raises :class:`~verify.errors.AssumptionViolated` becomes
 INCONCLUSIVE with the premise as its reason (never PASS); any other exception in a
 check is a FAIL naming the exception -- a crashed check must not let a CI gate through.
+
+:func:`run_claims` runs claims in this process or, with ``workers > 1``, in that
+many worker processes (``spawn``; each gets ``cpu_count // workers`` torch
+threads). Results always come back in catalog order. ``skip`` turns chosen claims
+into SKIPPED results with a reason without running them (e.g. the ``device``
+claims when CUDA was asked for and is absent).
 """
 
 from __future__ import annotations
 
 import difflib
 import fnmatch
+import os
+import signal
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from theory.catalog import Claim, all_claims
 from verify.checks import registry
@@ -34,7 +42,10 @@ def select_claims(patterns: Sequence[str] | None = None, profile: str | None = N
     if not patterns:
         return [c for c in claims.values() if profile is None or profile in c.profiles]
     chosen: dict[str, Claim] = {}
-    for pat in patterns:
+    split = [p.strip() for pat in patterns for p in pat.split(",") if p.strip()]
+    if not split:
+        raise InvalidArgument("--claims", list(patterns), "give at least one claim id or glob")
+    for pat in split:
         hits = [cid for cid in claims if fnmatch.fnmatchcase(cid, pat)]
         if not hits:
             near = difflib.get_close_matches(pat, list(claims), n=3, cutoff=0.5)
@@ -94,14 +105,107 @@ def run_check(claim: Claim, config: RunConfig) -> CheckResult:
     return result
 
 
-def run_claims(claims: Sequence[Claim], config: RunConfig, progress: Progress | None = None) -> list[CheckResult]:
-    """Run ``claims`` in order, calling ``progress("start"|"done", claim, result)``."""
-    results = []
-    for claim in claims:
+def _skipped(claim: Claim, config: RunConfig, reason: str) -> CheckResult:
+    return CheckResult(
+        claim.id, Verdict.SKIPPED, f"not run: {reason}", reason=reason, seed=config.seed, device=config.device
+    )
+
+
+def _init_worker(threads: int) -> None:
+    """Worker process setup: the parent handles Ctrl-C; share the cores between workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def run_claims(
+    claims: Sequence[Claim],
+    config: RunConfig | Mapping[str, RunConfig],
+    progress: Progress | None = None,
+    *,
+    workers: int = 1,
+    skip: Mapping[str, str] | None = None,
+) -> list[CheckResult]:
+    """Run ``claims``, calling ``progress("start"|"done", claim, result)``; results in catalog order.
+
+    ``config`` is one :class:`RunConfig` for every claim or a mapping claim id ->
+    config. ``workers > 1`` runs checks in that many processes. ``skip`` maps claim
+    ids to the reason they are reported SKIPPED without running.
+    """
+    skip = dict(skip or {})
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidArgument("workers", workers, "must be an integer >= 1")
+
+    def cfg(claim: Claim) -> RunConfig:
+        return config if isinstance(config, RunConfig) else config[claim.id]
+
+    results: dict[str, CheckResult] = {}
+    todo = [c for c in claims if c.id not in skip]
+    parallel = workers > 1 and len(todo) > 1
+    for claim in claims:  # serially: in catalog order; in parallel: the skipped ones first
+        if parallel and claim.id not in skip:
+            continue
         if progress:
             progress("start", claim, None)
-        res = run_check(claim, config)
-        results.append(res)
+        if claim.id in skip:
+            res = _skipped(claim, cfg(claim), skip[claim.id])
+        else:
+            res = run_check(claim, cfg(claim))
+        results[claim.id] = res
         if progress:
             progress("done", claim, res)
-    return results
+    if parallel:
+        _run_parallel(todo, cfg, progress, min(workers, len(todo)), results)
+    return [results[c.id] for c in claims]
+
+
+def _run_parallel(
+    todo: Sequence[Claim],
+    cfg: Callable[[Claim], RunConfig],
+    progress: Progress | None,
+    workers: int,
+    results: dict[str, CheckResult],
+) -> None:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(threads,),
+    )
+    pending = list(todo)
+    running: dict[Future[CheckResult], Claim] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                claim = pending.pop(0)
+                if progress:
+                    progress("start", claim, None)
+                running[pool.submit(run_check, claim, cfg(claim))] = claim
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                claim = running.pop(fut)
+                try:
+                    res = fut.result()
+                except Exception as exc:  # worker died or the result could not be sent back
+                    res = CheckResult(
+                        claim.id,
+                        Verdict.FAIL,
+                        f"worker process failed: {type(exc).__name__}: {exc}",
+                        reason=traceback.format_exc(limit=4),
+                        seed=cfg(claim).seed,
+                    )
+                results[claim.id] = res
+                if progress:
+                    progress("done", claim, res)
+    except BaseException:
+        procs = getattr(pool, "_processes", None) or {}
+        for proc in list(procs.values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

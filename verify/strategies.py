@@ -80,9 +80,9 @@ def make_cell(kind: str, n: int, d: int) -> Cell:
 
 
 def clip_spectral_norm(W: torch.Tensor, lam: float) -> torch.Tensor:
-    """W with its singular values clipped to at most ``lam`` (so ‖W‖₂ ≤ λ)."""
+    """W with its singular values clipped to at most ``lam`` (so ‖W‖₂ ≤ λ); batches of matrices too."""
     U, S, Vh = torch.linalg.svd(W)
-    out: torch.Tensor = (U * S.clamp(max=lam)) @ Vh
+    out: torch.Tensor = (U * S.clamp(max=lam).unsqueeze(-2)) @ Vh
     return out
 
 

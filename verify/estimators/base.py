@@ -39,7 +39,10 @@ __all__ = ["OnlineEstimator", "run_estimator"]
 class OnlineEstimator(Protocol):
     """Structural type of an online gradient algorithm (see module docstring)."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """A short label for reports (a read-only property, so frozen dataclasses conform)."""
+        ...
 
     def init(self, problem: Problem, theta: torch.Tensor, rng: torch.Generator, *, samples: int = 1) -> Any: ...
 

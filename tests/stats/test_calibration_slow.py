@@ -1,0 +1,71 @@
+"""Calibration at the gate's own error rates (α = β = 1e-3): long runs, ``-m slow``.
+
+Each test counts wrong verdicts over R repetitions and requires the count to stay
+below ``binomial_upper_quantile(R, 1e-3, 1e-4)``: if the true rate is ≤ 1e-3 the
+test fails with probability ≤ 1e-4. The observed rate and its Clopper–Pearson 95 %
+upper bound are printed (``-s``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from tests.stats.synthetic import Synthetic
+from verify.bench.uoro_statistics import _unbiased_once
+from verify.results import Verdict
+from verify.stats import (
+    TestOptions,
+    binomial_upper_quantile,
+    clopper_pearson_upper,
+    empty_moments,
+    fixed_sample_test,
+    update_moments,
+)
+from verify.stats.bounds import norm_quantile_bound
+from verify.stats.unbiased import _geometry
+
+pytestmark = [pytest.mark.slow, pytest.mark.statistical]
+
+RATE = 1e-3
+SYN = Synthetic(p=8, kappa=2.0)
+
+
+def _report(what: str, k: int, n: int) -> None:
+    print(f"{what}: {k}/{n} = {k / n:.5f}, Clopper-Pearson 95% upper {clopper_pearson_upper(k, n):.5f}")
+
+
+@pytest.mark.parametrize("law", ["gauss", "t3", "exp"])
+def test_fixed_test_false_fail_rate_at_alpha_1e3(law: str) -> None:
+    R = 4000
+    fails = 0
+    for r in range(R):
+        gen = torch.Generator().manual_seed(100_000 + r)
+        res = fixed_sample_test(SYN.sampler(law)(2000, gen), SYN.g, options=TestOptions(), generator=gen)
+        fails += res.verdict is Verdict.FAIL
+    _report(f"fixed test, {law}, FAIL", fails, R)
+    assert fails <= binomial_upper_quantile(R, RATE, 1e-4)
+
+
+@pytest.mark.parametrize("law", ["gauss", "t3"])
+def test_confidence_ball_coverage_at_beta_1e3(law: str) -> None:
+    R = 4000
+    miss = 0
+    zero = torch.zeros(SYN.p, dtype=torch.float64)
+    for r in range(R):
+        gen = torch.Generator().manual_seed(200_000 + r)
+        m = update_moments(empty_moments(SYN.p), SYN.sampler(law)(2000, gen) - SYN.g, zero)
+        rad = norm_quantile_bound(_geometry(m).eig, math.log(1 / RATE)) / math.sqrt(m.n)
+        miss += float(m.mean.norm()) > rad
+    _report(f"ball, {law}, miss", miss, R)
+    assert miss <= binomial_upper_quantile(R, RATE, 1e-4)
+
+
+def test_uoro_sequential_false_fail_rate_over_1000_seeds() -> None:
+    """The gate's sequential test on the toolkit's UORO (Elman-tanh n=2, T=3, 5 quantities, 10^4 draws)."""
+    R = 1000
+    fails = sum(_unbiased_once(seed, RATE) is Verdict.FAIL for seed in range(5000, 5000 + R))
+    _report("UORO sequential unbiasedness test, FAIL", fails, R)
+    assert fails <= binomial_upper_quantile(R, RATE, 1e-4)

@@ -1,0 +1,297 @@
+r"""User-facing assertions for stochastic gradient estimators (pytest / hypothesis).
+
+* :func:`assert_unbiased` -- the statistical gate of :mod:`verify.stats.unbiased`
+  applied to any estimator under the contract of :mod:`verify.estimators.base`:
+  draws M independent noise samples of the estimate of :math:`\partial\ell_t/\partial\theta`
+  (several t), of the total gradient :math:`\sum_t\tilde g_t`, and optionally of the
+  influence matrices :math:`\partial s_t/\partial\theta`, and compares their means with
+  the float64 references (Tallec & Ollivier, Prop. 1). Raises ``AssertionError``
+  on FAIL (bias detected; false-fail rate ≤ α) and, unless
+  ``allow_inconclusive=True``, when the budget runs out; returns the
+  :class:`~verify.stats.unbiased.UnbiasednessResult` (certified bound δ·‖g‖ at
+  1 − β) on PASS.
+* :func:`unbiasedness_property` -- a hypothesis property test over generated
+  problems (:func:`verify.strategies.problems`): every example must not FAIL; α
+  is split over the examples (Bonferroni), so the whole property test has
+  false-fail rate ≤ α.
+
+Worked example (a hand-written UORO; see the README section "Checking your own
+estimator")::
+
+    from verify.assertions import assert_unbiased, unbiasedness_property
+    from verify.strategies import random_problem, problems
+
+    problem, theta = random_problem("elman-tanh", n=3, d=2, T=5, generator=torch.Generator().manual_seed(0))
+    assert_unbiased(MyUORO(), problem, theta, delta=0.05)
+
+    test_my_uoro_everywhere = unbiasedness_property(MyUORO(), problems(cells=("elman-tanh", "gru"), max_n=3, max_T=5))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from verify._validate import require_positive_int, require_probability
+from verify.errors import InvalidArgument
+from verify.estimators.base import OnlineEstimator
+from verify.problem import Problem
+from verify.reference import influence_matrices, per_step_gradients
+from verify.stats.unbiased import TestOptions, UnbiasednessResult, planned_test, sequential_test
+from verify.strategies import ProblemCase, problems
+
+__all__ = [
+    "QUANTITIES",
+    "assert_unbiased",
+    "default_steps",
+    "estimator_sampler",
+    "reference_truths",
+    "unbiasedness_property",
+]
+
+#: what :func:`assert_unbiased` can test
+QUANTITIES = ("gradient", "total", "influence")
+
+#: ``influence(problem, state) -> (M, *B, n, p)``: the estimator's estimate of ∂s_t/∂θ held in its state
+InfluenceFn = Callable[[Problem, Any], torch.Tensor]
+
+
+def default_steps(T: int) -> tuple[int, ...]:
+    """The time steps tested by default: {2, ⌈T/2⌉, T} ∩ [1, T]."""
+    return tuple(sorted({min(2, T), max(1, (T + 1) // 2), T}))
+
+
+def _check_steps(steps: Sequence[int] | None, T: int) -> tuple[int, ...]:
+    if steps is None:
+        return default_steps(T)
+    out = tuple(steps)
+    if not out or any(isinstance(t, bool) or not isinstance(t, int) or not (1 <= t <= T) for t in out):
+        raise InvalidArgument("steps", out, f"need a non-empty sequence of time steps in [1, T={T}]")
+    return tuple(sorted(set(out)))
+
+
+def estimator_sampler(
+    estimator: OnlineEstimator,
+    problem: Problem,
+    theta: torch.Tensor,
+    *,
+    steps: Sequence[int],
+    quantities: Sequence[str] = ("gradient", "total"),
+    influence: InfluenceFn | None = None,
+) -> tuple[Callable[[int, torch.Generator], list[torch.Tensor]], list[str]]:
+    """A sampler for :mod:`verify.stats.unbiased`: m independent runs of ``estimator`` → the chosen quantities.
+
+    Returns ``(sampler, names)``. ``sampler(m, rng)`` runs ``init``/``step`` with
+    ``samples=m`` over t = 1..T (or up to max(steps) without ``"total"``) and returns
+    one (m, ·) tensor per name, in the order of ``names``: the gradient estimates
+    at ``steps``, the total :math:`\\sum_t\\tilde g_t`, the influence estimates at
+    ``steps`` (flattened). Estimates of the wrong shape or with NaN/inf raise
+    :class:`InvalidArgument`.
+    """
+    for q in quantities:
+        if q not in QUANTITIES:
+            raise InvalidArgument("quantity", q, f"must be one of {QUANTITIES}")
+    if "influence" in quantities and influence is None:
+        influence = getattr(estimator, "influence_estimate", None)
+        if influence is None:
+            raise InvalidArgument(
+                "influence",
+                None,
+                f"{getattr(estimator, 'name', 'estimator')} has no influence_estimate(problem, state); pass "
+                "influence=lambda problem, state: <(M, n, p) estimate of ds_t/dtheta>",
+            )
+    T, p, n = problem.T, problem.p, problem.n
+    ts = tuple(steps)
+    last = T if "total" in quantities else max(ts)
+    names: list[str] = []
+    if "gradient" in quantities:
+        names += [f"dl_{t}/dtheta" for t in ts]
+    if "total" in quantities:
+        names.append("dL/dtheta")
+    if "influence" in quantities:
+        names += [f"ds_{t}/dtheta" for t in ts]
+    label = getattr(estimator, "name", type(estimator).__name__)
+
+    def sampler(m: int, rng: torch.Generator) -> list[torch.Tensor]:
+        state = estimator.init(problem, theta, rng, samples=m)
+        grads: dict[int, torch.Tensor] = {}
+        infl: dict[int, torch.Tensor] = {}
+        total: torch.Tensor | None = None
+        for t in range(1, last + 1):
+            state, g = estimator.step(problem, theta, state, t, rng)
+            if not isinstance(g, torch.Tensor) or tuple(g.shape) != (m, p):
+                shape = tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__
+                raise InvalidArgument(f"{label}.step(...) estimate", f"shape {shape} at t={t}", f"expected ({m}, {p})")
+            if not bool(torch.isfinite(g).all()):
+                raise InvalidArgument(f"{label}.step(...) estimate", f"non-finite values at t={t}", "must be finite")
+            total = g if total is None else total + g
+            if t in ts:
+                grads[t] = g
+                if influence is not None and "influence" in quantities:
+                    est = influence(problem, state)
+                    if est.shape[0] != m or est[0].numel() != n * p * max(1, _batch(problem)):
+                        raise InvalidArgument(
+                            f"{label} influence estimate", f"shape {tuple(est.shape)}", f"expected ({m}, *B, {n}, {p})"
+                        )
+                    infl[t] = est.reshape(m, -1)
+        out: list[torch.Tensor] = []
+        if "gradient" in quantities:
+            out += [grads[t] for t in ts]
+        if "total" in quantities:
+            assert total is not None
+            out.append(total)
+        if "influence" in quantities:
+            out += [infl[t] for t in ts]
+        return out
+
+    return sampler, names
+
+
+def _batch(problem: Problem) -> int:
+    k = 1
+    for b in problem.batch_shape:
+        k *= b
+    return k
+
+
+def reference_truths(
+    problem: Problem, theta: torch.Tensor, steps: Sequence[int], quantities: Sequence[str]
+) -> list[torch.Tensor]:
+    P64 = problem.to(dtype=torch.float64, device="cpu")
+    th64 = theta.detach().to(dtype=torch.float64, device="cpu")
+    G = per_step_gradients(P64, th64)
+    out: list[torch.Tensor] = []
+    if "gradient" in quantities:
+        out += [G[t - 1] for t in steps]
+    if "total" in quantities:
+        out.append(G.sum(0))
+    if "influence" in quantities:
+        infl = influence_matrices(P64, th64)
+        out += [infl[t - 1].reshape(-1) for t in steps]
+    return out
+
+
+def assert_unbiased(
+    estimator: OnlineEstimator,
+    problem: Problem,
+    theta: torch.Tensor,
+    *,
+    quantity: str | Sequence[str] = ("gradient", "total"),
+    steps: Sequence[int] | None = None,
+    alpha: float = 1e-3,
+    beta: float = 1e-3,
+    delta: float = 0.02,
+    max_samples: int = 200_000,
+    seed: int = 0,
+    method: str = "sequential",
+    allow_inconclusive: bool = False,
+    influence: InfluenceFn | None = None,
+    options: TestOptions | None = None,
+) -> UnbiasednessResult:
+    r"""Assert that ``estimator`` is unbiased on ``problem`` at frozen θ (Tallec & Ollivier, Prop. 1).
+
+    .. math:: E\,\tilde g_t = \partial\ell_t/\partial\theta,\quad
+              E\sum_t\tilde g_t = \nabla_\theta L,\quad
+              E\,\widetilde{\partial s_t/\partial\theta} = \partial s_t/\partial\theta
+
+    ``quantity``: any of ``"gradient"`` (at ``steps``, default :func:`default_steps`),
+    ``"total"``, ``"influence"`` (needs ``estimator.influence_estimate(problem, state)``
+    or ``influence=``). ``method``: ``"sequential"`` (anytime-valid, stops early) or
+    ``"fixed"`` (pilot + planned size). Error rates: FAIL for an unbiased estimator
+    with probability ≤ ``alpha``; a PASS certifies ‖E ĝ − g‖ < ``delta``·‖g‖ for
+    every quantity with probability ≥ 1 − ``beta``. Raises ``AssertionError`` on
+    FAIL, and on INCONCLUSIVE unless ``allow_inconclusive``; ``InvalidArgument`` on
+    bad input (α, β ∉ (0, 1), δ ≤ 0, an estimate with NaN or the wrong shape, a
+    quantity whose exact value is the zero vector).
+    """
+    quantities = (quantity,) if isinstance(quantity, str) else tuple(quantity)
+    if not quantities:
+        raise InvalidArgument("quantity", quantity, f"choose one or more of {QUANTITIES}")
+    opts = options or TestOptions(
+        alpha=require_probability("alpha", alpha),
+        beta=require_probability("beta", beta),
+        delta=delta,
+        det_rtol=1e-9 if problem.dtype == torch.float64 else 1e-4,
+    )
+    if method not in ("sequential", "fixed"):
+        raise InvalidArgument("method", method, "must be 'sequential' or 'fixed'")
+    require_positive_int("max_samples", max_samples, minimum=2)
+    theta = problem.check_theta(theta)
+    ts = _check_steps(steps, problem.T)
+    sampler, names = estimator_sampler(estimator, problem, theta, steps=ts, quantities=quantities, influence=influence)
+    truths = reference_truths(problem, theta, ts, quantities)
+    gen = torch.Generator().manual_seed(seed)
+    first = min(2000, max_samples)
+    if method == "sequential":
+        res = sequential_test(
+            sampler, truths, options=opts, generator=gen, max_samples=max_samples, first=first, names=names
+        )
+    else:
+        res = planned_test(
+            sampler, truths, options=opts, generator=gen, max_samples=max_samples, pilot=first, names=names
+        )
+    label = getattr(estimator, "name", type(estimator).__name__)
+    if res.failed:
+        raise AssertionError(f"{label} is biased on {problem.describe()}: {res.summary()}")
+    if not res.passed and not allow_inconclusive:
+        raise AssertionError(f"{label}: unbiasedness not established on {problem.describe()}: {res.summary()}")
+    return res
+
+
+def unbiasedness_property(
+    estimator: OnlineEstimator,
+    cases: st.SearchStrategy[ProblemCase] | None = None,
+    *,
+    quantity: str | Sequence[str] = ("gradient", "total"),
+    alpha: float = 1e-3,
+    beta: float = 1e-3,
+    delta: float = 0.05,
+    max_samples: int = 50_000,
+    examples: int = 10,
+    require_pass: bool = False,
+) -> Callable[[], None]:
+    """A hypothesis property test: ``estimator`` is not detectably biased on any generated problem.
+
+    ``cases``: a strategy of :class:`~verify.strategies.ProblemCase` (default: small
+    Elman-tanh, LSTM and GRU problems, squared error). Each example runs
+    :func:`assert_unbiased` at level α/``examples`` (Bonferroni: the whole property
+    test FAILs a correct estimator with probability ≤ α) with the example's seed,
+    so a failure replays exactly. With ``require_pass`` every example must also
+    reach a PASS certificate; otherwise INCONCLUSIVE examples are accepted (only
+    detected bias fails). Assign the result to a ``test_*`` name in a test module.
+    """
+    examples = require_positive_int("examples", examples)
+    alpha = require_probability("alpha", alpha)
+    strategy = (
+        cases
+        if cases is not None
+        else problems(cells=("elman-tanh", "lstm", "gru"), losses=("squared-error",), max_n=3, max_d=2, max_T=5)
+    )
+    per_alpha = alpha / examples  # Bonferroni over the examples
+
+    @settings(max_examples=examples, deadline=None)
+    @given(strategy)
+    def test_unbiased_on_generated_problems(case: ProblemCase) -> None:
+        P, th = case.problem, case.theta
+        ts = default_steps(P.T)
+        truths = reference_truths(P, th, ts, (quantity,) if isinstance(quantity, str) else tuple(quantity))
+        assume(all(float(torch.linalg.vector_norm(g)) > 1e-8 for g in truths))  # relative bound undefined at 0
+        assert_unbiased(
+            estimator,
+            P,
+            th,
+            quantity=quantity,
+            steps=ts,
+            alpha=per_alpha,
+            beta=beta,
+            delta=delta,
+            max_samples=max_samples,
+            seed=case.seed,
+            allow_inconclusive=not require_pass,
+        )
+
+    return test_unbiased_on_generated_problems

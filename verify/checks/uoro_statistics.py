@@ -1,0 +1,1366 @@
+r"""Statistical checks of the UORO family (claims in :mod:`theory.claims.uoro_statistics`).
+
+Every unbiasedness claim is a test of :mod:`verify.stats.unbiased` with stated
+error rates (α = β = 1e-3 per claim, δ = 0.02 relative to ‖g‖), run on the
+toolkit's estimators (:mod:`verify.estimators.uoro`) against the float64
+references; the conformance and variance claims compare them with an independent,
+explicit-Jacobian evaluation of Algorithm 1 (:func:`algorithm1_reference`); the
+REINFORCE link uses :class:`Reinforce` (here, with its check).
+
+* ``uoro.unbiased-statistical`` -- Prop. 1 on Elman-tanh, LSTM, GRU (sequential test);
+* ``uoro.truncated-unbiased`` / ``uoro.rank-unbiased`` -- UORO-T and rank-r UORO (§3);
+* ``uoro.rank-variance`` -- E‖ĝ_r − g‖² ∝ 1/r (slope with a CI);
+* ``uoro.preactivation`` -- preactivation-space UORO unbiased, lower variance (ratio);
+* ``uoro.variance-growth`` -- relative variance vs t and n (measurements; the
+  estimator of the measurement is checked against exact enumeration);
+* ``uoro.reinforce-link`` -- REINFORCE on the state-perturbed RNN → UORO as σ → 0;
+* ``uoro.algorithm-1-conformance`` -- the noise law and the formulas of Algorithm 1
+  under tabulated noise;
+* ``uoro.variance-matches-algorithm-1`` -- two-sample tests on second moments against
+  the independent Algorithm 1; the paper's normalizers vs alternatives;
+* ``uoro.mutants-caught`` -- the kill table of :mod:`verify.mutants.uoro`.
+
+Options (``RunConfig.options``): ``mutant`` (a name of :mod:`verify.mutants.uoro`:
+the check runs it in place of the implementation it targets), ``controls``
+(``False`` skips the negative controls, as the kill table does), ``alpha``,
+``beta``, ``delta``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+from scipy import stats
+from torch.func import grad, jacrev, vmap
+
+from verify._func import vjp
+from verify.assertions import estimator_sampler, reference_truths
+from verify.checks import register, registry
+from verify.errors import InvalidArgument
+from verify.estimators.base import OnlineEstimator, run_estimator
+from verify.estimators.enumerate import sign_patterns
+from verify.estimators.uoro import UORO, PreactivationUORO, Tabulated
+from verify.mutants.estimators import ZeroOne
+from verify.mutants.estimators import rho0_inverted as _rho0_inverted_rule
+from verify.mutants.uoro import MUTANTS, SharedAcrossPairs, get
+from verify.problem import Problem
+from verify.reference import per_step_gradients
+from verify.results import CheckResult, Control, RunConfig, Verdict
+from verify.stats import (
+    MomentComparison,
+    TestOptions,
+    UnbiasednessResult,
+    compare_second_moments,
+    fit_slope,
+    log_mean_with_se,
+    sequential_test,
+    squared_errors,
+)
+from verify.strategies import random_problem
+
+__all__ = [
+    "Reinforce",
+    "StepJacobians",
+    "algorithm1_reference",
+    "rank_test",
+    "step_jacobians",
+]
+
+EPS = 1e-7  # Algorithm 1's ε
+
+
+# ================================================================ shared helpers
+def _options(config: RunConfig, *, split: int = 1) -> TestOptions:
+    """The claim's error rates (α = β = 1e-3, δ = 0.02 unless overridden), split over ``split`` tests."""
+    return TestOptions(
+        alpha=float(config.option("alpha", 1e-3)) / split,
+        beta=float(config.option("beta", 1e-3)) / split,
+        delta=float(config.option("delta", 0.02)),
+    )
+
+
+def _impl(config: RunConfig, target: str, default: Callable[..., Any]) -> Callable[..., Any]:
+    """The implementation under test: ``default`` or the injected mutant of that target."""
+    name = config.option("mutant")
+    if name:
+        m = get(str(name))
+        if m.target == target:
+            return m.impl
+    return default
+
+
+def _controls(config: RunConfig) -> bool:
+    return bool(config.option("controls", True)) and not config.option("mutant")
+
+
+def _mutant_label(config: RunConfig) -> str:
+    name = config.option("mutant")
+    return f" [mutant {name} injected]" if name else ""
+
+
+def _finish(
+    claim_id: str,
+    config: RunConfig,
+    t0: float,
+    verdict: Verdict,
+    summary: str,
+    *,
+    statistic: float | None = None,
+    threshold: float | None = None,
+    comparison: str = "<",
+    controls: Sequence[Control] = (),
+    data: dict[str, Any] | None = None,
+    reason: str | None = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+    delta: float | None = None,
+    samples_planned: int | None = None,
+    samples_used: int | None = None,
+) -> CheckResult:
+    bad = [c for c in controls if not c.ok]
+    if bad:
+        summary += "; NEGATIVE CONTROL NOT CAUGHT: " + ", ".join(f"{c.name} ({c.observed})" for c in bad)
+        if verdict is Verdict.PASS:
+            verdict = Verdict.FAIL
+    if verdict in (Verdict.INCONCLUSIVE, Verdict.SKIPPED) and not reason:
+        reason = summary
+    return CheckResult(
+        claim_id=claim_id,
+        verdict=verdict,
+        summary=summary + _mutant_label(config),
+        statistic=statistic,
+        threshold=threshold,
+        comparison=comparison,
+        seed=config.seed,
+        dtype="float64",
+        device="cpu",
+        alpha=alpha,
+        beta=beta,
+        delta=delta,
+        samples_planned=samples_planned,
+        samples_used=samples_used,
+        reason=reason,
+        controls=tuple(controls),
+        data=data or {},
+        wall_time=time.perf_counter() - t0,
+    )
+
+
+def _combine(verdicts: Sequence[Verdict]) -> Verdict:
+    if any(v is Verdict.FAIL for v in verdicts):
+        return Verdict.FAIL
+    if all(v is Verdict.PASS for v in verdicts):
+        return Verdict.PASS
+    return Verdict.INCONCLUSIVE
+
+
+@dataclass(frozen=True, eq=False)
+class _Case:
+    label: str
+    problem: Problem
+    theta: torch.Tensor
+
+
+def _case(kind: str, n: int, T: int, config: RunConfig, salt: int, *, input_scale: float = 1.0) -> _Case:
+    """The fixture problem (cached: the kill table runs the same fixtures once per mutant)."""
+    return _cached_case(kind, n, T, config.profile, config.seed, salt, input_scale)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_case(kind: str, n: int, T: int, profile: str, seed: int, salt: int, input_scale: float) -> _Case:
+    config = RunConfig(profile=profile, seed=seed)
+    P, th = random_problem(kind, n=n, d=2, T=T, k=2, generator=config.generator(salt))
+    if input_scale != 1.0:
+        P = P.with_sequence(P.inputs * input_scale, P.targets)
+    return _Case(f"{kind}(n={n}, T={T}{'' if input_scale == 1.0 else f', x*{input_scale:g}'})", P, th)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_truths(case: _Case, steps: tuple[int, ...], quantities: tuple[str, ...]) -> list[torch.Tensor]:
+    return reference_truths(case.problem, case.theta, steps, quantities)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_jacobians(case: _Case) -> StepJacobians:
+    return step_jacobians(case.problem, case.theta)
+
+
+def _unbiased_family(
+    est: OnlineEstimator,
+    case: _Case,
+    steps: Sequence[int],
+    opts: TestOptions,
+    gen: torch.Generator,
+    max_samples: int,
+    *,
+    influence_steps: Sequence[int] | None = None,
+) -> UnbiasednessResult:
+    """Sequential test of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) for one problem."""
+    P, th = case.problem, case.theta
+    isteps = tuple(steps if influence_steps is None else influence_steps)
+    allsteps = sorted(set(steps) | set(isteps))
+    quantities = ("gradient", "total", "influence")
+    both, names_all = estimator_sampler(est, P, th, steps=allsteps, quantities=quantities)
+    truths_all = _cached_truths(case, tuple(allsteps), quantities)
+    k = len(allsteps)
+    idx = [allsteps.index(t) for t in steps] + [k] + [k + 1 + allsteps.index(t) for t in isteps]
+
+    def sampler(m: int, rng: torch.Generator) -> list[torch.Tensor]:
+        out = both(m, rng)  # one run of the estimator yields every quantity
+        return [out[i] for i in idx]
+
+    return sequential_test(
+        sampler,
+        [truths_all[i] for i in idx],
+        options=opts,
+        generator=gen,
+        max_samples=max_samples,
+        first=1000,
+        growth=1.1,
+        min_step=4000,  # the estimators are ~2x faster per draw in batches of >= 4000 than of 1000
+        names=[names_all[i] for i in idx],
+    )
+
+
+def _unbiased_control(
+    est: OnlineEstimator, case: _Case, steps: Sequence[int], opts: TestOptions, gen: torch.Generator, name: str
+) -> Control:
+    res = _unbiased_family(est, case, steps, opts, gen, 20_000)
+    return Control(f"mutant {name}", "FAIL", res.verdict.value, res.summary())
+
+
+def _result_data(results: Sequence[tuple[str, UnbiasednessResult]]) -> dict[str, Any]:
+    rows = []
+    for label, r in results:
+        d = r.to_data()
+        d["problem"] = label
+        d["sequential_over_planned"] = (r.samples_used / r.samples_planned) if r.samples_planned else None
+        rows.append(d)
+    return {"tests": rows}
+
+
+def _looks_figure(results: Sequence[tuple[str, UnbiasednessResult]], delta: float) -> dict[str, Any]:
+    return {
+        "kind": "line",
+        "title": "sequential test: worst certified relative bias bound vs draws",
+        "series": [
+            {"label": lab, "x": [lk[0] for lk in r.looks], "y": [lk[1] for lk in r.looks], "style": "markers"}
+            for lab, r in results
+        ],
+        "xlabel": "draws M",
+        "ylabel": "certified ||E g^ - g|| / ||g||",
+        "logx": True,
+        "logy": True,
+        "hlines": [{"y": delta, "label": "delta"}],
+        "caption": "time-uniform (anytime-valid) bound at 1 - beta; the test stops at the first look below delta",
+    }
+
+
+def _planned_table(results: Sequence[tuple[str, UnbiasednessResult]]) -> dict[str, Any]:
+    return {
+        "kind": "table",
+        "title": "draws: sequential (used) vs fixed-sample planner",
+        "columns": ["problem", "verdict", "used", "planned (fixed)", "used/planned", "certified bound / ||g||"],
+        "rows": [
+            [
+                lab,
+                r.verdict.value,
+                r.samples_used,
+                r.samples_planned,
+                round(r.samples_used / r.samples_planned, 3) if r.samples_planned else None,
+                round(r.relative_bound, 5),
+            ]
+            for lab, r in results
+        ],
+    }
+
+
+def _unbiased_claim(
+    claim_id: str,
+    config: RunConfig,
+    t0: float,
+    runs: Sequence[tuple[_Case, OnlineEstimator, Sequence[int], Sequence[int] | None]],
+    max_samples: int,
+    control: Callable[[], Control] | None,
+    what: str,
+) -> CheckResult:
+    """Shared driver: one sequential family test per (problem, estimator) with α, β split over the runs."""
+    opts = _options(config, split=len(runs))
+    gen = config.generator(salt=401)
+    results: list[tuple[str, UnbiasednessResult]] = []
+    for case, est, steps, isteps in runs:
+        res = _unbiased_family(est, case, steps, opts, gen, max_samples, influence_steps=isteps)
+        results.append((f"{getattr(est, 'name', 'estimator')} on {case.label}", res))
+        if res.verdict is Verdict.FAIL:
+            break  # bias detected: the claim fails, the remaining problems add nothing
+    verdict = _combine([r.verdict for _, r in results])
+    controls = [control()] if control is not None and _controls(config) else []
+    used = sum(r.samples_used for _, r in results)
+    planned = sum(r.samples_planned or 0 for _, r in results)
+    worst = max(r.relative_bound for _, r in results)
+    parts = "; ".join(
+        f"{lab}: {r.verdict.value}, bound {r.relative_bound:.3g}, M={r.samples_used}" for lab, r in results
+    )
+    summary = (
+        f"{what}: {verdict.value}; certified ||E g^ - g|| <= {worst:.3g}*||g|| (delta={opts.delta:g}) at "
+        f"1-beta = {1 - opts.beta * len(runs):g}, alpha = {opts.alpha * len(runs):g}; sequential used {used} draws vs "
+        f"fixed-sample plan {planned} (ratio {used / max(planned, 1):.2f}); {parts}"
+    )
+    reason = None
+    if verdict is Verdict.INCONCLUSIVE:
+        reason = "; ".join(r.reason for _, r in results if r.verdict is not Verdict.PASS) or "budget exhausted"
+    data = _result_data(results)
+    data["sequential_over_planned"] = used / max(planned, 1)
+    data["figures"] = [_looks_figure(results, opts.delta), _planned_table(results)]
+    return _finish(
+        claim_id,
+        config,
+        t0,
+        verdict,
+        summary,
+        statistic=worst,
+        threshold=opts.delta,
+        controls=controls,
+        data=data,
+        reason=reason,
+        alpha=opts.alpha * len(runs),
+        beta=opts.beta * len(runs),
+        delta=opts.delta,
+        samples_planned=planned,
+        samples_used=used,
+    )
+
+
+# ===================================================== independent Algorithm 1
+class StepJacobians(NamedTuple):
+    """Explicit per-step Jacobians on the (deterministic, frozen-θ) trajectory, t = 1..T (index t-1)."""
+
+    J_s: torch.Tensor  #: ∂f/∂s at (s_{t-1}, x_t), (T, n, n)
+    J_th: torch.Tensor  #: ∂f/∂θ at (s_{t-1}, x_t), (T, n, p)
+    dl_ds: torch.Tensor  #: ∂ℓ_t/∂s_t, (T, n)
+    dl_dth: torch.Tensor  #: ∂ℓ_t/∂θ at fixed s_t (the readout's own gradient), (T, p)
+    states: torch.Tensor  #: s_0..s_T, (T+1, n)
+
+
+def step_jacobians(problem: Problem, theta: torch.Tensor) -> StepJacobians:
+    """Dense one-step Jacobians by ``torch.func.jacrev`` (independent of the estimators' VJP/JVP code)."""
+    if problem.batch_shape:
+        raise InvalidArgument(
+            "problem", problem.describe(), "the explicit Algorithm 1 reference is for unbatched problems"
+        )
+    th = theta.detach()
+    states = problem.rollout(th)
+    Js, Jt, ls, lt = [], [], [], []
+    for t in range(1, problem.T + 1):
+        x, s, s1, y = problem.inputs[t - 1], states[t - 1], states[t], problem.targets[t - 1]
+        Js.append(jacrev(lambda ss, x=x: problem.transition(th, ss, x))(s))
+        Jt.append(jacrev(lambda tt, s=s, x=x: problem.transition(tt, s, x))(th))
+        ls.append(grad(lambda ss, y=y: problem.step_loss(th, ss, y))(s1))
+        lt.append(grad(lambda tt, s1=s1, y=y: problem.step_loss(tt, s1, y))(th))
+    return StepJacobians(torch.stack(Js), torch.stack(Jt), torch.stack(ls), torch.stack(lt), states)
+
+
+#: a normalizer rule of the reference: (theta_tilde, s_forward, nu, delta_theta_g) norms -> rho (M, r)
+Rule = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _paper_rho0(nt: torch.Tensor, ns: torch.Tensor, nn: torch.Tensor, ng: torch.Tensor) -> torch.Tensor:
+    return torch.sqrt(nt / (ns + EPS)) + EPS  # Algorithm 1, rho_0
+
+
+def _paper_rho1(nt: torch.Tensor, ns: torch.Tensor, nn: torch.Tensor, ng: torch.Tensor) -> torch.Tensor:
+    return torch.sqrt(ng / (nn + EPS)) + EPS  # Algorithm 1, rho_1
+
+
+def _one(nt: torch.Tensor, ns: torch.Tensor, nn: torch.Tensor, ng: torch.Tensor) -> torch.Tensor:
+    return torch.ones_like(nt)
+
+
+def _inverted_rho0(nt: torch.Tensor, ns: torch.Tensor, nn: torch.Tensor, ng: torch.Tensor) -> torch.Tensor:
+    return torch.sqrt(ns / (nt + EPS)) + EPS
+
+
+def _no_sqrt_rho1(nt: torch.Tensor, ns: torch.Tensor, nn: torch.Tensor, ng: torch.Tensor) -> torch.Tensor:
+    return ng / (nn + EPS) + EPS
+
+
+#: normalizer pairs compared in the report ("how the paper's normalizers compare with the alternatives")
+NORMALIZERS: dict[str, tuple[Rule, Rule]] = {
+    "paper (Algorithm 1)": (_paper_rho0, _paper_rho1),
+    "rho0 = 1": (_one, _paper_rho1),
+    "rho1 = 1": (_paper_rho0, _one),
+    "rho0 = rho1 = 1": (_one, _one),
+    "rho0 inverted": (_inverted_rho0, _paper_rho1),
+    "rho1 without sqrt": (_paper_rho0, _no_sqrt_rho1),
+}
+
+
+class ReferenceRun(NamedTuple):
+    """Algorithm 1 evaluated from explicit Jacobians: per step t = 1..T (index t-1)."""
+
+    g: torch.Tensor  #: g̃_t, (T, M, p)
+    s_tilde: torch.Tensor  #: s̃_t, (T, M, r, n)
+    theta_tilde: torch.Tensor  #: θ̃_t, (T, M, r, p)
+
+
+def algorithm1_reference(
+    jac: StepJacobians, nus: torch.Tensor, *, rho0: Rule = _paper_rho0, rho1: Rule = _paper_rho1
+) -> ReferenceRun:
+    r"""Algorithm 1 of Tallec & Ollivier written out with dense Jacobians, for given noise ``nus`` (T, M, r, n).
+
+    .. math::
+        \tilde g_t = (\delta s\cdot\tilde s_{t-1})\tilde\theta_{t-1} + \delta\theta,\quad
+        \tilde s_t = \rho_0 J_s\tilde s_{t-1} + \rho_1\nu,\quad
+        \tilde\theta_t = \tilde\theta_{t-1}/\rho_0 + \nu^\top J_\theta/\rho_1
+
+    with :math:`\delta s = \partial\ell_t/\partial s_t\,J_s`,
+    :math:`\delta\theta = \partial\ell_t/\partial s_t\,J_\theta + \partial\ell_t/\partial\theta|_{s_t}`
+    (the backprop of ∂ℓ/∂o through :math:`F_{out}` at :math:`(x_t, s_{t-1}, θ)`), ρ₀, ρ₁ as in
+    Algorithm 1 (ε = 1e-7) unless other rules are
+    given, g̃ averaged over the r pairs (§3). An independent evaluation: no autograd
+    through the estimator's graph, no shared code with :mod:`verify.estimators.uoro`.
+    """
+    T, M, r, n = nus.shape
+    p = jac.J_th.shape[-1]
+    dt = jac.J_th.dtype
+    st = torch.zeros(M, r, n, dtype=dt)
+    tt = torch.zeros(M, r, p, dtype=dt)
+    gs, ss, ts = [], [], []
+    for t in range(T):
+        Js, Jt = jac.J_s[t], jac.J_th[t]
+        d_s = jac.dl_ds[t] @ Js  # backprop of dl/do through F_out: delta s
+        d_th = jac.dl_ds[t] @ Jt + jac.dl_dth[t]  # delta theta
+        g = ((st @ d_s).unsqueeze(-1) * tt).mean(1) + d_th  # Algorithm 1: g~ = (ds . s~) theta~ + dtheta
+        nu = nus[t]
+        s_fwd = st @ Js.T  # forwarddiff (eq. (1))
+        dthg = nu @ Jt  # backprop of nu^T
+        nt, ns = torch.linalg.vector_norm(tt, dim=-1), torch.linalg.vector_norm(s_fwd, dim=-1)
+        nn, ng = torch.linalg.vector_norm(nu, dim=-1), torch.linalg.vector_norm(dthg, dim=-1)
+        r0, r1 = rho0(nt, ns, nn, ng), rho1(nt, ns, nn, ng)
+        st = r0.unsqueeze(-1) * s_fwd + r1.unsqueeze(-1) * nu  # eq. (5)
+        tt = tt / r0.unsqueeze(-1) + dthg / r1.unsqueeze(-1)  # eq. (6)
+        gs.append(g)
+        ss.append(st)
+        ts.append(tt)
+    return ReferenceRun(torch.stack(gs), torch.stack(ss), torch.stack(ts))
+
+
+def _rademacher(T: int, M: int, r: int, n: int, gen: torch.Generator) -> torch.Tensor:
+    return (2 * torch.randint(0, 2, (T, M, r, n), generator=gen) - 1).to(torch.float64)
+
+
+# ================================================================ REINFORCE
+@dataclass(frozen=True)
+class Reinforce:
+    r"""REINFORCE on the state-perturbed RNN of Cooijmans & Martens ("A link to REINFORCE"), Q = I.
+
+    .. math::
+        h_t = f_\theta(\bar h_{t-1}, x_t),\quad \bar h_t = h_t + \sigma u_t,\ u_t\sim N(0, I),\quad
+        \bar w_t^\top = \bar w_{t-1}^\top + \tfrac1\sigma u_t^\top\,\partial f/\partial\theta(\bar h_{t-1}, x_t),
+
+    and the estimate of :math:`\nabla_\theta\sum_t E L_t` is
+    :math:`\sum_t (L_t - b_t)\bar w_t + \partial L_t/\partial\theta|_{\bar h_t}` with the baseline
+    :math:`b_t = L_t|_{u=0}` (or 0 without). Coupled with the same u, the UORO estimate of the
+    post (noise :math:`u_t` unscaled, no ρ's): :math:`\tilde h_t = J\tilde h_{t-1} + u_t`,
+    :math:`\tilde w_t^\top = \tilde w_{t-1}^\top + u_t^\top J_\theta`, estimate
+    :math:`\sum_t \partial L_t/\partial h_t\,\tilde h_t\,\tilde w_t^\top + \partial L_t/\partial\theta|_{h_t}`.
+    The post's expansion gives :math:`(L_t - b_t)\bar w_t \to \partial L_t/\partial h_t\,\tilde h_t\tilde w_t^\top`
+    as σ → 0 (difference O(σ)); without the baseline the term :math:`\tfrac1\sigma L_t|_{u=0}\sum u_s^\top J_s`
+    has variance O(1/σ²). ``inverse_sigma=False`` is a mutant (the score without 1/σ).
+    """
+
+    sigma: float
+    baseline: bool = True
+    inverse_sigma: bool = True
+
+    def sample(
+        self, problem: Problem, theta: torch.Tensor, m: int, rng: torch.Generator, jac: StepJacobians | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """m coupled draws: (REINFORCE estimate (m, p), UORO-of-the-post estimate (m, p)) of ∇L."""
+        jac = step_jacobians(problem, theta) if jac is None else jac
+        th = theta.detach()
+        T, n, p = problem.T, problem.n, problem.p
+        sig = float(self.sigma)
+        base = problem.losses(th) if self.baseline else torch.zeros(T, dtype=th.dtype)
+        hbar = problem.s0.expand(m, n)
+        wbar = torch.zeros(m, p, dtype=th.dtype)
+        htil = torch.zeros(m, n, dtype=th.dtype)
+        wtil = torch.zeros(m, p, dtype=th.dtype)
+        est_r = torch.zeros(m, p, dtype=th.dtype)
+        est_u = torch.zeros(m, p, dtype=th.dtype)
+        for t in range(1, T + 1):
+            x, y = problem.inputs[t - 1], problem.targets[t - 1]
+            u = torch.randn(m, n, generator=rng, dtype=th.dtype)
+            h = problem.transition(th, hbar, x)
+
+            def score_one(hb: torch.Tensor, uu: torch.Tensor, x: torch.Tensor = x) -> torch.Tensor:
+                _, pull = vjp(lambda tt: problem.transition(tt, hb, x), th)
+                return pull(uu)[0]
+
+            score = vmap(score_one)(hbar, u)  # per-sample u^T df/dtheta at the noisy state
+            hbar = h + sig * u
+            wbar = wbar + (score / sig if self.inverse_sigma else score)
+            L = problem.loss.pointwise(problem.output(th, hbar), y)  # (m,)
+            direct = vmap(grad(lambda tt, hb, y=y: problem.step_loss(tt, hb, y)), in_dims=(None, 0))(th, hbar)
+            est_r = est_r + (L - base[t - 1]).unsqueeze(-1) * wbar + direct
+            # UORO of the post on the deterministic trajectory, same u
+            htil = htil @ jac.J_s[t - 1].T + u
+            wtil = wtil + u @ jac.J_th[t - 1]
+            est_u = est_u + (htil @ jac.dl_ds[t - 1]).unsqueeze(-1) * wtil + jac.dl_dth[t - 1]
+        return est_r, est_u
+
+
+# ================================================================ claim sizes
+def _prop1_cells(config: RunConfig) -> list[tuple[str, int, int]]:
+    if config.full:
+        return [("elman-tanh", 4, 6), ("lstm", 2, 6), ("gru", 4, 6)]
+    return [("elman-tanh", 2, 3), ("lstm", 1, 3), ("gru", 2, 3)]
+
+
+def _max_samples(config: RunConfig) -> int:
+    return int(config.option("max_samples", 2_000_000 if config.full else 400_000))
+
+
+# ============================================================== the checks
+@register("uoro.unbiased-statistical")
+def check_unbiased_statistical(config: RunConfig) -> CheckResult:
+    """UORO is unbiased (Tallec & Ollivier, Prop. 1, App. A; Algorithm 1): a statistical test per cell.
+
+    E[s̃_t ⊗ θ̃_t] = ∂s_t/∂θ and E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, ⌊(T+1)/2⌋+1, T} (CI: T = 3, t ∈ {2, 3};
+    full: T = 6, t ∈ {2, 4, 6}), and E Σ_t g̃_t = ∇L, on Elman-tanh, LSTM and GRU problems, by the
+    sequential anytime-valid test of :mod:`verify.stats.unbiased` (α = β = 1e-3 for the claim,
+    split over the three problems and their quantities; δ = 0.02·‖g‖). Negative control: the mutant
+    ``uoro.theta-tilde-scaled`` must FAIL.
+    """
+    t0 = time.perf_counter()
+    factory = _impl(config, "uoro", UORO)
+    runs = []
+    for i, (kind, n, T) in enumerate(_prop1_cells(config)):
+        case = _case(kind, n, T, config, salt=410 + i)
+        steps = tuple(sorted({2, (T + 1) // 2 + 1, T}))
+        runs.append((case, factory(), steps, None))
+
+    def control() -> Control:
+        case, _, steps, _ = runs[0]
+        m = get("uoro.theta-tilde-scaled")
+        return _unbiased_control(m.impl(), case, steps, _options(config), config.generator(402), m.name)
+
+    return _unbiased_claim(
+        "uoro.unbiased-statistical",
+        config,
+        t0,
+        runs,
+        _max_samples(config),
+        control,
+        "UORO Prop. 1 (influence, per-step and total gradient) on elman-tanh, lstm, gru",
+    )
+
+
+@register("uoro.truncated-unbiased")
+def check_truncated_unbiased(config: RunConfig) -> CheckResult:
+    """UORO-T is unbiased (Tallec & Ollivier §3: Algorithm 1 applied to F^T, the last T steps exact).
+
+    Blocks of 2 steps on an Elman-tanh problem (full: 3): E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, 3, T}, the total
+    gradient, and E[s̃⊗θ̃] = ∂s_t/∂θ at the block boundaries; sequential test, α = β = 1e-3,
+    δ = 0.02. Negative control: UORO-T with θ̃ scaled by 2 must FAIL.
+    """
+    t0 = time.perf_counter()
+    factory = _impl(config, "uoro", UORO)
+    n, T, block = (4, 6, 3) if config.full else (2, 4, 2)
+    case = _case("elman-tanh", n, T, config, salt=420)
+    bounds = tuple(range(block, T + 1, block))
+    runs = [(case, factory(block=block), (2, 3, T), bounds)]
+
+    def control() -> Control:
+        bad = UORO(block=block, theta_tilde_scale=2.0, label="uoro-T[theta-tilde-scaled]")
+        return _unbiased_control(bad, case, (2, 3, T), _options(config), config.generator(403), bad.name)
+
+    return _unbiased_claim(
+        "uoro.truncated-unbiased", config, t0, runs, _max_samples(config), control, f"UORO-T (T={block})"
+    )
+
+
+@register("uoro.rank-unbiased")
+def check_rank_unbiased(config: RunConfig) -> CheckResult:
+    """Rank-r UORO is unbiased (Tallec & Ollivier §3: r independent pairs of Algorithm 1, averaged).
+
+    r = 4 on an Elman-tanh problem (full: 8): influence (1/r Σ s̃⊗θ̃) and gradients at t ∈ {2, 3, T}, total
+    gradient; sequential test, α = β = 1e-3, δ = 0.02. Negative control: rank-r UORO with ν ∈ {0, 1}
+    must FAIL.
+    """
+    t0 = time.perf_counter()
+    factory = _impl(config, "uoro", UORO)
+    n, T, r = (4, 6, 8) if config.full else (2, 3, 4)
+    case = _case("elman-tanh", n, T, config, salt=430)
+    steps = tuple(sorted({2, (T + 1) // 2 + 1, T}))
+    runs = [(case, factory(rank=r), steps, None)]
+
+    def control() -> Control:
+        bad = UORO(rank=r, noise=ZeroOne(), label="uoro-rank[noise-zero-one]")
+        return _unbiased_control(bad, case, steps, _options(config), config.generator(404), bad.name)
+
+    return _unbiased_claim("uoro.rank-unbiased", config, t0, runs, _max_samples(config), control, f"rank-{r} UORO")
+
+
+def _rank_slope(
+    factory: Callable[..., Any], case: _Case, ranks: Sequence[int], draws: int, gen: torch.Generator, level: float
+) -> tuple[Any, list[dict[str, Any]]]:
+    P, th = case.problem, case.theta
+    g = per_step_gradients(P, th).sum(0)
+    xs, ys, ses, rows = [], [], [], []
+    for r in ranks:
+        X = run_estimator(factory(rank=r), P, th, gen, samples=draws).sum(0)
+        q = squared_errors(X, g)
+        lm, se = log_mean_with_se(q)
+        xs.append(math.log(r))
+        ys.append(lm)
+        ses.append(se)
+        rows.append({"rank": r, "mse": math.exp(lm), "log_mse": lm, "se_log": se, "draws": draws})
+    return fit_slope(xs, ys, se=ses, level=level), rows
+
+
+@register("uoro.rank-variance")
+def check_rank_variance(config: RunConfig) -> CheckResult:
+    r"""Rank-r UORO's variance falls as 1/r (Tallec & Ollivier §3: r independent pairs averaged).
+
+    .. math:: E\|\hat g_r - g\|^2 = \operatorname{tr}\operatorname{Cov}(\hat g_1)/r
+
+    (exact for r independent unbiased pairs). Weighted least squares of log E‖ĝ_r − g‖² (total
+    gradient) on log r, r ∈ {1, 2, 4} (full: up to 8), delta-method standard errors; the slope's CI at level
+    1 − α must contain −1 (FAIL if it excludes it) and be narrower than ±0.15 (else
+    INCONCLUSIVE). Negative control: pairs sharing one ν (``uoro.rank-shared-noise``) must FAIL.
+    """
+    t0 = time.perf_counter()
+    alpha = float(config.option("alpha", 1e-3))
+    factory = _impl(config, "uoro", UORO)
+    n, T, draws = (4, 8, 10_000) if config.full else (3, 5, 1500)
+    ranks = (1, 2, 4, 8) if config.full else (1, 2, 4)
+    case = _case("elman-tanh", n, T, config, salt=440)
+    fit, rows = _rank_slope(factory, case, ranks, draws, config.generator(441), 1 - alpha)
+    half = (fit.ci[1] - fit.ci[0]) / 2
+    if not fit.contains(-1.0):
+        verdict = Verdict.FAIL
+    elif half > 0.15:
+        verdict = Verdict.INCONCLUSIVE
+    else:
+        verdict = Verdict.PASS
+    controls = []
+    if _controls(config):
+        bad, _ = _rank_slope(
+            functools.partial(UORO, noise=SharedAcrossPairs()), case, ranks, draws, config.generator(442), 1 - alpha
+        )
+        controls.append(
+            Control(
+                "mutant uoro.rank-shared-noise",
+                "FAIL",
+                "PASS" if bad.contains(-1.0) else "FAIL",
+                f"slope {bad.slope:.3f}, CI [{bad.ci[0]:.3f}, {bad.ci[1]:.3f}]",
+            )
+        )
+    summary = (
+        f"slope of log E||g_r - g||^2 on log r = {fit.slope:.3f}, {1 - alpha:g}-CI [{fit.ci[0]:.3f}, {fit.ci[1]:.3f}] "
+        f"(theory -1; chi2 = {fit.chi2:.2f} on {fit.n - 2} dof); {case.label}, r in {ranks}, {draws} draws each"
+    )
+    return _finish(
+        "uoro.rank-variance",
+        config,
+        t0,
+        verdict,
+        summary,
+        statistic=fit.slope,
+        threshold=-1.0,
+        comparison="CI contains",
+        controls=controls,
+        data={
+            "points": rows,
+            "slope": fit.slope,
+            "ci": list(fit.ci),
+            "chi2": fit.chi2,
+            "level": fit.level,
+            "figures": [
+                {
+                    "kind": "errorbar",
+                    "title": "rank-r UORO: mean squared error of the total gradient vs r",
+                    "x": [r["rank"] for r in rows],
+                    "series": [
+                        {
+                            "label": "measured E||g_r - g||^2",
+                            "y": [r["mse"] for r in rows],
+                            "ylow": [r["mse"] * math.exp(-1.96 * r["se_log"]) for r in rows],
+                            "yhigh": [r["mse"] * math.exp(1.96 * r["se_log"]) for r in rows],
+                        },
+                        {"label": "1/r law", "y": [rows[0]["mse"] / r["rank"] for r in rows], "style": "dashed"},
+                    ],
+                    "xlabel": "rank r",
+                    "ylabel": "E||g_r - g||^2",
+                    "logx": True,
+                    "logy": True,
+                }
+            ],
+        },
+        reason=None if verdict is not Verdict.INCONCLUSIVE else f"CI half-width {half:.3f} > 0.15",
+        alpha=alpha,
+        samples_used=draws * len(ranks),
+    )
+
+
+@register("uoro.preactivation")
+def check_preactivation(config: RunConfig) -> CheckResult:
+    """Preactivation-space UORO is unbiased and has lower variance than UORO (Cooijmans & Martens,
+    uoro-variance-cooijmans-martens.md § "Projecting in preactivation space": the H̃_t / ã_t recursion).
+
+    Unbiasedness: sequential test of the influence and gradients at t ∈ {2, 3, T} and the total
+    gradient (α/2, β; δ = 0.02). Variance: ratio E‖ĝ_pre − g‖² / E‖ĝ_uoro − g‖² of the total
+    gradient with a (1 − α/2) CI, which must lie below 1. Negative control: τ ∈ {0, 1} must FAIL.
+    """
+    t0 = time.perf_counter()
+    alpha = float(config.option("alpha", 1e-3))
+    factory = _impl(config, "uoro-preact", PreactivationUORO)
+    n, T, draws = (6, 8, 20_000) if config.full else (3, 5, 4000)
+    case = _case("elman-tanh", n, T, config, salt=450)
+    opts = TestOptions(alpha=alpha / 2, beta=float(config.option("beta", 1e-3)), delta=_options(config).delta)
+    est = factory()
+    res = _unbiased_family(est, case, (2, 3, T), opts, config.generator(451), _max_samples(config))
+    P, th = case.problem, case.theta
+    g = per_step_gradients(P, th).sum(0)
+    gen = config.generator(452)
+    q_pre = squared_errors(run_estimator(est, P, th, gen, samples=draws).sum(0), g)
+    q_uoro = squared_errors(run_estimator(UORO(), P, th, gen, samples=draws).sum(0), g)
+    cmp = compare_second_moments(q_pre, q_uoro, alpha=alpha / 2, level=1 - alpha / 2)
+    lower = cmp.ratio_ci[1] < 1.0
+    if res.verdict is Verdict.FAIL:
+        verdict = Verdict.FAIL
+    elif res.verdict is Verdict.PASS and lower:
+        verdict = Verdict.PASS
+    elif cmp.ratio_ci[0] > 1.0:
+        verdict = Verdict.FAIL
+    else:
+        verdict = Verdict.INCONCLUSIVE
+    controls = []
+    if _controls(config):
+        bad = PreactivationUORO(noise=ZeroOne(), label="uoro-preact[noise-zero-one]")
+        controls.append(_unbiased_control(bad, case, (2, 3, T), opts, config.generator(453), bad.name))
+    summary = (
+        f"unbiased: {res.summary()}; variance ratio preact/UORO (total gradient) = {cmp.ratio:.3g}, "
+        f"{1 - alpha / 2:g}-CI [{cmp.ratio_ci[0]:.3g}, {cmp.ratio_ci[1]:.3g}] on {case.label}"
+    )
+    data = _result_data([(case.label, res)])
+    data["variance_ratio"] = cmp.to_data()
+    return _finish(
+        "uoro.preactivation",
+        config,
+        t0,
+        verdict,
+        summary,
+        statistic=cmp.ratio,
+        threshold=1.0,
+        controls=controls,
+        data=data,
+        reason=None if verdict is not Verdict.INCONCLUSIVE else (res.reason or "variance ratio CI contains 1"),
+        alpha=alpha,
+        beta=opts.beta,
+        delta=opts.delta,
+        samples_planned=res.samples_planned,
+        samples_used=res.samples_used + 2 * draws,
+    )
+
+
+def _relative_variances(est: OnlineEstimator, case: _Case, draws: int, gen: torch.Generator) -> list[Any]:
+    P, th = case.problem, case.theta
+    G = per_step_gradients(P, th)
+    X = run_estimator(est, P, th, gen, samples=draws)
+    out = []
+    for t in range(P.T):
+        q = squared_errors(X[t], G[t]) / float(G[t].norm() ** 2)
+        out.append(q)
+    return out
+
+
+@register("uoro.variance-growth")
+def check_variance_growth(config: RunConfig) -> CheckResult:
+    r"""UORO's variance grows with t and with the state size n (measured; Cooijmans & Martens,
+    uoro-variance-cooijmans-martens.md § "Variance reduction through iterative rescaling" and § "Theoretical
+    framework": the variance is dominated by a product of traces over the past steps and the spatial cross-terms
+    of ν νᵀ).
+
+    Measures the relative variance :math:`v_t = E\|\tilde g_t - g_t\|^2/\|g_t\|^2` for t = 1..T on
+    Elman-tanh problems with n ∈ {2, 4, 8, 16} (report data, fitted growth exponents with CIs).
+    The check that can fail: where all sign patterns can be enumerated (n = 2, t ≤ 6) the
+    measured v_t must agree with the exact variance over the 2^{nt} patterns (z-tests, Bonferroni,
+    level α). Negative control: the measurement of a mutant (ρ₀ ≡ 1) must disagree with the
+    exact variance of Algorithm 1.
+    """
+    t0 = time.perf_counter()
+    alpha = float(config.option("alpha", 1e-3))
+    ns = (2, 4, 8, 16, 32) if config.full else (2, 4, 8, 16)
+    T, draws = (20, 4000) if config.full else (8, 800)
+    gen = config.generator(461)
+    table: list[dict[str, Any]] = []
+    growth: dict[int, list[float]] = {}
+    for i, n in enumerate(ns):
+        case = _case("elman-tanh", n, T, config, salt=460 + i)
+        qs = _relative_variances(UORO(), case, draws, gen)
+        growth[n] = [float(q.mean()) for q in qs]
+        for t, q in enumerate(qs, start=1):
+            lm = float(q.mean())
+            se = float(q.std()) / math.sqrt(draws)
+            table.append({"n": n, "t": t, "relative_variance": lm, "se": se})
+    # growth exponents: log v_T on log n, and log v_t on log t (t >= 2, largest n)
+    avg = {n: sum(growth[n][1:]) / (T - 1) for n in ns}  # mean relative variance over t = 2..T
+    ok_n = [n for n in ns if avg[n] > 0]
+    fit_n = fit_slope([math.log(n) for n in ok_n], [math.log(avg[n]) for n in ok_n])
+    big = ns[-1]
+    tt = [t for t in range(2, T + 1) if growth[big][t - 1] > 0]
+    fit_t = fit_slope([math.log(t) for t in tt], [math.log(growth[big][t - 1]) for t in tt])
+
+    # exact variance by enumeration (n = 2, t <= 6), compared with an independent measurement
+    def exact_vs_measured(est_factory: Callable[[], OnlineEstimator]) -> tuple[bool, list[dict[str, Any]]]:
+        case = _case("elman-tanh", 2, 6, config, salt=469)
+        P, th = case.problem, case.theta
+        G = per_step_gradients(P, th)
+        pats = sign_patterns((-1.0, 1.0), 2 * 6)
+        Mp = pats.shape[0]
+        tab = pats.reshape(Mp, 6, 1, 2).transpose(0, 1).contiguous()
+        exact_est = UORO(noise=Tabulated(tab, (-1.0, 1.0)))
+        X = run_estimator(exact_est, P, th, torch.Generator().manual_seed(0), samples=Mp)
+        meas = _relative_variances(est_factory(), case, 4000, config.generator(462))
+        rows, ok = [], True
+        zc = float(stats.norm.isf(alpha / (2 * 5)))
+        for t in range(2, 7):
+            ex = float(squared_errors(X[t - 1], G[t - 1]).mean() / G[t - 1].norm() ** 2)
+            q = meas[t - 1]
+            # round-off floor: for n = 2, t = 2 the squared error is the same for every pattern
+            se = float(q.std()) / math.sqrt(q.numel()) + 1e-12 * abs(ex)
+            z = (float(q.mean()) - ex) / se
+            ok = ok and abs(z) <= zc
+            rows.append({"t": t, "exact": ex, "measured": float(q.mean()), "z": z})
+        return ok, rows
+
+    agree, rows = exact_vs_measured(_impl(config, "uoro", UORO))
+    verdict = Verdict.PASS if agree else Verdict.FAIL
+    controls = []
+    if _controls(config):
+        bad_ok, bad_rows = exact_vs_measured(functools.partial(UORO, rho0=get("uoro.rho0-previous-step").impl().rho0))
+        controls.append(
+            Control(
+                "measured variance of rho0 = 1 vs exact Algorithm 1",
+                "FAIL",
+                "PASS" if bad_ok else "FAIL",
+                ", ".join(f"t={r['t']}: z={r['z']:.1f}" for r in bad_rows),
+            )
+        )
+    last = {n: growth[n][-1] for n in ns}
+    summary = (
+        f"relative variance of g~_T (T={T}): "
+        + ", ".join(f"n={n}: {v:.3g}" for n, v in last.items())
+        + f"; growth exponent of the t-averaged relative variance in n {fit_n.slope:.2f} "
+        f"(95% CI [{fit_n.ci[0]:.2f}, {fit_n.ci[1]:.2f}]), in t (n={big}) {fit_t.slope:.2f} "
+        f"(CI [{fit_t.ci[0]:.2f}, {fit_t.ci[1]:.2f}]); measurement vs exact enumeration "
+        f"(n=2, t=2..6): max |z| = {max(abs(r['z']) for r in rows):.2f}"
+    )
+    return _finish(
+        "uoro.variance-growth",
+        config,
+        t0,
+        verdict,
+        summary,
+        statistic=max(abs(r["z"]) for r in rows),
+        threshold=float(stats.norm.isf(alpha / 10)),
+        controls=controls,
+        data={
+            "figures": [
+                {
+                    "kind": "line",
+                    "title": "UORO: relative variance of g~_t vs t (Elman-tanh)",
+                    "x": list(range(1, T + 1)),
+                    "series": [{"label": f"n = {n}", "y": growth[n]} for n in ns],
+                    "xlabel": "t",
+                    "ylabel": "E||g~_t - g_t||^2 / ||g_t||^2",
+                    "logy": True,
+                    "caption": "t = 1 is exact (s~_0 = 0): zero variance, not drawn on the log axis",
+                }
+            ],
+            "table": table,
+            "growth_in_n": {"slope": fit_n.slope, "ci": list(fit_n.ci)},
+            "growth_in_t": {"n": big, "slope": fit_t.slope, "ci": list(fit_t.ci)},
+            "exact_vs_measured": rows,
+        },
+        alpha=alpha,
+        samples_used=draws * len(ns) + 4000,
+    )
+
+
+def _reinforce_fits(
+    problem: Problem,
+    theta: torch.Tensor,
+    sigmas: Sequence[float],
+    draws: int,
+    gen: torch.Generator,
+    level: float,
+    inverse_sigma: bool = True,
+) -> tuple[Any, Any, list[dict[str, Any]]]:
+    jac = step_jacobians(problem, theta)
+    g = per_step_gradients(problem, theta).sum(0)
+    xs, yd, sd, yv, sv, rows = [], [], [], [], [], []
+    for s in sigmas:
+        R, U = Reinforce(s, True, inverse_sigma).sample(problem, theta, draws, gen, jac)
+        Rn, _ = Reinforce(s, False, inverse_sigma).sample(problem, theta, draws, gen, jac)
+        d = ((R - U) ** 2).sum(1)
+        u2 = float(((U - g) ** 2).sum(1).mean())
+        ld, se_d = log_mean_with_se(d)
+        lv, se_v = log_mean_with_se(squared_errors(Rn, g))
+        xs.append(math.log(s))
+        yd.append(0.5 * ld)  # log RMS difference
+        sd.append(0.5 * se_d)
+        yv.append(lv)
+        sv.append(se_v)
+        rows.append(
+            {
+                "sigma": s,
+                "rms_diff_over_rms_uoro": math.exp(0.5 * ld) / math.sqrt(u2),
+                "var_no_baseline": math.exp(lv),
+                "var_uoro": u2,
+                "mean_bias_baseline": float((R.mean(0) - g).norm() / g.norm()),
+            }
+        )
+    return fit_slope(xs, yd, se=sd, level=level), fit_slope(xs, yv, se=sv, level=level), rows
+
+
+@register("uoro.reinforce-link")
+def check_reinforce_link(config: RunConfig) -> CheckResult:
+    r"""REINFORCE on the state-perturbed RNN approaches UORO as σ → 0; without a baseline its variance grows as 1/σ²
+    (Cooijmans & Martens, uoro-variance-cooijmans-martens.md § "A link to REINFORCE": the Taylor expansion of
+    :math:`L_t\bar w_t`).
+
+    Coupled draws (same u) for σ ∈ {0.05, 0.025, 0.0125, 0.00625, 0.003125} (the limit σ → 0): (i) with the baseline
+    :math:`L_t|_{u=0}`, the RMS difference to the post's UORO estimate is O(σ): the slope of
+    log RMS(R − U) on log σ has a (1 − α/2)-CI that contains 1 and lies above 0; (ii) without a
+    baseline, the slope of log E‖R − g‖² on log σ has a CI that contains −2 and lies below 0.
+    Negative control: the score without 1/σ must FAIL (i).
+    """
+    t0 = time.perf_counter()
+    alpha = float(config.option("alpha", 1e-3))
+    n, T, draws = (6, 10, 8000) if config.full else (3, 5, 1500)
+    sigmas = (0.05, 0.025, 0.0125, 0.00625, 0.003125)  # the asymptotic regime sigma -> 0
+    case = _case("elman-tanh", n, T, config, salt=470)
+    inv = not (config.option("mutant") == "reinforce.no-inverse-sigma")
+    fit_d, fit_v, rows = _reinforce_fits(
+        case.problem, case.theta, sigmas, draws, config.generator(471), 1 - alpha / 2, inverse_sigma=inv
+    )
+    ok_d = fit_d.contains(1.0) and fit_d.ci[0] > 0
+    ok_v = fit_v.contains(-2.0) and fit_v.ci[1] < 0
+    verdict = Verdict.PASS if (ok_d and ok_v) else Verdict.FAIL
+    controls = []
+    if _controls(config):
+        bad_d, _, _ = _reinforce_fits(
+            case.problem, case.theta, sigmas, draws, config.generator(472), 1 - alpha / 2, inverse_sigma=False
+        )
+        controls.append(
+            Control(
+                "mutant reinforce.no-inverse-sigma",
+                "FAIL",
+                "PASS" if (bad_d.contains(1.0) and bad_d.ci[0] > 0) else "FAIL",
+                f"slope {bad_d.slope:.3f}, CI [{bad_d.ci[0]:.3f}, {bad_d.ci[1]:.3f}]",
+            )
+        )
+    summary = (
+        f"with baseline: RMS(REINFORCE - UORO) ~ sigma^{fit_d.slope:.3f} (CI [{fit_d.ci[0]:.3f}, {fit_d.ci[1]:.3f}], "
+        f"theory 1), relative difference {rows[0]['rms_diff_over_rms_uoro']:.3g} at sigma={sigmas[0]} -> "
+        f"{rows[-1]['rms_diff_over_rms_uoro']:.3g} at sigma={sigmas[-1]}; without baseline: E||R - g||^2 ~ "
+        f"sigma^{fit_v.slope:.3f} (CI [{fit_v.ci[0]:.3f}, {fit_v.ci[1]:.3f}], theory -2); {case.label}, {draws} draws"
+    )
+    return _finish(
+        "uoro.reinforce-link",
+        config,
+        t0,
+        verdict,
+        summary,
+        statistic=fit_d.slope,
+        threshold=1.0,
+        comparison="CI contains",
+        controls=controls,
+        data={
+            "figures": [
+                {
+                    "kind": "line",
+                    "title": "REINFORCE on the state-perturbed RNN vs UORO as sigma -> 0",
+                    "x": list(sigmas),
+                    "series": [
+                        {
+                            "label": "RMS(REINFORCE with baseline - UORO) / RMS(UORO - g)",
+                            "y": [r["rms_diff_over_rms_uoro"] for r in rows],
+                        },
+                        {
+                            "label": "E||REINFORCE without baseline - g||^2 / E||UORO - g||^2",
+                            "y": [r["var_no_baseline"] / r["var_uoro"] for r in rows],
+                        },
+                    ],
+                    "xlabel": "sigma",
+                    "ylabel": "ratio",
+                    "logx": True,
+                    "logy": True,
+                }
+            ],
+            "points": rows,
+            "slope_difference": {"slope": fit_d.slope, "ci": list(fit_d.ci)},
+            "slope_variance_no_baseline": {"slope": fit_v.slope, "ci": list(fit_v.ci)},
+        },
+        alpha=alpha,
+        samples_used=2 * draws * len(sigmas),
+    )
+
+
+# ----------------------------------------------------------------- conformance
+def _binom_p(k: int, n: int) -> float:
+    return float(stats.binomtest(k, n, 0.5).pvalue) if n > 0 else 1.0
+
+
+def noise_law_tests(
+    est: Any, problem: Problem, gen: torch.Generator, samples: int = 64, draws: int = 16
+) -> list[tuple[str, float, str]]:
+    """Tests of Algorithm 1's "column vector of random signs ±1" on the estimator's noise source.
+
+    Returns (name, p-value, detail): support ⊂ {−1, +1} (p = 0 if not), fair signs, and
+    independence (sign agreement 1/2) between coordinates, consecutive draws, samples and pairs.
+    """
+    noise = est.noise
+    shape = (samples, *est.noise_shape(problem))
+    prev = torch.zeros(shape, dtype=torch.float64)
+    xs = []
+    for i in range(draws):
+        x = noise.draw(gen, shape, torch.float64, torch.device("cpu"), i, prev)
+        xs.append(x)
+        prev = x
+    X = torch.stack(xs)  # (draws, M, r, ..., n)
+    out: list[tuple[str, float, str]] = []
+    support = bool(((X == 1.0) | (X == -1.0)).all())
+    out.append(("support {-1, +1}", 1.0 if support else 0.0, f"values {torch.unique(X)[:6].tolist()}"))
+    pos = int((X > 0).sum())
+    out.append(("fair signs", _binom_p(pos, X.numel()), f"{pos}/{X.numel()} positive"))
+
+    def agree(a: torch.Tensor, b: torch.Tensor, name: str) -> None:
+        k = int((torch.sign(a) == torch.sign(b)).sum())
+        out.append((f"independent {name}", _binom_p(k, a.numel()), f"{k}/{a.numel()} equal signs"))
+
+    flat = X.reshape(draws, samples, -1)
+    agree(X[1:], X[:-1], "steps")
+    agree(flat[:, 1:], flat[:, :-1], "samples")
+    if flat.shape[-1] > 1:
+        agree(flat[..., 1:], flat[..., :-1], "coordinates")
+    if X.shape[2] > 1:
+        agree(X[:, :, 1:], X[:, :, :-1], "pairs")
+    return out
+
+
+def formula_conformance(
+    est: Any, case: _Case, gen: torch.Generator, samples: int = 6, jac: StepJacobians | None = None
+) -> dict[str, Any]:
+    """Run ``est`` with a tabulated ν (Tabulated noise) and compare with :func:`algorithm1_reference`."""
+    P, th = case.problem, case.theta
+    jac = _cached_jacobians(case) if jac is None else jac
+    r = int(getattr(est, "rank", 1))
+    T, n = P.T, P.n
+    nus = _rademacher(T, samples, r, n, gen)
+    tab_est = est.with_noise(est.noise.tabulated(nus))
+    state = tab_est.init(P, th, torch.Generator().manual_seed(0), samples=samples)
+    ref = algorithm1_reference(jac, nus)
+    worst = {"g": 0.0, "s_tilde": 0.0, "theta_tilde": 0.0}
+    for t in range(1, T + 1):
+        state, g = tab_est.step(P, th, state, t, torch.Generator().manual_seed(0))
+        pairs = (
+            ("g", g, ref.g[t - 1]),
+            ("s_tilde", state.s_tilde.reshape(samples, r, n), ref.s_tilde[t - 1]),
+            ("theta_tilde", state.theta_tilde, ref.theta_tilde[t - 1]),
+        )
+        for key, a, b in pairs:
+            err = float((a - b).norm() / max(float(b.norm()), 1e-300))
+            worst[key] = max(worst[key], err if math.isfinite(err) else math.inf)
+    return worst
+
+
+#: relative error allowed between two float64 evaluations of Algorithm 1 (see check docstring)
+CONFORMANCE_BUDGET = 1e-12
+
+
+@register("uoro.algorithm-1-conformance")
+def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
+    r"""The toolkit's UORO is Algorithm 1 (Tallec & Ollivier, Algorithm 1, eq. (5)-(6)): its noise law and its formulas.
+
+    (a) Noise: draws of the estimator's ν must be signs ±1, fair, independent across
+    coordinates, steps, samples and pairs (binomial tests, Bonferroni, level α).
+    (b) Formulas: with a tabulated ν (fixed sign sequences, 6 per problem) the estimator's
+    g̃_t, s̃_t and θ̃_t at every t must equal :func:`algorithm1_reference` -- Algorithm 1
+    written out with dense Jacobians (``jacrev``) -- within a relative error of 1e-12
+    (two float64 evaluations in different orders: round-off u ≈ 1.1e-16 per operation, grown
+    by at most T ≤ 12 steps of products of O(1)-conditioned factors and the ρ normalizations
+    (square roots halve relative errors); measured ≤ 3e-16, so the budget has a ≥ 1e3 margin,
+    and it is ~1e10 below any formula mistake, which changes results at O(1)). On Elman-tanh, LSTM and GRU,
+    rank 1 and rank 2. This sees the mean-invisible mutants (any ρ₀/ρ₁ other than the
+    paper's). Negative control: ``uoro.rho0-inverted`` must FAIL.
+    """
+    t0 = time.perf_counter()
+    alpha = float(config.option("alpha", 1e-3))
+    factory = _impl(config, "uoro", UORO)
+    T = 12 if config.full else 6
+    cases = [
+        _case(k, n, T, config, salt=480 + i) for i, (k, n) in enumerate((("elman-tanh", 3), ("lstm", 2), ("gru", 3)))
+    ]
+    if config.option("mutant"):
+        cases = cases[:1]
+    gen = config.generator(481)
+    jacs = [_cached_jacobians(c) for c in cases]
+    # with a mutant injected (kill table) rank 2 alone: its formulas contain rank 1's, and it tests the pairs
+    ranks = (2,) if config.option("mutant") else (1, 2)
+
+    def run(fac: Callable[..., Any]) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]:
+        law_rows: list[dict[str, Any]] = []
+        tests = []
+        for r in ranks:
+            for name, pv, detail in noise_law_tests(fac(rank=r), cases[0].problem, gen):
+                tests.append((f"rank {r}: {name}", pv, detail))
+        k = len(tests)
+        law_ok = True
+        for name, pv, detail in tests:
+            rej = pv <= alpha / (2 * k)
+            law_ok = law_ok and not rej
+            law_rows.append({"test": name, "pvalue": pv, "rejected": rej, "detail": detail})
+        f_rows: list[dict[str, Any]] = []
+        f_ok = True
+        for case, jac in zip(cases, jacs, strict=True):
+            for r in ranks:
+                w = formula_conformance(fac(rank=r), case, gen, jac=jac)
+                ok = all(v <= CONFORMANCE_BUDGET for v in w.values())
+                f_ok = f_ok and ok
+                f_rows.append(
+                    {"problem": case.label, "rank": r, **{f"rel_err_{k2}": v for k2, v in w.items()}, "ok": ok}
+                )
+        return law_ok and f_ok, law_rows, f_rows
+
+    ok, law_rows, f_rows = run(factory)
+    controls = []
+    if _controls(config):
+        bad_ok, _, bad_rows = run(functools.partial(UORO, rho0=_rho0_inverted_rule))
+        worst_bad = max(max(r["rel_err_g"], r["rel_err_s_tilde"], r["rel_err_theta_tilde"]) for r in bad_rows)
+        controls.append(
+            Control(
+                "mutant uoro.rho0-inverted", "FAIL", "PASS" if bad_ok else "FAIL", f"worst rel. err {worst_bad:.2e}"
+            )
+        )
+    worst = max(max(r["rel_err_g"], r["rel_err_s_tilde"], r["rel_err_theta_tilde"]) for r in f_rows)
+    law_fail = [r["test"] for r in law_rows if r["rejected"]]
+    summary = (
+        f"formulas: worst relative error {worst:.2e} vs budget {CONFORMANCE_BUDGET:.0e} over "
+        f"{len(f_rows)} (problem, rank) runs with tabulated nu; noise law: "
+        + ("conforms" if not law_fail else "REJECTED " + ", ".join(law_fail))
+    )
+    return _finish(
+        "uoro.algorithm-1-conformance",
+        config,
+        t0,
+        Verdict.PASS if ok else Verdict.FAIL,
+        summary,
+        statistic=worst,
+        threshold=CONFORMANCE_BUDGET,
+        comparison="<=",
+        controls=controls,
+        data={"formulas": f_rows, "noise_law": law_rows},
+        alpha=alpha,
+    )
+
+
+# ----------------------------------------------------------- variance vs Algorithm 1
+def rank_test(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Two-sided Mann–Whitney U p-value for equal laws of the per-draw squared errors (robust to heavy tails)."""
+    return float(stats.mannwhitneyu(a.numpy(), b.numpy(), alternative="two-sided").pvalue)
+
+
+@functools.lru_cache(maxsize=8)
+def _variance_fixture(profile: str, seed: int) -> tuple[_Case, StepJacobians, torch.Tensor, torch.Tensor]:
+    config = RunConfig(profile=profile, seed=seed)
+    n, T = (5, 10) if config.full else (3, 6)
+    case = _case("elman-tanh", n, T, config, salt=490, input_scale=5.0)
+    jac = step_jacobians(case.problem, case.theta)
+    G = per_step_gradients(case.problem, case.theta)
+    return case, jac, G.sum(0), G[-1]
+
+
+def _ref_q(
+    jac: StepJacobians,
+    g_tot: torch.Tensor,
+    g_T: torch.Tensor,
+    draws: int,
+    gen: torch.Generator,
+    rules: tuple[Rule, Rule],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    T, n = jac.J_s.shape[0], jac.J_s.shape[1]
+    run = algorithm1_reference(jac, _rademacher(T, draws, 1, n, gen), rho0=rules[0], rho1=rules[1])
+    return squared_errors(run.g.sum(0), g_tot), squared_errors(run.g[-1], g_T)
+
+
+def _compare(
+    cand: tuple[torch.Tensor, torch.Tensor], ref: tuple[torch.Tensor, torch.Tensor], alpha: float
+) -> tuple[bool, list[dict[str, Any]], MomentComparison]:
+    rows, rejected = [], False
+    k = 4  # Welch + rank test, on two statistics: Bonferroni
+    first: MomentComparison | None = None
+    for label, a, b in (("total gradient", cand[0], ref[0]), ("g~_T", cand[1], ref[1])):
+        cmp = compare_second_moments(a, b, alpha=alpha / k)
+        pr = rank_test(a, b)
+        rej = cmp.pvalue <= alpha / k or pr <= alpha / k
+        rejected = rejected or rej
+        rows.append({"statistic": label, **cmp.to_data(), "rank_pvalue": pr, "rejected_any": rej})
+        first = first or cmp
+    assert first is not None
+    return rejected, rows, first
+
+
+@register("uoro.variance-matches-algorithm-1")
+def check_variance_matches(config: RunConfig) -> CheckResult:
+    r"""The toolkit's UORO has Algorithm 1's variance, not only its mean (Tallec & Ollivier, Algorithm 1's ρ₀, ρ₁;
+    App. A: unbiasedness is invariant to them, so only the variance can tell them apart).
+
+    Two independent samples on the same problem (Elman-tanh with inputs × 5, where the
+    normalizers matter): the toolkit's UORO and :func:`algorithm1_reference` (dense Jacobians,
+    paper's ρ₀, ρ₁). For the squared errors q = ‖ĝ − g‖² of the total gradient and of g̃_T:
+    Welch's z on E q and the Mann–Whitney rank test on the law of q (four tests, Bonferroni,
+    level α; FAIL if any rejects). Also reports E q of the alternatives to the paper's
+    normalizers (ρ₀ ≡ 1, ρ₁ ≡ 1, both, ρ₀ inverted, ρ₁ without sqrt) relative to the paper's.
+    Negative control: ``uoro.rho1-constant`` (ρ₁ ≡ 1, unbiased) must FAIL.
+    """
+    t0 = time.perf_counter()
+    alpha = float(config.option("alpha", 1e-3))
+    factory = _impl(config, "uoro", UORO)
+    draws = 20_000 if config.full else 3000
+    case, jac, g_tot, g_T = _variance_fixture(config.profile, config.seed)
+    P, th = case.problem, case.theta
+
+    def cand_q(fac: Callable[..., Any], gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        X = run_estimator(fac(), P, th, gen, samples=draws)
+        return squared_errors(X.sum(0), g_tot), squared_errors(X[-1], g_T)
+
+    ref = _ref_q(jac, g_tot, g_T, draws, config.generator(491), NORMALIZERS["paper (Algorithm 1)"])
+    rejected, rows, first = _compare(cand_q(factory, config.generator(492)), ref, alpha)
+    # the paper's normalizers vs the alternatives (reference implementation, same draws count)
+    alt_rows: list[dict[str, Any]] = []
+    for name, rules in NORMALIZERS.items():
+        if name.startswith("paper") or config.option("mutant"):
+            continue  # (the table is report data; the kill table does not need it)
+        q = _ref_q(jac, g_tot, g_T, draws, config.generator(493), rules)
+        c = compare_second_moments(q[0], ref[0], alpha=alpha)
+        alt_rows.append({"normalizers": name, "variance_ratio_vs_paper": c.ratio, "ci": list(c.ratio_ci)})
+    controls = []
+    if _controls(config):
+        bad_rej, bad_rows, _ = _compare(cand_q(get("uoro.rho1-constant").impl, config.generator(494)), ref, alpha)
+        controls.append(
+            Control(
+                "mutant uoro.rho1-constant",
+                "FAIL",
+                "FAIL" if bad_rej else "PASS",
+                ", ".join(f"{r['statistic']}: ratio {r['ratio']:.3g}, z {r['z']:.1f}" for r in bad_rows),
+            )
+        )
+    summary = (
+        f"toolkit UORO vs independent Algorithm 1 on {case.label}: "
+        + "; ".join(
+            f"{r['statistic']}: E q ratio {r['ratio']:.3f} [{r['ratio_ci'][0]:.3f}, {r['ratio_ci'][1]:.3f}], "
+            f"Welch p {r['pvalue']:.2g}, rank p {r['rank_pvalue']:.2g}"
+            for r in rows
+        )
+        + "; alternatives' E q / paper's: "
+        + ", ".join(f"{r['normalizers']} {r['variance_ratio_vs_paper']:.3g}" for r in alt_rows)
+    )
+    return _finish(
+        "uoro.variance-matches-algorithm-1",
+        config,
+        t0,
+        Verdict.FAIL if rejected else Verdict.PASS,
+        summary,
+        statistic=first.z,
+        threshold=float(stats.norm.isf(alpha / 8)),
+        comparison="|z| <=",
+        controls=controls,
+        data={
+            "comparisons_two_sample": rows,
+            "normalizers": alt_rows,
+            "figures": [
+                {
+                    "kind": "table",
+                    "title": "normalizers: E||g~ - g||^2 (total gradient) relative to Algorithm 1's rho_0, rho_1",
+                    "columns": ["normalizers", "variance ratio vs paper", "95% CI"],
+                    "rows": [
+                        [
+                            r["normalizers"],
+                            f"{r['variance_ratio_vs_paper']:.3g}",
+                            f"[{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]",
+                        ]
+                        for r in alt_rows
+                    ],
+                }
+            ],
+        },
+        alpha=alpha,
+        samples_used=2 * draws,
+    )
+
+
+# ----------------------------------------------------------------- kill table
+@register("uoro.mutants-caught")
+def check_mutants_caught(config: RunConfig) -> CheckResult:
+    """Every mutant of the UORO catalog FAILs the checks it is visible to (DESIGN.md 'Numerical policy': the tester is
+    tested; Tallec & Ollivier Algorithm 1 and App. A for what each mutant breaks).
+
+    For each mutant of :mod:`verify.mutants.uoro`, every check of this module named in its
+    ``visible_to`` runs with the mutant injected (option ``mutant``, controls off) and must
+    report FAIL; the kill table is in ``data["kill_table"]``. (Claims of other modules in
+    ``visible_to``, e.g. ``uoro.exact-expectation``, are run by their own tests.)
+    """
+    t0 = time.perf_counter()
+    checks = registry()
+    mine = {cid for cid in checks if checks[cid].__module__ == __name__ and cid != "uoro.mutants-caught"}
+    rows: list[dict[str, Any]] = []
+    killed_all = True
+    for m in MUTANTS:
+        row: dict[str, Any] = {"mutant": m.name, "target": m.target, "checks": {}}
+        targets = [c for c in m.visible_to if c in mine]
+        for cid in targets:
+            cfg = RunConfig(
+                profile=config.profile,
+                seed=config.seed,
+                options=(*config.options, ("mutant", m.name), ("controls", False)),
+            )
+            try:
+                row["checks"][cid] = checks[cid](cfg).verdict.value
+            except Exception as exc:  # a crash is not a kill: the table shows it
+                row["checks"][cid] = f"ERROR {type(exc).__name__}: {exc}"
+        row["killed"] = bool(targets) and all(v == "FAIL" for v in row["checks"].values())
+        killed_all = killed_all and row["killed"]
+        rows.append(row)
+    n_killed = sum(r["killed"] for r in rows)
+    missed = [r["mutant"] for r in rows if not r["killed"]]
+    summary = f"{n_killed}/{len(rows)} mutants FAIL every check they are visible to" + (
+        f"; NOT caught: {', '.join(missed)}" if missed else ""
+    )
+    return _finish(
+        "uoro.mutants-caught",
+        config,
+        t0,
+        Verdict.PASS if killed_all else Verdict.FAIL,
+        summary,
+        statistic=float(n_killed),
+        threshold=float(len(rows)),
+        comparison=">=",
+        data={
+            "kill_table": rows,
+            "mutants": [
+                {"mutant": r["mutant"], "expected": "FAIL", "observed": v, "detail": cid}
+                for r in rows
+                for cid, v in r["checks"].items()
+            ],
+        },
+    )

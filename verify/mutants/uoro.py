@@ -1,0 +1,293 @@
+r"""The UORO-family mutant catalog of the statistical checks (:mod:`verify.checks.uoro_statistics`).
+
+Every mutant is a plausible bug in an implementation of Algorithm 1 of Tallec &
+Ollivier (uoro-tallec-ollivier.md), its variants (§3: rank r, UORO-T), the
+preactivation-space UORO or the REINFORCE estimator of Cooijmans & Martens
+(uoro-variance-cooijmans-martens.md). ``impl`` is a factory with the keyword
+hyperparameters of the class it breaks (``impl(rank=2)``), ``visible_to`` names the
+claims whose checks must report FAIL on it (the kill table of the claim
+``uoro.mutants-caught`` runs exactly those).
+
+The ten mutants of :mod:`verify.mutants.estimators` (issue 3) are reused under
+their names, with this module's claims added to ``visible_to``; six more noise and
+normalizer bugs, a rank-r bug, a preactivation bug and a REINFORCE bug are new.
+
+Three classes (DESIGN.md, "Notes from reading the papers"):
+
+* **biased** -- the mean is wrong: the statistical unbiasedness test sees them
+  (``uoro.unbiased-statistical``) and so does the conformance check;
+* **mean-invisible** -- unbiasedness holds for *any* positive ν-independent ρ₀ and
+  any positive even ρ₁ (App. A): an inverted ρ₀ ratio, ρ₀ ≡ 1 (issue 3's
+  "previous step" rule returns the previous *returned* value, which starts at 1,
+  so it is ρ₀ ≡ 1), ρ₁ ≡ 1, ρ₁ without its square root. Only
+  ``uoro.algorithm-1-conformance`` (tabulated noise against an independent
+  evaluation of the formulas) and ``uoro.variance-matches-algorithm-1`` (two-sample
+  test on second moments) can see them;
+* **law-of-the-noise** -- a coin with P(+1) = 0.6, ν reused, ν shared by all samples
+  or all pairs: the noise-law part of the conformance check tests the draws
+  (support {±1}, fairness, independence across coordinates, steps, samples, pairs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+
+import torch
+
+from verify.estimators.uoro import (
+    UORO,
+    NoiseSource,
+    NormalizerInputs,
+    PreactivationUORO,
+    Rademacher,
+    Tabulated,
+    pair_norm,
+)
+from verify.mutants import Mutant
+from verify.mutants import estimators as issue3
+from verify.mutants.estimators import ZeroOne
+
+__all__ = [
+    "CONFORMANCE",
+    "MUTANTS",
+    "PREACTIVATION",
+    "RANK_VARIANCE",
+    "REINFORCE",
+    "UNBIASED",
+    "VARIANCE",
+    "BiasedCoin",
+    "SharedAcrossPairs",
+    "SharedAcrossSamples",
+    "UniformNoise",
+    "get",
+    "rho1_no_sqrt",
+]
+
+UNBIASED = "uoro.unbiased-statistical"
+CONFORMANCE = "uoro.algorithm-1-conformance"
+VARIANCE = "uoro.variance-matches-algorithm-1"
+RANK_VARIANCE = "uoro.rank-variance"
+PREACTIVATION = "uoro.preactivation"
+REINFORCE = "uoro.reinforce-link"
+
+
+# ------------------------------------------------------------------------- noise
+@dataclass(frozen=True)
+class BiasedCoin:
+    """Signs with P(+1) = 0.6 (``torch.rand(...) < 0.6`` instead of 0.5): E ν ≠ 0, E ννᵀ ≠ I."""
+
+    p_plus: float = 0.6
+    support: tuple[float, ...] | None = (-1.0, 1.0)
+
+    def draw(
+        self,
+        rng: torch.Generator,
+        shape: tuple[int, ...],
+        dtype: torch.dtype,
+        device: torch.device,
+        index: int,
+        previous: torch.Tensor,
+    ) -> torch.Tensor:
+        u = torch.rand(shape, generator=rng, device=rng.device, dtype=torch.float64)
+        return (2.0 * (u < self.p_plus).to(torch.float64) - 1.0).to(dtype=dtype, device=device)
+
+    def tabulated(self, table: torch.Tensor) -> NoiseSource:
+        return Tabulated(table, self.support)
+
+
+@dataclass(frozen=True)
+class UniformNoise:
+    """ν uniform on [−1, 1] (``2*rand − 1`` instead of signs): E ννᵀ = I/3, the new terms shrink by 3."""
+
+    support: tuple[float, ...] | None = None
+
+    def draw(
+        self,
+        rng: torch.Generator,
+        shape: tuple[int, ...],
+        dtype: torch.dtype,
+        device: torch.device,
+        index: int,
+        previous: torch.Tensor,
+    ) -> torch.Tensor:
+        u = torch.rand(shape, generator=rng, device=rng.device, dtype=torch.float64)
+        return (2.0 * u - 1.0).to(dtype=dtype, device=device)
+
+    def tabulated(self, table: torch.Tensor) -> NoiseSource:
+        return Tabulated(table, self.support)
+
+
+@dataclass(frozen=True)
+class SharedAcrossSamples:
+    """One ν per step broadcast to all M samples (the sample dimension forgotten in the draw).
+
+    Each sample is still an unbiased UORO run, but the M "independent" draws are
+    one draw repeated: the test sees a deterministic estimate away from the truth.
+    """
+
+    inner: NoiseSource = field(default_factory=Rademacher)
+
+    @property
+    def support(self) -> tuple[float, ...] | None:
+        return self.inner.support
+
+    def draw(
+        self,
+        rng: torch.Generator,
+        shape: tuple[int, ...],
+        dtype: torch.dtype,
+        device: torch.device,
+        index: int,
+        previous: torch.Tensor,
+    ) -> torch.Tensor:
+        one = self.inner.draw(rng, (1, *shape[1:]), dtype, device, index, previous[:1])
+        return one.expand(shape).clone()
+
+    def tabulated(self, table: torch.Tensor) -> NoiseSource:
+        return Tabulated(table, self.support)
+
+
+@dataclass(frozen=True)
+class SharedAcrossPairs:
+    """Rank-r UORO whose r pairs share one ν per step (the pair dimension forgotten in the draw).
+
+    Every pair is an unbiased UORO run, so the average is unbiased, but the pairs are
+    identical: the variance does not fall as 1/r. Only a variance check can see it.
+    """
+
+    inner: NoiseSource = field(default_factory=Rademacher)
+
+    @property
+    def support(self) -> tuple[float, ...] | None:
+        return self.inner.support
+
+    def draw(
+        self,
+        rng: torch.Generator,
+        shape: tuple[int, ...],
+        dtype: torch.dtype,
+        device: torch.device,
+        index: int,
+        previous: torch.Tensor,
+    ) -> torch.Tensor:
+        one = self.inner.draw(rng, (shape[0], 1, *shape[2:]), dtype, device, index, previous[:, :1])
+        return one.expand(shape).clone()
+
+    def tabulated(self, table: torch.Tensor) -> NoiseSource:
+        return SharedAcrossPairs(self.inner.tabulated(table[:, :, :1]))  # pair 0 of each draw, for every pair
+
+
+# ------------------------------------------------------------------- normalizers
+def rho1_no_sqrt(z: NormalizerInputs) -> torch.Tensor:
+    """ρ₁ = ‖δθ_g‖/(‖ν‖ + ε) + ε without the square root (positive and even in ν: unbiased)."""
+    return pair_norm(z.delta_theta_g) / (pair_norm(z.nu) + z.eps) + z.eps
+
+
+# ------------------------------------------------------------ preactivation UORO
+def _preact_zero_one(**kwargs: object) -> PreactivationUORO:
+    return PreactivationUORO(noise=ZeroOne(), label="uoro-preact[noise-zero-one]", **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- catalog
+def _reuse(name: str, extra: tuple[str, ...]) -> Mutant:
+    m = issue3.get(name)
+    return dataclasses.replace(m, visible_to=tuple(dict.fromkeys((*m.visible_to, *extra))))
+
+
+def _uoro(label: str, **fields: object) -> functools.partial[UORO]:
+    return functools.partial(UORO, label=f"uoro[{label}]", **fields)  # type: ignore[arg-type]
+
+
+def _reinforce_no_inverse_sigma(**kwargs: object) -> object:
+    from verify.checks.uoro_statistics import Reinforce  # the REINFORCE estimator lives with its check
+
+    return Reinforce(inverse_sigma=False, **kwargs)  # type: ignore[arg-type]
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    # --- issue 3's mutants (verify.mutants.estimators), with the checks of this module added
+    _reuse("uoro.noise-zero-one", (UNBIASED, CONFORMANCE)),
+    _reuse("uoro.rho0-one-factor", (UNBIASED, CONFORMANCE)),
+    _reuse("uoro.rho1-asymmetric", (UNBIASED, CONFORMANCE)),
+    _reuse("uoro.no-delta-theta", (UNBIASED, CONFORMANCE)),
+    _reuse("uoro.noise-reused", (UNBIASED, CONFORMANCE)),
+    _reuse("uoro.theta-tilde-scaled", (UNBIASED, CONFORMANCE)),
+    _reuse("uoro.noise-gaussian-variance", (UNBIASED, CONFORMANCE)),
+    _reuse("uoro.rho0-inverted", (CONFORMANCE, VARIANCE)),
+    _reuse("uoro.rho0-previous-step", (CONFORMANCE, VARIANCE)),
+    _reuse("uoro.rho1-constant", (CONFORMANCE, VARIANCE)),
+    # --- new
+    Mutant(
+        "uoro.noise-shared-across-samples",
+        SharedAcrossSamples.__doc__ or "",
+        "uoro",
+        _uoro("noise-shared-across-samples", noise=SharedAcrossSamples()),
+        (UNBIASED, CONFORMANCE),
+    ),
+    Mutant(
+        "uoro.noise-biased-coin",
+        BiasedCoin.__doc__ or "",
+        "uoro",
+        _uoro("noise-biased-coin", noise=BiasedCoin()),
+        (CONFORMANCE,),
+    ),
+    Mutant(
+        "uoro.noise-uniform",
+        UniformNoise.__doc__ or "",
+        "uoro",
+        _uoro("noise-uniform", noise=UniformNoise()),
+        (UNBIASED, CONFORMANCE),
+    ),
+    Mutant(
+        "uoro.rho1-no-sqrt",
+        rho1_no_sqrt.__doc__ or "",
+        "uoro",
+        _uoro("rho1-no-sqrt", rho1=rho1_no_sqrt),
+        (CONFORMANCE, VARIANCE),
+    ),
+    Mutant(
+        "uoro.rho1-one-factor",
+        "ρ₁ applied to s̃ only (δθ_g not divided by ρ₁): the new term ν⊗νᵀ∂F/∂θ is scaled by ρ₁.",
+        "uoro",
+        _uoro("rho1-one-factor", rho1_on="state"),
+        (UNBIASED, CONFORMANCE),
+    ),
+    Mutant(
+        "uoro.rho0-theta-only",
+        "θ̃ divided by ρ₀ but ∂F/∂s·s̃ not multiplied by it: the carried term is scaled by 1/ρ₀.",
+        "uoro",
+        _uoro("rho0-theta-only", rho0_on="theta"),
+        (UNBIASED, CONFORMANCE),
+    ),
+    Mutant(
+        "uoro.rank-shared-noise",
+        SharedAcrossPairs.__doc__ or "",
+        "uoro",
+        _uoro("rank-shared-noise", noise=SharedAcrossPairs()),
+        (RANK_VARIANCE, CONFORMANCE),
+    ),
+    Mutant(
+        "uoro-preact.noise-zero-one",
+        "Preactivation-space UORO with τ drawn from {0, 1} instead of ±1 (E τ² = 1/2, E τ ≠ 0).",
+        "uoro-preact",
+        _preact_zero_one,
+        (PREACTIVATION,),
+    ),
+    Mutant(
+        "reinforce.no-inverse-sigma",
+        "REINFORCE whose score omits the 1/σ of ∇ log N(h̄; h, σ²I) = u/σ: it vanishes instead of tending to UORO.",
+        "reinforce",
+        _reinforce_no_inverse_sigma,
+        (REINFORCE,),
+    ),
+)
+
+
+def get(name: str) -> Mutant:
+    """The mutant called ``name`` (KeyError otherwise)."""
+    for m in MUTANTS:
+        if m.name == name:
+            return m
+    raise KeyError(name)

@@ -1,0 +1,121 @@
+"""Reports of a theory-check run: ``results.json``, ``report.md``, ``report.html``, ``junit.xml``, PNG figures.
+
+* :mod:`verify.report.document` -- the results document (one record per claim);
+* :mod:`verify.report.figures` -- the figure convention (how a check emits figures)
+  and its matplotlib renderer;
+* :mod:`verify.report.render` -- markdown, self-contained HTML and JUnit XML;
+* :mod:`verify.report.atomic` -- atomic writes (a report is complete or absent).
+
+:func:`write_report` renders a document into a folder atomically::
+
+    out/
+      results.json     the document (every figure's data included)
+      report.md        summary + one section per claim, links figures/*.png
+      report.html      the same, self-contained (PNG figures embedded as base64)
+      junit.xml        one testcase per claim
+      figures/*.png    one PNG per non-table figure
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from verify.report.atomic import preflight_dir, preflight_file, write_dir_atomic, write_file_atomic
+from verify.report.document import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    claim_record,
+    load_document,
+    rerun_command,
+    run_document,
+    validate_document,
+)
+from verify.report.figures import render_png
+from verify.report.render import figure_key, render_html, render_junit, render_markdown
+
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "claim_png_jobs",
+    "claim_record",
+    "dumps_document",
+    "load_document",
+    "png_jobs",
+    "preflight_dir",
+    "preflight_file",
+    "render_files",
+    "render_html",
+    "render_junit",
+    "render_markdown",
+    "render_png",
+    "render_pngs",
+    "rerun_command",
+    "run_document",
+    "validate_document",
+    "write_report",
+]
+
+
+def dumps_document(doc: Mapping[str, Any]) -> str:
+    """The document as JSON text (strict JSON: no NaN/Infinity literals)."""
+    return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def png_jobs(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every non-table figure of the document, keyed by its PNG path in the report."""
+    jobs: dict[str, dict[str, Any]] = {}
+    for j, f in enumerate(doc.get("figures") or []):
+        if f["kind"] != "table":
+            jobs[figure_key(None, j)] = f
+    for i, rec in enumerate(doc["claims"]):
+        jobs.update(claim_png_jobs(rec, i))
+    return jobs
+
+
+def claim_png_jobs(rec: Mapping[str, Any], index: int = 0) -> dict[str, dict[str, Any]]:
+    """The non-table figures of one claim record, keyed by their PNG paths."""
+    return {figure_key(index, j, rec["id"]): f for j, f in enumerate(rec.get("figures") or []) if f["kind"] != "table"}
+
+
+def render_pngs(doc: Mapping[str, Any], done: Mapping[str, bytes] | None = None) -> dict[str, bytes]:
+    """Every non-table figure drawn as PNG (reusing ``done``: PNGs already drawn, e.g. in the background)."""
+    done = done or {}
+    return {key: done[key] if key in done else render_png(f) for key, f in png_jobs(doc).items()}
+
+
+def render_files(
+    doc: Mapping[str, Any], fail_on: str = "fail", pngs_done: Mapping[str, bytes] | None = None
+) -> dict[str, bytes]:
+    """All files of a report folder (relative path -> bytes)."""
+    validate_document(dict(doc))
+    pngs = render_pngs(doc, pngs_done)
+    files: dict[str, bytes] = {
+        "results.json": dumps_document(doc).encode("utf-8"),
+        "report.md": render_markdown(doc).encode("utf-8"),
+        "report.html": render_html(doc, pngs).encode("utf-8"),
+        "junit.xml": render_junit(doc, fail_on),
+    }
+    files.update(pngs)
+    return files
+
+
+def write_report(
+    out: Path | str,
+    doc: Mapping[str, Any],
+    *,
+    fail_on: str = "fail",
+    junit: Path | str | None = None,
+    json_path: Path | str | None = None,
+    pngs_done: Mapping[str, bytes] | None = None,
+) -> Path:
+    """Render ``doc`` and write the report folder ``out`` atomically (plus optional extra copies)."""
+    files = render_files(doc, fail_on, pngs_done)
+    path = write_dir_atomic(out, files)
+    if junit is not None:
+        write_file_atomic(junit, files["junit.xml"])
+    if json_path is not None:
+        write_file_atomic(json_path, files["results.json"])
+    return path

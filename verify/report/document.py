@@ -1,0 +1,234 @@
+"""The results document (``results.json``): one record per claim plus the run's metadata.
+
+``results.json`` is the single source of a report: ``report.md``, ``report.html``,
+``junit.xml`` and the PNG figures are all rendered from it, so ``rnn-verify
+report`` re-renders a saved run without recomputing anything.
+
+Layout (``schema = "rnn-verify.results"``, ``schema_version = 1``)::
+
+    {
+      "schema": "rnn-verify.results", "schema_version": 1,
+      "tool": {"name": "rnn-verify", "version": "0.1.0"},
+      "run": {"command": "rnn-verify run --profile ci", "profile": "ci", "seed": 0,
+              "device_requested": "cpu", "device": "cpu", "dtype": "float64",
+              "workers": 1, "fail_on": "fail", "started": ISO-8601, "wall_time": s,
+              "torch_version", "python_version", "platform", "cuda_available", "source"},
+      "summary": {"PASS": n, "FAIL": n, "INCONCLUSIVE": n, "SKIPPED": n, "total": n},
+      "claims": [ RECORD, ... ],          # catalog order
+      "figures": [ FIGURE, ... ],         # run-level (mutant-kill table)
+    }
+
+A RECORD holds: ``id``, ``title``, ``family``, ``paper``, ``equation`` (where in
+the paper), ``statement``, ``math``, ``kind``, ``assumptions``, ``errata``,
+``verdict``, ``summary``, ``reason``, ``statistic``, ``threshold``,
+``comparison``, ``alpha``, ``beta``, ``delta``, ``samples_planned``,
+``samples_used``, ``seed``, ``dtype``, ``device``, ``torch_version``,
+``python_version``, ``wall_time``, ``rerun`` (the exact command that reruns this
+claim alone), ``controls``, ``data`` (the check's own data), ``figures`` (every
+figure drawn for the claim, with its data; see :mod:`verify.report.figures`),
+``figure_problems`` and ``source`` (``"catalog"`` or ``"pytest"``).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from theory.catalog import Claim
+from verify.errors import InvalidArgument
+from verify.report.figures import claim_figures, controls_table, normalize_figure
+from verify.results import CheckResult, Verdict, to_jsonable
+
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "claim_record",
+    "load_document",
+    "rerun_command",
+    "run_document",
+    "summary_counts",
+    "validate_document",
+]
+
+SCHEMA = "rnn-verify.results"
+SCHEMA_VERSION = 1
+VERDICTS = tuple(v.value for v in Verdict)
+_REQUIRED = ("id", "verdict", "summary")
+
+
+def tool_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("rnn-verify")
+    except Exception:
+        return "0.1.0 (not installed)"
+
+
+def rerun_command(claim_id: str, *, profile: str, seed: int | None, device: str, dtype: str) -> str:
+    """The command that reruns one catalog claim alone with the same settings."""
+    parts = ["rnn-verify", "run", "--profile", profile, "--claims", claim_id]
+    if seed is not None:
+        parts += ["--seed", str(seed)]
+    parts += ["--device", device, "--dtype", dtype]
+    return shlex.join(parts)
+
+
+def claim_record(
+    result: CheckResult,
+    claim: Claim | None = None,
+    *,
+    rerun: str = "",
+    source: str = "catalog",
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON record of one claim's result (claim metadata from the catalog when given)."""
+    r = result.to_dict()
+    rec: dict[str, Any] = {
+        "id": result.claim_id,
+        "title": claim.title if claim else "",
+        "family": result.claim_id.split(".", 1)[0],
+        "paper": claim.paper if claim else "",
+        "equation": claim.where if claim else "",
+        "statement": claim.statement if claim else "",
+        "math": claim.math if claim else "",
+        "kind": claim.kind if claim else "",
+        "profiles": list(claim.profiles) if claim else [],
+        "assumptions": list(claim.assumptions) if claim else [],
+        "errata": list(claim.errata) if claim else [],
+        "check": claim.check if claim else "",
+    }
+    for key in (
+        "verdict",
+        "summary",
+        "reason",
+        "statistic",
+        "threshold",
+        "comparison",
+        "alpha",
+        "beta",
+        "delta",
+        "samples_planned",
+        "samples_used",
+        "seed",
+        "dtype",
+        "device",
+        "torch_version",
+        "python_version",
+        "wall_time",
+        "controls",
+        "data",
+    ):
+        rec[key] = r.get(key)
+    if extra:
+        rec.update(to_jsonable(dict(extra)))
+    rec["rerun"] = rerun
+    rec["source"] = source
+    figs, problems = claim_figures(result.claim_id, rec["data"] or {})
+    rec["figures"] = figs
+    rec["figure_problems"] = problems
+    return rec
+
+
+def summary_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    counts = {v: 0 for v in VERDICTS}
+    for rec in records:
+        counts[str(rec["verdict"])] = counts.get(str(rec["verdict"]), 0) + 1
+    counts["total"] = len(records)
+    return counts
+
+
+def run_document(records: Sequence[Mapping[str, Any]], run: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole results document from claim records and run metadata."""
+    meta: dict[str, Any] = {
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "cuda_available": bool(torch.cuda.is_available()),
+    }
+    meta.update(to_jsonable(dict(run)))
+    figs = []
+    table = controls_table(records)
+    if table is not None:
+        figs.append(normalize_figure(table))
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "rnn-verify", "version": tool_version()},
+        "run": meta,
+        "summary": summary_counts(records),
+        "claims": [dict(r) for r in records],
+        "figures": figs,
+    }
+
+
+def validate_document(doc: Any, origin: str = "results.json") -> dict[str, Any]:
+    """Check that ``doc`` is a results document this version can render; raises InvalidArgument."""
+    if not isinstance(doc, dict):
+        raise InvalidArgument(origin, type(doc).__name__, "is not a JSON object (not an rnn-verify results.json)")
+    if doc.get("schema") != SCHEMA:
+        raise InvalidArgument(origin, doc.get("schema"), f"schema must be {SCHEMA!r} (not an rnn-verify results.json)")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise InvalidArgument(
+            origin,
+            f"schema_version {doc.get('schema_version')!r}",
+            f"this rnn-verify reads schema_version {SCHEMA_VERSION}; re-run the claims to get a matching file",
+        )
+    if not isinstance(doc.get("run"), dict):
+        raise InvalidArgument(origin, "run", "missing the 'run' metadata object")
+    claims = doc.get("claims")
+    if not isinstance(claims, list):
+        raise InvalidArgument(origin, "claims", "missing the 'claims' list")
+    seen: set[str] = set()
+    for i, rec in enumerate(claims):
+        if not isinstance(rec, dict):
+            raise InvalidArgument(f"{origin}: claims[{i}]", type(rec).__name__, "must be an object")
+        missing = [k for k in _REQUIRED if k not in rec]
+        if missing:
+            raise InvalidArgument(f"{origin}: claims[{i}]", rec.get("id"), f"missing fields {missing}")
+        if rec["verdict"] not in VERDICTS:
+            raise InvalidArgument(f"{origin}: claims[{i}].verdict", rec["verdict"], f"must be one of {VERDICTS}")
+        if rec["id"] in seen:
+            raise InvalidArgument(f"{origin}: claims[{i}].id", rec["id"], "duplicate claim id")
+        seen.add(str(rec["id"]))
+        figs = rec.get("figures", [])
+        if not isinstance(figs, list):
+            raise InvalidArgument(f"{origin}: claims[{i}].figures", type(figs).__name__, "must be a list")
+        for j, f in enumerate(figs):
+            try:
+                normalize_figure(f)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"{origin}: claims[{i}].figures[{j}]", rec["id"], str(exc)) from None
+    for j, f in enumerate(doc.get("figures", []) or []):
+        try:
+            normalize_figure(f)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"{origin}: figures[{j}]", "run-level figure", str(exc)) from None
+    stated = doc.get("summary")
+    if isinstance(stated, dict) and stated != summary_counts(claims):
+        raise InvalidArgument(origin, "summary", "the verdict counts do not match the claim records (edited file?)")
+    return doc
+
+
+def load_document(path: Path | str) -> dict[str, Any]:
+    """Read and validate a ``results.json`` (a report folder is accepted too)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidArgument("results", str(p), "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument("results", str(p), f"cannot be read: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument("results", str(p), f"is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return validate_document(doc, origin=str(p))

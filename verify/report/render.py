@@ -1,0 +1,377 @@
+"""Renderers: results document -> ``report.md``, self-contained ``report.html``, ``junit.xml``.
+
+All three draw only on the results document (:mod:`verify.report.document`), so a
+saved run re-renders identically. ``report.html`` embeds every PNG as base64 and
+its CSS inline: it reads offline, with no external assets.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["figure_key", "render_html", "render_junit", "render_markdown"]
+
+_ORDER = ("FAIL", "INCONCLUSIVE", "SKIPPED", "PASS")
+_GREEK = (("alpha", "α"), ("beta", "β"), ("delta", "δ"))
+
+
+def figure_key(claim_index: int | None, fig_index: int, claim_id: str = "run") -> str:
+    """Relative PNG path of a figure inside the report folder."""
+    if claim_index is None:
+        return f"figures/run-{fig_index + 1}.png"
+    return f"figures/{claim_id}-{fig_index + 1}.png"
+
+
+def fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return str(v)
+        if v == 0:
+            return "0"
+        return f"{v:.3g}" if (1e-3 <= abs(v) < 1e4) else f"{v:.2e}"
+    return str(v)
+
+
+def _stat_line(rec: Mapping[str, Any]) -> str:
+    if rec.get("statistic") is None and rec.get("threshold") is None:
+        return "—"
+    return f"{fmt(rec.get('statistic'))} {rec.get('comparison') or '<='} {fmt(rec.get('threshold'))}"
+
+
+def _samples(rec: Mapping[str, Any]) -> str:
+    used, planned = rec.get("samples_used"), rec.get("samples_planned")
+    if used is None and planned is None:
+        return "—"
+    return f"{fmt(used)} / {fmt(planned)} planned"
+
+
+def _rates(rec: Mapping[str, Any]) -> str:
+    parts = [f"{g} = {fmt(rec.get(k))}" for k, g in _GREEK if rec.get(k) is not None]
+    return ", ".join(parts) if parts else "—"
+
+
+def _run_line(run: Mapping[str, Any]) -> list[tuple[str, str]]:
+    keys = (
+        ("command", "command"),
+        ("profile", "profile"),
+        ("seed", "seed"),
+        ("device", "device"),
+        ("dtype", "dtype"),
+        ("workers", "workers"),
+        ("started", "started"),
+        ("wall_time", "wall time (s)"),
+        ("torch_version", "torch"),
+        ("python_version", "python"),
+        ("platform", "platform"),
+    )
+    return [(label, fmt(run.get(k))) for k, label in keys if k in run]
+
+
+def _counts_line(summary: Mapping[str, Any]) -> str:
+    return ", ".join(f"{summary.get(v, 0)} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED"))
+
+
+# ------------------------------------------------------------------ markdown
+def _md_cell(v: Any) -> str:
+    return fmt(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(columns: Sequence[Any], rows: Sequence[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(_md_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def _md_figure(fig: Mapping[str, Any], path: str, where: str) -> list[str]:
+    lines = [f"**{fig['title']}**", ""]
+    if fig["kind"] == "table":
+        lines += _md_table(fig["columns"], fig["rows"])
+    else:
+        lines.append(f"![{fig['title']}]({path})")
+    lines.append("")
+    cap = fig.get("caption", "")
+    lines += [f"*{cap} Data: `results.json` → {where}.*" if cap else f"*Data: `results.json` → {where}.*", ""]
+    return lines
+
+
+def render_markdown(doc: Mapping[str, Any]) -> str:
+    """``report.md``: summary table, run-level figures, then one section per claim."""
+    run, claims, summary = doc["run"], doc["claims"], doc.get("summary", {})
+    lines = ["# rnn-verify theory-check report", ""]
+    lines += [f"**{_counts_line(summary)}** ({summary.get('total', len(claims))} claims)", ""]
+    lines += [f"- {k}: `{v}`" if k == "command" else f"- {k}: {v}" for k, v in _run_line(run)]
+    lines += ["", "## Summary", ""]
+    rows = [
+        [
+            r["verdict"],
+            f"[{r['id']}](#{_anchor(r['id'])})",
+            r.get("paper", ""),
+            r.get("equation", ""),
+            _stat_line(r),
+            _samples(r),
+            fmt(r.get("wall_time")),
+        ]
+        for r in claims
+    ]
+    lines += _md_table(["verdict", "claim", "paper", "equation", "statistic vs threshold", "samples", "time (s)"], rows)
+    lines.append("")
+    for r in claims:
+        if r["verdict"] in ("SKIPPED", "INCONCLUSIVE", "FAIL"):
+            lines.append(f"- **{r['verdict']}** `{r['id']}`: {r.get('reason') or r['summary']}".split("\n")[0])
+    figs = doc.get("figures") or []
+    if figs:
+        lines += ["", "## Negative controls", ""]
+        for j, f in enumerate(figs):
+            lines += _md_figure(f, figure_key(None, j), f"figures[{j}]")
+    for i, r in enumerate(claims):
+        lines += [
+            "",
+            f'<a id="{_anchor(r["id"])}"></a>',
+            "",
+            f"## {r['verdict']} · `{r['id']}` — {r.get('title', '')}",
+            "",
+        ]
+        lines += [r["summary"], ""]
+        facts = [
+            ("paper", f"{r.get('paper', '')}, {r.get('equation', '')}"),
+            ("statement", r.get("statement", "")),
+            ("kind", r.get("kind", "")),
+            ("statistic vs threshold", _stat_line(r)),
+            ("error rates", _rates(r)),
+            ("samples used", _samples(r)),
+            ("seed / dtype / device", f"{fmt(r.get('seed'))} / {r.get('dtype')} / {r.get('device')}"),
+            ("torch", fmt(r.get("torch_version"))),
+            ("wall time (s)", fmt(r.get("wall_time"))),
+            ("rerun", f"`{r.get('rerun', '')}`"),
+        ]
+        lines += _md_table(["", ""], [[k, v] for k, v in facts if v not in ("", ", ")])
+        if r.get("math"):
+            lines += ["", "```text", str(r["math"]), "```"]
+        if r.get("assumptions"):
+            lines += ["", "Assumptions:", ""] + [f"- {a}" for a in r["assumptions"]]
+        if r.get("errata"):
+            lines += ["", "Errata:", ""] + [f"- {a}" for a in r["errata"]]
+        if r.get("reason"):
+            lines += ["", "Reason:", "", "```text", str(r["reason"]).rstrip(), "```"]
+        if r.get("controls"):
+            lines += ["", "Controls:", ""]
+            lines += _md_table(
+                ["control", "expected", "observed", "detail"],
+                [[c.get("name"), c.get("expected"), c.get("observed"), c.get("detail", "")] for c in r["controls"]],
+            )
+        for j, f in enumerate(r.get("figures") or []):
+            lines += ["", *_md_figure(f, figure_key(i, j, r["id"]), f"claims[{i}].figures[{j}]")]
+        for p in r.get("figure_problems") or []:
+            lines += ["", f"> figure not drawn: {p}"]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _anchor(claim_id: str) -> str:
+    return "claim-" + claim_id.replace(".", "-")
+
+
+# ---------------------------------------------------------------------- html
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;
+color:#1b1b1b;line-height:1.45}
+h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em} td,th{border:1px solid #ddd;padding:.25em .55em;
+text-align:left;vertical-align:top} th{background:#f4f4f4}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9em} pre{background:#f7f7f7;padding:.6em;
+overflow-x:auto;white-space:pre-wrap}
+.badge{display:inline-block;padding:.05em .5em;border-radius:.3em;color:#fff;font-weight:600;font-size:.85em}
+.PASS{background:#2e7d32}.FAIL{background:#c62828}.INCONCLUSIVE{background:#ef6c00}.SKIPPED{background:#757575}
+figure{margin:1em 0;padding:.5em;border:1px solid #eee} figure img{max-width:100%;height:auto}
+figcaption{font-size:.85em;color:#444} .facts td:first-child{font-weight:600;white-space:nowrap}
+.counts span{margin-right:.8em}
+"""
+
+
+def _e(v: Any) -> str:
+    return html.escape(fmt(v) if not isinstance(v, str) else v)
+
+
+def _html_table(columns: Sequence[Any], rows: Sequence[Sequence[Any]], cls: str = "") -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    c = f' class="{cls}"' if cls else ""
+    return f"<table{c}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _html_figure(fig: Mapping[str, Any], png: bytes | None, claim_id: str, index: int, where: str) -> str:
+    attrs = (
+        f'class="figure" data-claim-id="{html.escape(claim_id)}" data-figure-index="{index}" '
+        f'data-kind="{html.escape(fig["kind"])}"'
+    )
+    if fig["kind"] == "table":
+        inner = _html_table(fig["columns"], fig["rows"], "figure-table")
+    elif png is not None:
+        b64 = base64.b64encode(png).decode("ascii")
+        inner = f'<img alt="{html.escape(fig["title"])}" src="data:image/png;base64,{b64}">'
+    else:
+        inner = "<p>(figure could not be drawn)</p>"
+    cap = html.escape(fig.get("caption", ""))
+    return (
+        f"<figure {attrs}><div><strong>{html.escape(fig['title'])}</strong></div>{inner}"
+        f"<figcaption>{cap} Data: <code>results.json</code> → <code>{html.escape(where)}</code>.</figcaption></figure>"
+    )
+
+
+def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
+    """Self-contained ``report.html``; ``pngs`` maps :func:`figure_key` paths to PNG bytes."""
+    run, claims, summary = doc["run"], doc["claims"], doc.get("summary", {})
+    out = [
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>rnn-verify report ({html.escape(_counts_line(summary))})</title><style>{_CSS}</style></head><body>",
+        "<h1>rnn-verify theory-check report</h1>",
+        '<p class="counts">'
+        + "".join(
+            f'<span class="badge {v}">{summary.get(v, 0)} {v}</span>'
+            for v in ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED")
+        )
+        + "</p>",
+        _html_table(["run", ""], _run_line(run), "facts"),
+        '<h2 id="summary">Summary</h2>',
+    ]
+    rows = []
+    for r in claims:
+        rows.append(
+            f'<tr><td><span class="badge {r["verdict"]}">{r["verdict"]}</span></td>'
+            f'<td><a href="#{_anchor(r["id"])}"><code>{html.escape(r["id"])}</code></a></td>'
+            f"<td>{_e(r.get('paper', ''))}</td><td>{_e(r.get('equation', ''))}</td><td>{_e(_stat_line(r))}</td>"
+            f"<td>{_e(_samples(r))}</td><td>{_e(r.get('wall_time'))}</td></tr>"
+        )
+    out.append(
+        "<table><thead><tr><th>verdict</th><th>claim</th><th>paper</th><th>equation</th>"
+        "<th>statistic vs threshold</th><th>samples</th><th>time (s)</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+    notes = [r for r in claims if r["verdict"] in ("FAIL", "INCONCLUSIVE", "SKIPPED")]
+    if notes:
+        out.append("<ul>")
+        for r in notes:
+            why = str(r.get("reason") or r["summary"]).split("\n")[0]
+            badge = f'<span class="badge {r["verdict"]}">{r["verdict"]}</span>'
+            out.append(f"<li>{badge} <code>{html.escape(r['id'])}</code>: {html.escape(why)}</li>")
+        out.append("</ul>")
+    figs = doc.get("figures") or []
+    if figs:
+        out.append('<h2 id="controls">Negative controls</h2>')
+        for j, f in enumerate(figs):
+            key = figure_key(None, j)
+            out.append(_html_figure(f, pngs.get(key), "run", j, f"figures[{j}]"))
+    for i, r in enumerate(claims):
+        out.append(
+            f'<section class="claim" id="{_anchor(r["id"])}" data-claim-id="{html.escape(r["id"])}" '
+            f'data-verdict="{r["verdict"]}">'
+        )
+        out.append(
+            f'<h2><span class="badge {r["verdict"]}">{r["verdict"]}</span> <code>{html.escape(r["id"])}</code> '
+            f"— {html.escape(r.get('title', ''))}</h2>"
+        )
+        out.append(f'<p class="summary">{html.escape(r["summary"])}</p>')
+        facts = [
+            ("paper", f"{r.get('paper', '')}, {r.get('equation', '')}"),
+            ("statement", r.get("statement", "")),
+            ("kind", r.get("kind", "")),
+            ("statistic vs threshold", _stat_line(r)),
+            ("error rates", _rates(r)),
+            ("samples used", _samples(r)),
+            ("seed / dtype / device", f"{fmt(r.get('seed'))} / {r.get('dtype')} / {r.get('device')}"),
+            ("torch", fmt(r.get("torch_version"))),
+            ("wall time (s)", fmt(r.get("wall_time"))),
+        ]
+        body = "".join(f"<tr><td>{html.escape(k)}</td><td>{_e(v)}</td></tr>" for k, v in facts if v not in ("", ", "))
+        body += f"<tr><td>rerun</td><td><code>{html.escape(str(r.get('rerun', '')))}</code></td></tr>"
+        out.append(f'<table class="facts"><tbody>{body}</tbody></table>')
+        if r.get("math"):
+            out.append(f"<pre>{html.escape(str(r['math']))}</pre>")
+        for key, label in (("assumptions", "Assumptions"), ("errata", "Errata")):
+            if r.get(key):
+                out.append(f"<p><strong>{label}</strong></p><ul>")
+                out += [f"<li>{html.escape(str(a))}</li>" for a in r[key]]
+                out.append("</ul>")
+        if r.get("reason"):
+            out.append(f"<p><strong>Reason</strong></p><pre>{html.escape(str(r['reason']))}</pre>")
+        if r.get("controls"):
+            out.append("<p><strong>Controls</strong></p>")
+            out.append(
+                _html_table(
+                    ["control", "expected", "observed", "detail"],
+                    [[c.get("name"), c.get("expected"), c.get("observed"), c.get("detail", "")] for c in r["controls"]],
+                )
+            )
+        for j, f in enumerate(r.get("figures") or []):
+            key = figure_key(i, j, r["id"])
+            out.append(_html_figure(f, pngs.get(key), r["id"], j, f"claims[{i}].figures[{j}]"))
+        for p in r.get("figure_problems") or []:
+            out.append(f'<p class="figure-problem">figure not drawn: {html.escape(p)}</p>')
+        out.append("</section>")
+    out.append(
+        f"<footer><p>{html.escape(str(doc.get('tool', {}).get('name', 'rnn-verify')))} "
+        f"{html.escape(str(doc.get('tool', {}).get('version', '')))}</p></footer></body></html>"
+    )
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------- junit
+def render_junit(doc: Mapping[str, Any], fail_on: str = "fail") -> bytes:
+    """``junit.xml``: one testcase per claim; FAIL -> failure, SKIPPED -> skipped,
+    INCONCLUSIVE -> failure under ``fail_on="inconclusive"``, else skipped."""
+    claims = doc["claims"]
+    summary = doc.get("summary", {})
+    inconclusive_fails = fail_on == "inconclusive"
+    failures = summary.get("FAIL", 0) + (summary.get("INCONCLUSIVE", 0) if inconclusive_fails else 0)
+    skipped = summary.get("SKIPPED", 0) + (0 if inconclusive_fails else summary.get("INCONCLUSIVE", 0))
+    total_time = sum(float(r.get("wall_time") or 0.0) for r in claims)
+    suites = ET.Element("testsuites", name="rnn-verify")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"rnn-verify {doc['run'].get('profile', '')}".strip(),
+        tests=str(len(claims)),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+        time=f"{total_time:.3f}",
+    )
+    props = ET.SubElement(suite, "properties")
+    for k in ("command", "profile", "seed", "device", "dtype", "torch_version"):
+        if k in doc["run"]:
+            ET.SubElement(props, "property", name=k, value=str(doc["run"][k]))
+    for r in claims:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"rnn_verify.{r.get('family', r['id'].split('.')[0])}",
+            name=r["id"],
+            time=f"{float(r.get('wall_time') or 0.0):.3f}",
+        )
+        cprops = ET.SubElement(case, "properties")
+        for k in ("verdict", "statistic", "threshold", "alpha", "beta", "delta", "samples_used", "seed", "rerun"):
+            if r.get(k) is not None:
+                ET.SubElement(cprops, "property", name=k, value=str(r[k]))
+        v = r["verdict"]
+        msg = f"{v}: {r['summary']}"
+        if v == "FAIL" or (v == "INCONCLUSIVE" and inconclusive_fails):
+            el = ET.SubElement(case, "failure", message=msg, type=v)
+            el.text = str(r.get("reason") or r["summary"])
+        elif v in ("SKIPPED", "INCONCLUSIVE"):
+            ET.SubElement(case, "skipped", message=f"{v}: {r.get('reason') or r['summary']}")
+        out = ET.SubElement(case, "system-out")
+        out.text = f"{r['summary']}\nrerun: {r.get('rerun', '')}"
+    ET.indent(suites)
+    xml: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+    return xml + b"\n"

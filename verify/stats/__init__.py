@@ -1,0 +1,59 @@
+"""Statistics for stochastic claims: unbiasedness tests with stated error rates and their helpers.
+
+* :mod:`verify.stats.unbiased` -- fixed-sample, planned and sequential (anytime-valid)
+  unbiasedness tests: FAIL (false-fail rate ≤ α), PASS (certified bias bound
+  δ·‖g‖ at confidence 1 − β), INCONCLUSIVE (budget exhausted).
+* :mod:`verify.stats.planner` -- sample-size planner from (δ, α, β, pilot covariance).
+* :mod:`verify.stats.bounds` -- Laurent–Massart norm bounds and normal-mixture
+  confidence sequences.
+* :mod:`verify.stats.variance` -- two-sample second-moment comparisons, variance ratios.
+* :mod:`verify.stats.regression` -- slope fits with confidence intervals.
+* :mod:`verify.stats.binomial` -- Clopper–Pearson intervals.
+* :mod:`verify.stats.multiple` -- Holm and Bonferroni.
+"""
+
+from verify.stats.binomial import binomial_upper_quantile, clopper_pearson, clopper_pearson_upper
+from verify.stats.moments import Moments, empty_moments, update_moments
+from verify.stats.multiple import adjusted_pvalues, bonferroni, holm
+from verify.stats.planner import SamplePlan, plan_from_pilot, plan_samples
+from verify.stats.regression import SlopeFit, fit_slope
+from verify.stats.unbiased import (
+    QuantityResult,
+    Sampler,
+    SubTest,
+    TestOptions,
+    UnbiasednessResult,
+    fixed_sample_test,
+    planned_test,
+    sequential_test,
+)
+from verify.stats.variance import MomentComparison, compare_second_moments, log_mean_with_se, squared_errors
+
+__all__ = [
+    "MomentComparison",
+    "Moments",
+    "QuantityResult",
+    "SamplePlan",
+    "Sampler",
+    "SlopeFit",
+    "SubTest",
+    "TestOptions",
+    "UnbiasednessResult",
+    "adjusted_pvalues",
+    "binomial_upper_quantile",
+    "bonferroni",
+    "clopper_pearson",
+    "clopper_pearson_upper",
+    "compare_second_moments",
+    "empty_moments",
+    "fit_slope",
+    "fixed_sample_test",
+    "holm",
+    "log_mean_with_se",
+    "plan_from_pilot",
+    "plan_samples",
+    "planned_test",
+    "sequential_test",
+    "squared_errors",
+    "update_moments",
+]
