@@ -155,7 +155,13 @@ MUTANTS: tuple[Mutant, ...] = (
         RTRLWithoutImmediateTerm,
         ("rtrl.exact", "rtrl.influence-balancing", "rtrl.online-convergence"),
     ),
-    Mutant("tbptt.off-by-one", TBPTTOffByOne.__doc__ or "", "tbptt", TBPTTOffByOne, ("rtrl.truncated-bptt",)),
+    Mutant(
+        "tbptt.off-by-one",
+        TBPTTOffByOne.__doc__ or "",
+        "tbptt",
+        TBPTTOffByOne,
+        ("rtrl.truncated-bptt", "rtrl.influence-balancing"),
+    ),
     Mutant(
         "uoro.noise-zero-one",
         ZeroOne.__doc__ or "",
