@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
 from pathlib import Path
 
 import pytest
 
 from theory.catalog import FAMILIES, Claim, all_claims
 from verify.checks import registry
+from verify.results import CheckResult, RunConfig
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 KNOWN_PAPERS = {
@@ -45,3 +47,23 @@ def test_bad_claim_ids_rejected() -> None:
         Claim("NoDot", "t", "p", "w", "s", "m", ("a",), "verify.checks.reference.x")
     with pytest.raises(ValueError, match="unknown family"):
         Claim("nope.claim", "t", "p", "w", "s", "m", ("a",), "verify.checks.nope.x")
+
+
+def test_register_rejects_a_second_check_for_one_claim(monkeypatch: pytest.MonkeyPatch) -> None:
+    import verify.checks as checks
+
+    monkeypatch.setattr(checks, "_REGISTRY", {})
+
+    def first(config: RunConfig) -> CheckResult:
+        raise AssertionError
+
+    def second(config: RunConfig) -> CheckResult:
+        raise AssertionError
+
+    checks.register("x.claim")(first)
+    again = types.FunctionType(first.__code__, first.__globals__, "first")  # the same definition re-executed
+    again.__qualname__ = first.__qualname__
+    checks.register("x.claim")(again)  # a module re-import replaces its own check
+    assert checks._REGISTRY["x.claim"] is again
+    with pytest.raises(ValueError, match=r"x\.claim.*already has a check.*second cannot register"):
+        checks.register("x.claim")(second)

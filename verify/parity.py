@@ -222,18 +222,32 @@ def _estimates(est: Any, inputs: ParityInputs, samples: int = 1) -> torch.Tensor
 
 
 # ------------------------------------------------------------------- algorithms
-@dataclass(frozen=True)
-class BPTTParity:
-    """Full BPTT (:func:`verify.reference.bptt_gradient`): the total gradient, one row."""
-
-    name: str = "bptt"
-    state_blocks: int = 0
+class _Float64Inputs:
+    """Shared by the deterministic algorithms: applicable to every problem; the
+    inputs are the problem and θ in float64 on the CPU (no noise to draw)."""
 
     def applicable(self, problem: Problem) -> str | None:
         return None
 
     def prepare(self, problem: Problem, theta: torch.Tensor, generator: torch.Generator) -> ParityInputs:
         return ParityInputs(problem.to(torch.float64, "cpu"), theta.detach().to(torch.float64).cpu())
+
+
+class _TruncationParity(_Float64Inputs):
+    """A deterministic algorithm with a truncation ``k`` (a positive int)."""
+
+    k: int
+
+    def __post_init__(self) -> None:
+        require_positive_int("k", self.k)
+
+
+@dataclass(frozen=True)
+class BPTTParity(_Float64Inputs):
+    """Full BPTT (:func:`verify.reference.bptt_gradient`): the total gradient, one row."""
+
+    name: str = "bptt"
+    state_blocks: int = 0
 
     def run(self, inputs: ParityInputs) -> torch.Tensor:
         return bptt_gradient(inputs.problem, inputs.theta).unsqueeze(0)
@@ -246,24 +260,15 @@ class BPTTParity:
 
 
 @dataclass(frozen=True)
-class TBPTTParity:
+class TBPTTParity(_TruncationParity):
     """Truncated BPTT with truncation k (:class:`~verify.estimators.TBPTT`): T per-step rows."""
 
     k: int = 2
     state_blocks: int = 0
 
-    def __post_init__(self) -> None:
-        require_positive_int("k", self.k)
-
     @property
     def name(self) -> str:
         return f"tbptt(k={self.k})"
-
-    def applicable(self, problem: Problem) -> str | None:
-        return None
-
-    def prepare(self, problem: Problem, theta: torch.Tensor, generator: torch.Generator) -> ParityInputs:
-        return ParityInputs(problem.to(torch.float64, "cpu"), theta.detach().to(torch.float64).cpu())
 
     def run(self, inputs: ParityInputs) -> torch.Tensor:
         return _estimates(TBPTT(self.k), inputs)
@@ -274,24 +279,15 @@ class TBPTTParity:
 
 
 @dataclass(frozen=True)
-class TruncatedModelParity:
+class TruncatedModelParity(_TruncationParity):
     """Miller & Hardt's truncated model eq. (3) (:class:`~verify.estimators.TruncatedModel`): T rows."""
 
     k: int = 2
     state_blocks: int = 0
 
-    def __post_init__(self) -> None:
-        require_positive_int("k", self.k)
-
     @property
     def name(self) -> str:
         return f"truncated-model(k={self.k})"
-
-    def applicable(self, problem: Problem) -> str | None:
-        return None
-
-    def prepare(self, problem: Problem, theta: torch.Tensor, generator: torch.Generator) -> ParityInputs:
-        return ParityInputs(problem.to(torch.float64, "cpu"), theta.detach().to(torch.float64).cpu())
 
     def run(self, inputs: ParityInputs) -> torch.Tensor:
         return _estimates(TruncatedModel(self.k), inputs)
@@ -302,17 +298,11 @@ class TruncatedModelParity:
 
 
 @dataclass(frozen=True)
-class RTRLParity:
+class RTRLParity(_Float64Inputs):
     """RTRL (UORO eq. (4); :class:`~verify.estimators.RTRL`): T per-step gradient rows."""
 
     name: str = "rtrl"
     state_blocks: int = 0
-
-    def applicable(self, problem: Problem) -> str | None:
-        return None
-
-    def prepare(self, problem: Problem, theta: torch.Tensor, generator: torch.Generator) -> ParityInputs:
-        return ParityInputs(problem.to(torch.float64, "cpu"), theta.detach().to(torch.float64).cpu())
 
     def run(self, inputs: ParityInputs) -> torch.Tensor:
         return _estimates(RTRL(), inputs)
@@ -323,8 +313,8 @@ class RTRLParity:
 
 
 @dataclass(frozen=True)
-class UOROParity:
-    """UORO (Algorithm 1, rank r) with identical tabulated ν: T·M rows (step-major)."""
+class _NoisyParity:
+    """Shared by the UORO variants: rank r, M samples, noise tabulated once in ``prepare``."""
 
     rank: int = 1
     samples: int = 2
@@ -333,6 +323,18 @@ class UOROParity:
     def __post_init__(self) -> None:
         require_positive_int("rank", self.rank)
         require_positive_int("samples", self.samples)
+
+    def estimator(self, noise: torch.Tensor) -> Any:
+        raise NotImplementedError
+
+    def run(self, inputs: ParityInputs) -> torch.Tensor:
+        assert inputs.noise is not None
+        return _estimates(self.estimator(inputs.noise), inputs, self.samples)
+
+
+@dataclass(frozen=True)
+class UOROParity(_NoisyParity):
+    """UORO (Algorithm 1, rank r) with identical tabulated ν: T·M rows (step-major)."""
 
     @property
     def name(self) -> str:
@@ -349,10 +351,6 @@ class UOROParity:
         shape = (P.T, self.samples, self.rank, *P.batch_shape, P.n)
         nu = (2 * torch.randint(0, 2, shape, generator=generator) - 1).to(torch.float64)  # Rademacher, drawn once
         return ParityInputs(P, theta.detach().to(torch.float64).cpu(), noise=nu, noise_is_state=True)
-
-    def run(self, inputs: ParityInputs) -> torch.Tensor:
-        assert inputs.noise is not None
-        return _estimates(self.estimator(inputs.noise), inputs, self.samples)
 
     def normalizers(self, inputs: ParityInputs) -> tuple[torch.Tensor, torch.Tensor]:
         """Algorithm 1's ρ₀, ρ₁ of the float64 run at every step, (T, M, r) each."""
@@ -377,16 +375,8 @@ class UOROParity:
 
 
 @dataclass(frozen=True)
-class PreactivationUOROParity:
+class PreactivationUOROParity(_NoisyParity):
     """Preactivation-space UORO (Elman cells) with identical tabulated τ: T·M rows."""
-
-    rank: int = 1
-    samples: int = 2
-    state_blocks: int = 0
-
-    def __post_init__(self) -> None:
-        require_positive_int("rank", self.rank)
-        require_positive_int("samples", self.samples)
 
     @property
     def name(self) -> str:
@@ -405,10 +395,6 @@ class PreactivationUOROParity:
         P = problem.to(torch.float64, "cpu")
         tau = (2 * torch.randint(0, 2, (P.T, self.samples, self.rank), generator=generator) - 1).to(torch.float64)
         return ParityInputs(P, theta.detach().to(torch.float64).cpu(), noise=tau)
-
-    def run(self, inputs: ParityInputs) -> torch.Tensor:
-        assert inputs.noise is not None
-        return _estimates(self.estimator(inputs.noise), inputs, self.samples)
 
     def normalizers(self, inputs: ParityInputs) -> tuple[torch.Tensor, torch.Tensor]:
         """γ_t, β_t of the float64 run, (T, M, r) each (the estimator's rule, recomputed from its state)."""

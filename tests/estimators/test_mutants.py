@@ -62,6 +62,17 @@ def test_rtrl_exact_catches(mutant: Mutant) -> None:
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.influence-balancing"), ids=lambda m: m.name)
 def test_influence_balancing_catches(mutant: Mutant) -> None:
+    if mutant.target == "tbptt":  # the check's TBPTT sweep: the derived truncated value is missed
+        from theory.influence_balancing import truncated_derivative
+
+        n, p, k = 23, 10, 5
+        _, _, s_eq, P, th = rtrl_checks.equilibrium_rtrl(rtrl_checks.RTRL(), n, p, 0.5)
+        exact = float(truncated_derivative(n, p, k))
+        good = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k)
+        bad = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k, make=lambda k: mutant.impl(k=k))
+        budget = rtrl_checks.truncated_budget(P, k)
+        assert abs(good - exact) <= budget < abs(bad - exact)
+        return
     val = rtrl_checks.equilibrium_rtrl(mutant.impl(), 5, 2, 0.5)[0]
     assert abs(val - (4 * 2 - 2 * 5)) > 1e-9
 

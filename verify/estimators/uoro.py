@@ -83,6 +83,7 @@ from verify.problem import Problem
 
 __all__ = [
     "UORO",
+    "IIDNoise",
     "NoiseSource",
     "Normalizer",
     "NormalizerInputs",
@@ -91,6 +92,7 @@ __all__ = [
     "Rademacher",
     "Tabulated",
     "UOROState",
+    "WrappedNoise",
     "pair_norm",
     "paper_rho0",
     "paper_rho1",
@@ -130,15 +132,20 @@ class NoiseSource(Protocol):
     def tabulated(self, table: torch.Tensor) -> NoiseSource: ...
 
 
-@dataclass(frozen=True)
-class Rademacher:
-    """Independent random signs ±1 (Algorithm 1: "column vector of random signs").
+class IIDNoise:
+    """Base for a noise law drawn afresh at every step on the generator's device.
 
-    Drawn on the generator's device (``torch.randint``) and moved to the problem's,
-    so a CPU generator drives a CUDA problem with the same draws.
+    A subclass sets ``support`` and gives ``sample(rng, shape)`` (any real dtype, on
+    ``rng.device``); ``draw`` casts and moves the sample to the problem's dtype and
+    device (so a CPU generator drives a CUDA problem with the same draws) and
+    ``tabulated`` feeds the same law from a table. A user's own law of ν plugs in
+    by subclassing it.
     """
 
-    support: tuple[float, ...] | None = (-1.0, 1.0)
+    support: tuple[float, ...] | None
+
+    def sample(self, rng: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
+        raise NotImplementedError
 
     def draw(
         self,
@@ -149,11 +156,30 @@ class Rademacher:
         index: int,
         previous: torch.Tensor,
     ) -> torch.Tensor:
-        bits = torch.randint(0, 2, shape, generator=rng, device=rng.device)
-        return (2 * bits - 1).to(dtype=dtype, device=device)
+        return self.sample(rng, shape).to(dtype=dtype, device=device)
 
     def tabulated(self, table: torch.Tensor) -> NoiseSource:
         return Tabulated(table, self.support)
+
+
+class WrappedNoise:
+    """Base for a noise law built on another one (``inner``), whose support it keeps."""
+
+    inner: NoiseSource
+
+    @property
+    def support(self) -> tuple[float, ...] | None:
+        return self.inner.support
+
+
+@dataclass(frozen=True)
+class Rademacher(IIDNoise):
+    """Independent random signs ±1 (Algorithm 1: "column vector of random signs")."""
+
+    support: tuple[float, ...] | None = (-1.0, 1.0)
+
+    def sample(self, rng: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
+        return 2 * torch.randint(0, 2, shape, generator=rng, device=rng.device) - 1
 
 
 @dataclass(frozen=True, eq=False)

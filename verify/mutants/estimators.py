@@ -25,7 +25,16 @@ import torch
 
 from verify.estimators.rtrl import RTRL
 from verify.estimators.tbptt import TBPTT
-from verify.estimators.uoro import UORO, NoiseSource, NormalizerInputs, Rademacher, Tabulated, pair_norm, paper_rho1
+from verify.estimators.uoro import (
+    UORO,
+    IIDNoise,
+    NoiseSource,
+    NormalizerInputs,
+    Rademacher,
+    WrappedNoise,
+    pair_norm,
+    paper_rho1,
+)
 from verify.mutants import Mutant
 from verify.problem import Problem
 
@@ -70,58 +79,31 @@ class TBPTTOffByOne(TBPTT):
 
 # ------------------------------------------------------------------- UORO noise
 @dataclass(frozen=True)
-class ZeroOne:
+class ZeroOne(IIDNoise):
     """ν with independent coordinates uniform on {0, 1} (a wrong noise law: E[ν] ≠ 0, E[ννᵀ] ≠ I)."""
 
     support: tuple[float, ...] | None = (0.0, 1.0)
 
-    def draw(
-        self,
-        rng: torch.Generator,
-        shape: tuple[int, ...],
-        dtype: torch.dtype,
-        device: torch.device,
-        index: int,
-        previous: torch.Tensor,
-    ) -> torch.Tensor:
-        return torch.randint(0, 2, shape, generator=rng, device=rng.device).to(dtype=dtype, device=device)
-
-    def tabulated(self, table: torch.Tensor) -> NoiseSource:
-        return Tabulated(table, self.support)
+    def sample(self, rng: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.randint(0, 2, shape, generator=rng, device=rng.device)
 
 
 @dataclass(frozen=True)
-class Gaussian:
+class Gaussian(IIDNoise):
     """ν ~ N(0, std² I): unbiased only for std = 1 (E[ννᵀ] = std² I)."""
 
     std: float = 2.0
     support: tuple[float, ...] | None = None
 
-    def draw(
-        self,
-        rng: torch.Generator,
-        shape: tuple[int, ...],
-        dtype: torch.dtype,
-        device: torch.device,
-        index: int,
-        previous: torch.Tensor,
-    ) -> torch.Tensor:
-        z = torch.randn(shape, generator=rng, device=rng.device, dtype=torch.float64)
-        return (self.std * z).to(dtype=dtype, device=device)
-
-    def tabulated(self, table: torch.Tensor) -> NoiseSource:
-        return Tabulated(table, self.support)
+    def sample(self, rng: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
+        return self.std * torch.randn(shape, generator=rng, device=rng.device, dtype=torch.float64)
 
 
 @dataclass(frozen=True)
-class Reused:
+class Reused(WrappedNoise):
     """Draws ν once and reuses it at every later step (temporal cross-terms no longer cancel)."""
 
     inner: NoiseSource = field(default_factory=Rademacher)
-
-    @property
-    def support(self) -> tuple[float, ...] | None:
-        return self.inner.support
 
     def draw(
         self,
@@ -173,7 +155,13 @@ MUTANTS: tuple[Mutant, ...] = (
         RTRLWithoutImmediateTerm,
         ("rtrl.exact", "rtrl.influence-balancing", "rtrl.online-convergence"),
     ),
-    Mutant("tbptt.off-by-one", TBPTTOffByOne.__doc__ or "", "tbptt", TBPTTOffByOne, ("rtrl.truncated-bptt",)),
+    Mutant(
+        "tbptt.off-by-one",
+        TBPTTOffByOne.__doc__ or "",
+        "tbptt",
+        TBPTTOffByOne,
+        ("rtrl.truncated-bptt", "rtrl.influence-balancing"),
+    ),
     Mutant(
         "uoro.noise-zero-one",
         ZeroOne.__doc__ or "",

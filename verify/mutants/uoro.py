@@ -38,11 +38,13 @@ import torch
 
 from verify.estimators.uoro import (
     UORO,
+    IIDNoise,
     NoiseSource,
     NormalizerInputs,
     PreactivationUORO,
     Rademacher,
     Tabulated,
+    WrappedNoise,
     pair_norm,
 )
 from verify.mutants import Mutant
@@ -75,52 +77,29 @@ REINFORCE = "uoro.reinforce-link"
 
 # ------------------------------------------------------------------------- noise
 @dataclass(frozen=True)
-class BiasedCoin:
+class BiasedCoin(IIDNoise):
     """Signs with P(+1) = 0.6 (``torch.rand(...) < 0.6`` instead of 0.5): E ν ≠ 0, E ννᵀ ≠ I."""
 
     p_plus: float = 0.6
     support: tuple[float, ...] | None = (-1.0, 1.0)
 
-    def draw(
-        self,
-        rng: torch.Generator,
-        shape: tuple[int, ...],
-        dtype: torch.dtype,
-        device: torch.device,
-        index: int,
-        previous: torch.Tensor,
-    ) -> torch.Tensor:
+    def sample(self, rng: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
         u = torch.rand(shape, generator=rng, device=rng.device, dtype=torch.float64)
-        return (2.0 * (u < self.p_plus).to(torch.float64) - 1.0).to(dtype=dtype, device=device)
-
-    def tabulated(self, table: torch.Tensor) -> NoiseSource:
-        return Tabulated(table, self.support)
+        return 2.0 * (u < self.p_plus).to(torch.float64) - 1.0
 
 
 @dataclass(frozen=True)
-class UniformNoise:
+class UniformNoise(IIDNoise):
     """ν uniform on [−1, 1] (``2*rand − 1`` instead of signs): E ννᵀ = I/3, the new terms shrink by 3."""
 
     support: tuple[float, ...] | None = None
 
-    def draw(
-        self,
-        rng: torch.Generator,
-        shape: tuple[int, ...],
-        dtype: torch.dtype,
-        device: torch.device,
-        index: int,
-        previous: torch.Tensor,
-    ) -> torch.Tensor:
-        u = torch.rand(shape, generator=rng, device=rng.device, dtype=torch.float64)
-        return (2.0 * u - 1.0).to(dtype=dtype, device=device)
-
-    def tabulated(self, table: torch.Tensor) -> NoiseSource:
-        return Tabulated(table, self.support)
+    def sample(self, rng: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
+        return 2.0 * torch.rand(shape, generator=rng, device=rng.device, dtype=torch.float64) - 1.0
 
 
 @dataclass(frozen=True)
-class SharedAcrossSamples:
+class SharedAcrossSamples(WrappedNoise):
     """One ν per step broadcast to all M samples (the sample dimension forgotten in the draw).
 
     Each sample is still an unbiased UORO run, but the M "independent" draws are
@@ -128,10 +107,6 @@ class SharedAcrossSamples:
     """
 
     inner: NoiseSource = field(default_factory=Rademacher)
-
-    @property
-    def support(self) -> tuple[float, ...] | None:
-        return self.inner.support
 
     def draw(
         self,
@@ -150,7 +125,7 @@ class SharedAcrossSamples:
 
 
 @dataclass(frozen=True)
-class SharedAcrossPairs:
+class SharedAcrossPairs(WrappedNoise):
     """Rank-r UORO whose r pairs share one ν per step (the pair dimension forgotten in the draw).
 
     Every pair is an unbiased UORO run, so the average is unbiased, but the pairs are
@@ -158,10 +133,6 @@ class SharedAcrossPairs:
     """
 
     inner: NoiseSource = field(default_factory=Rademacher)
-
-    @property
-    def support(self) -> tuple[float, ...] | None:
-        return self.inner.support
 
     def draw(
         self,
