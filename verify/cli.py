@@ -413,6 +413,9 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if r.verdict is not Verdict.PASS:  # a FAIL's reason may be a traceback: its summary names the cause
             text = (r.summary if r.verdict is Verdict.FAIL else r.reason or r.summary).strip()
             print(f"  {r.verdict.value} {r.claim_id}: {text.splitlines()[0] if text else ''}", file=stream)
+    for r in results:  # the papers as printed: reported, whatever the verdict
+        for f in r.findings:
+            print(f"  FINDING {r.claim_id}: {f}", file=stream)
     if out is not None:
         print(f"report: {out / 'report.html'}", file=stream)
     return code

@@ -102,6 +102,10 @@ class CheckResult:
     ``statistic`` is the measured quantity (e.g. a relative error) and
     ``threshold`` what it is compared with (e.g. the predicted round-off budget);
     ``data`` holds JSON-serialisable series for the report's figures.
+    ``findings`` are measured statements about a paper *as printed* that this run
+    established -- a reproduction that did not reproduce, an erratum confirmed by a
+    measurement. They are independent of the verdict (the corrected claim may PASS
+    while the printed one fails) and the report lists them next to its summary.
     """
 
     claim_id: str
@@ -121,6 +125,7 @@ class CheckResult:
     reason: str | None = None
     controls: tuple[Control, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
+    findings: tuple[str, ...] = ()
     wall_time: float = 0.0
     torch_version: str = field(default_factory=lambda: torch.__version__)
     python_version: str = field(default_factory=platform.python_version)

@@ -210,3 +210,22 @@ def test_published_report_names_every_catalog_claim() -> None:
         for j, f in enumerate(r["figures"]):
             if f["kind"] != "table":
                 assert (root / "figures" / f"{r['id']}-{j + 1}.png").is_file()
+
+
+def test_findings_are_listed_next_to_the_summary_whatever_the_verdict() -> None:
+    from verify.report.render import _stat_line, render_html, render_markdown
+
+    found = CheckResult("x.a", Verdict.PASS, "corrected claim holds", findings=("the printed bound fails by 3x",))
+    plain = CheckResult("x.b", Verdict.PASS, "ok")
+    doc = run_document([claim_record(found), claim_record(plain)], {"profile": "full"})
+    assert doc["claims"][0]["findings"] == ["the printed bound fails by 3x"] and doc["claims"][1]["findings"] == []
+    md, page = render_markdown(doc), render_html(doc, {})
+    head = md.split('<a id="')[0]  # the part above the per-claim sections
+    assert "Where the papers do not hold as printed" in head and "the printed bound fails by 3x" in head
+    assert "x.b" not in head.split("Where the papers do not hold as printed")[1]
+    assert 'id="findings"' in page and "the printed bound fails by 3x" in page
+    none = run_document([claim_record(plain)], {"profile": "full"})
+    assert "Where the papers do not hold" not in render_markdown(none)
+    # a statistic just below its threshold is never printed as equal to it
+    assert _stat_line({"statistic": 0.01998, "threshold": 0.02, "comparison": "<"}) == "0.01998 < 0.02"
+    assert _stat_line({"statistic": 1e-16, "threshold": 1e-14}) == "1.00e-16 <= 1.00e-14"

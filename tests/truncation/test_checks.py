@@ -73,3 +73,11 @@ def test_runner_reports_the_refusal_as_inconclusive(monkeypatch: pytest.MonkeyPa
     res = runner.run_check(all_claims()["truncation.state-bound"], RunConfig(options=(("instance", "prop3-unstable"),)))
     assert res.verdict is Verdict.INCONCLUSIVE, res.summary
     assert res.reason is not None and "contraction" in res.reason
+
+
+def test_gradient_bound_reports_the_printed_exponent_as_a_finding() -> None:
+    res = _run("truncation.gradient-bound", RunConfig())
+    assert res.verdict is Verdict.PASS  # the corrected Lemma 2 holds ...
+    (finding,) = res.findings  # ... and the printed one is measured to fail on the extremal system
+    factor = float(finding.split("by a factor ")[1].split()[0])
+    assert factor > 1.0 and "k lam^(k-1)" in finding

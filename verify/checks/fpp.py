@@ -306,6 +306,16 @@ def check_stationarity(config: RunConfig) -> CheckResult:
             "floor_falls_with_batch": res.get("floor_falls"),
             "finding": "E||G(x_R)||^2 = O(1/N) only with sigma = 0; at constant step a floor ~ sigma^2/m remains",
         },
+        findings=(
+            (
+                "Thm 1 as printed (E||G(x_R)||^2 = O(1/N)) fails at constant step with batch 1: the last-decade "
+                f"slope is {b1['last_decade_slope']['slope']:.2f} [{b1['last_decade_slope']['ci_lo']:.2f}, "
+                f"{b1['last_decade_slope']['ci_hi']:.2f}], a variance floor; the cited result's sigma^2/m term "
+                "is missing from the statement",
+            )
+            if b1 is not None and res.get("floor_at_batch1")
+            else ()
+        ),
         wall_time=time.perf_counter() - t0,
     )
 
@@ -469,7 +479,7 @@ def check_cycleworld_reproduction(config: RunConfig) -> CheckResult:
     )
     verdict_txt = (
         f"FPP at T={cmp['T']} {'BEATS' if cmp['fpp_beats_tbptt'] else 'does NOT significantly beat'} T-BPTT at "
-        f"T={cmp['T']} (difference {cmp['difference']:+.3f}, one-sided Welch p = {cmp['welch_p_one_sided']})"
+        f"T={cmp['T']} (difference {cmp['difference']:+.3f}, one-sided Welch p = {cmp['welch_p_one_sided']:.3g})"
         if cmp
         else ""
     )
@@ -484,6 +494,15 @@ def check_cycleworld_reproduction(config: RunConfig) -> CheckResult:
         samples_used=data["runs"],
         controls=controls,
         data=data,
+        findings=(
+            (
+                f"§5 / Fig. 2: FPP at T = p/2 does not beat T-BPTT at T = p/2 on CycleWorld (p = {data['p']}, "
+                f"{data['runs']} runs): error ratio difference {cmp['difference']:+.3f}, one-sided Welch "
+                f"p = {cmp['welch_p_one_sided']:.3g}",
+            )
+            if config.full and cmp and not cmp["fpp_beats_tbptt"]
+            else ()
+        ),
         wall_time=time.perf_counter() - t0,
     )
 

@@ -851,8 +851,14 @@ def check_gradient_bound(config: RunConfig) -> CheckResult:
         f"tightness vs the proof's bound median {tp['median']:.2e} worst {tp['worst']:.2e}, vs gamma k lam^k median "
         f"{tg['median']:.2e} worst {tg['worst']:.2e}; extremal scalar system tightness "
         + ", ".join(f"{f['tightness_proof']:.3f} (lam={lam})" for lam, f in fixture.items())
-        + f"; ERRATUM: the printed exponent (k lam^k in (b), (c)) is exceeded by a factor {printed:.2f} there"
     )
+    found: tuple[str, ...] = ()
+    if printed > 1.0:
+        summary += f"; ERRATUM: the printed exponent (k lam^k in (b), (c)) is exceeded by a factor {printed:.2f} there"
+        found = (
+            f"Lemma 2 as printed (k lam^k in steps (b), (c)) is exceeded by a factor {printed:.2f} on the extremal "
+            "scalar system; the proof gives k lam^(k-1)",
+        )
     if fails:
         summary += f"; failing: {', '.join(fails[:5])}"
     return _result(
@@ -873,6 +879,7 @@ def check_gradient_bound(config: RunConfig) -> CheckResult:
             "gamma_printed_expr": str(tt.lemma2_gamma(printed=True)),
             "figures": figs,
         },
+        findings=found,
     )
 
 
@@ -1301,6 +1308,7 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
     setup = _prop2_setup(config)
     res = {kind: _prop2_kind(config, kind, setup) for kind in ("linear", "elman-tanh")}
     fails, notes = [], []
+    observed: dict[tuple[str, str], float] = {}
     for kind, r in res.items():
         runs = r["schedules"]["alpha/t"]["runs"]
         if not all(x["lemma2_ok"] for x in runs):
@@ -1312,6 +1320,7 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
             fails.append(f"{kind}: delta_t exceeds Prop. 2 with measured constants ({worst_sharp:.3g})")
         for sched in ("alpha/sqrt(t)", "constant"):
             rr = r["schedules"][sched]["runs"]
+            observed[(kind, sched)] = max(x["max_ratio_sharp"] for x in rr)
             notes.append(
                 f"{kind} {sched}: max delta_t / (alpha/t bound, sum form) = "
                 f"{max(x['max_ratio_sharp'] for x in rr):.3g}, "
@@ -1421,7 +1430,33 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
         statistic=max(max(x["max_ratio_sharp"] for x in r["schedules"]["alpha/t"]["runs"]) for r in res.values()),
         threshold=1.0,
         data=data,
+        findings=_prop2_findings(config, setup, res, observed, degenerate),
     )
+
+
+def _prop2_findings(
+    config: RunConfig,
+    setup: Prop2Setup,
+    res: dict[str, Any],
+    observed: dict[tuple[str, str], float],
+    degenerate: Sequence[str],
+) -> tuple[str, ...]:
+    """What §7.1 at its own sizes (the full profile) says about Prop. 2 as printed."""
+    if not config.full:
+        return ()
+    out = [
+        "Prop. 2 holds but is vacuous with the proof's constants: bound "
+        + ", ".join(f"10^{r['log10_explicit_prop2']:.3g} ({kind})" for kind, r in res.items())
+        + f" against the trivial 2 lam sqrt(n) = {2 * setup.lam * math.sqrt(setup.n):.3g}"
+    ]
+    for kind in res:
+        ratios = {s: v for (k, s), v in observed.items() if k == kind}
+        if kind not in degenerate and ratios and all(v <= 1.0 for v in ratios.values()):
+            out.append(
+                f"§7.1's observation (constant and alpha/sqrt(t) steps leave the alpha/t bound's shape) is not "
+                f"reproduced on {kind}: max delta_t / bound = " + ", ".join(f"{v:.3g} ({s})" for s, v in ratios.items())
+            )
+    return tuple(out)
 
 
 # ========================================================== Prop. 3 counterexample

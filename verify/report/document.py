@@ -124,6 +124,7 @@ def claim_record(
         "wall_time",
         "controls",
         "data",
+        "findings",
     ):
         rec[key] = r.get(key)
     if extra:

@@ -42,9 +42,21 @@ def fmt(v: Any) -> str:
 
 
 def _stat_line(rec: Mapping[str, Any]) -> str:
-    if rec.get("statistic") is None and rec.get("threshold") is None:
+    stat, thr = rec.get("statistic"), rec.get("threshold")
+    if stat is None and thr is None:
         return "—"
-    return f"{fmt(rec.get('statistic'))} {rec.get('comparison') or '<='} {fmt(rec.get('threshold'))}"
+    a, b = fmt(stat), fmt(thr)
+    if a == b and isinstance(stat, float) and isinstance(thr, float) and stat != thr:
+        a, b = f"{stat:.6g}", f"{thr:.6g}"  # 0.01998 < 0.02 must not read "0.02 < 0.02"
+    return f"{a} {rec.get('comparison') or '<='} {b}"
+
+
+def findings(claims: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """Every (claim id, finding) of a run: where a paper as printed did not hold."""
+    return [(r["id"], str(f)) for r in claims for f in (r.get("findings") or [])]
+
+
+_FINDINGS_TITLE = "Where the papers do not hold as printed (measured in this run)"
 
 
 def _samples(rec: Mapping[str, Any]) -> str:
@@ -127,6 +139,10 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     for r in claims:
         if r["verdict"] in ("SKIPPED", "INCONCLUSIVE", "FAIL"):
             lines.append(f"- **{r['verdict']}** `{r['id']}`: {r.get('reason') or r['summary']}".split("\n")[0])
+    found = findings(claims)
+    if found:
+        lines += ["", f"## {_FINDINGS_TITLE}", ""]
+        lines += [f"- [`{cid}`](#{_anchor(cid)}): {f}" for cid, f in found]
     figs = doc.get("figures") or []
     if figs:
         lines += ["", "## Negative controls", ""]
@@ -160,6 +176,8 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             lines += ["", "Assumptions:", ""] + [f"- {a}" for a in r["assumptions"]]
         if r.get("errata"):
             lines += ["", "Errata:", ""] + [f"- {a}" for a in r["errata"]]
+        if r.get("findings"):
+            lines += ["", "Measured in this run (the paper as printed):", ""] + [f"- {a}" for a in r["findings"]]
         if r.get("reason"):
             lines += ["", "Reason:", "", "```text", str(r["reason"]).rstrip(), "```"]
         if r.get("controls"):
@@ -266,6 +284,14 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
             badge = f'<span class="badge {r["verdict"]}">{r["verdict"]}</span>'
             out.append(f"<li>{badge} <code>{html.escape(r['id'])}</code>: {html.escape(why)}</li>")
         out.append("</ul>")
+    found = findings(claims)
+    if found:
+        out.append(f'<h2 id="findings">{html.escape(_FINDINGS_TITLE)}</h2><ul class="findings">')
+        out += [
+            f'<li><a href="#{_anchor(cid)}"><code>{html.escape(cid)}</code></a>: {html.escape(f)}</li>'
+            for cid, f in found
+        ]
+        out.append("</ul>")
     figs = doc.get("figures") or []
     if figs:
         out.append('<h2 id="controls">Negative controls</h2>')
@@ -298,7 +324,11 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
         out.append(f'<table class="facts"><tbody>{body}</tbody></table>')
         if r.get("math"):
             out.append(f"<pre>{html.escape(str(r['math']))}</pre>")
-        for key, label in (("assumptions", "Assumptions"), ("errata", "Errata")):
+        for key, label in (
+            ("assumptions", "Assumptions"),
+            ("errata", "Errata"),
+            ("findings", "Measured in this run (the paper as printed)"),
+        ):
             if r.get(key):
                 out.append(f"<p><strong>{label}</strong></p><ul>")
                 out += [f"<li>{html.escape(str(a))}</li>" for a in r[key]]
