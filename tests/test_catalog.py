@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import re
 import types
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,6 @@ from theory.catalog import FAMILIES, Claim, all_claims
 from verify.checks import registry
 from verify.results import CheckResult, RunConfig
 
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 KNOWN_PAPERS = {
     "fpp-explicit-state-variables.md",
     "rtrl-convergence-analysis.md",
