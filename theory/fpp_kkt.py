@@ -189,6 +189,9 @@ def prop2_residuals(n: int, kind: str = "elman") -> dict[str, tuple[sp.Expr, ...
 
 
 def verify_prop2(n: int, kind: str = "elman") -> bool:
-    """True when every residual of :func:`prop2_residuals` simplifies to 0."""
+    """True when every residual of :func:`prop2_residuals` simplifies to 0.
+
+    FPP Prop. 2 (the KKT systems of (12) and (10) coincide).
+    """
     res = prop2_residuals(n, kind)
     return all(r == 0 for group in res.values() for r in group)

@@ -44,7 +44,10 @@ def equilibrium_derivative(n: int, p: int) -> sp.Rational:
 
 
 def equilibrium_derivative_closed_form() -> sp.Expr:
-    r"""The paper's closed form :math:`4p - 2n` as a sympy expression in symbols n, p."""
+    r"""The paper's closed form :math:`4p - 2n` as a sympy expression in symbols n, p.
+
+    UORO §4, eq. (8)-(9).
+    """
     n, p = sp.symbols("n p", integer=True, positive=True)
     return 4 * p - 2 * n
 

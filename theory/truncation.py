@@ -481,17 +481,17 @@ def gradient_bound(c: TruncationConstants, k_: int, form: str = "proof") -> floa
 
 
 def gamma(c: TruncationConstants, printed: bool = False, weakened: bool = False) -> float:
-    """:func:`lemma2_gamma` evaluated."""
+    """:func:`lemma2_gamma` evaluated (Miller & Hardt Lemma 2)."""
     return float(_compiled("gamma", printed, weakened)(*c.values(), 1))
 
 
 def tbptt_bound(c: TruncationConstants, k_: int) -> float:
-    """:func:`tbptt_bound_expr` evaluated: :math:`\\lambda^k L_pL_w/(1-\\lambda)`."""
+    """:func:`tbptt_bound_expr` evaluated: :math:`\\lambda^k L_pL_w/(1-\\lambda)` (Miller & Hardt Lemma 2)."""
     return float(_compiled("tbptt")(*c.values(), k_))
 
 
 def beta(c: TruncationConstants) -> float:
-    """:func:`lemma3_beta` evaluated."""
+    """:func:`lemma3_beta` evaluated (Miller & Hardt Lemma 3)."""
     return float(_compiled("beta")(*c.values(), 1))
 
 

@@ -188,7 +188,10 @@ class Conditioning:
 
 
 def roundoff_budget(u: float, depth: int, steps: int, kappa: float, c: float = C_PAIR) -> float:
-    r"""Relative budget :math:`C\,u\,m\,T\,\kappa`."""
+    r"""Relative budget :math:`C\,u\,m\,T\,\kappa`.
+
+    DESIGN.md 'Numerical policy' (exactness judged against a predicted budget).
+    """
     return c * u * depth * steps * max(kappa, 1.0)
 
 

@@ -76,7 +76,10 @@ def _prepare(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
 
 # --------------------------------------------------------------------------- BPTT
 def bptt_gradient(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
-    r""":math:`\nabla_\theta L` by autograd through the unrolled graph (full BPTT), shape (p,)."""
+    r""":math:`\nabla_\theta L` by autograd through the unrolled graph (full BPTT), shape (p,).
+
+    UORO (uoro-tallec-ollivier.md) §1: backpropagation through time, the exact reference.
+    """
     theta = _prepare(problem, theta).detach().requires_grad_(True)
     with torch.enable_grad():
         loss = problem.total_loss(theta)
@@ -85,7 +88,10 @@ def bptt_gradient(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
 
 
 def per_step_gradients(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
-    r""":math:`\partial\ell_t/\partial\theta` for t = 1..T by autograd, shape (T, p)."""
+    r""":math:`\partial\ell_t/\partial\theta` for t = 1..T by autograd, shape (T, p).
+
+    UORO §1: the per-step losses :math:`\ell_t` whose sum is the objective.
+    """
     theta = _prepare(problem, theta).detach().requires_grad_(True)
     T = problem.T
     require_memory(
@@ -100,6 +106,8 @@ def per_step_gradients(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
 
 def influence_matrices(problem: Problem, theta: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
     r"""Influence matrices :math:`\partial s_t/\partial\theta`, t = 1..T, by reverse mode.
+
+    UORO eq. (4): the quantity RTRL propagates forward.
 
     Shape (T, *B, n, p). Computed by backpropagating every basis cotangent of the
     unrolled states through the autograd graph (in chunks of ``chunk`` cotangents).
@@ -167,6 +175,8 @@ def adjoint_gradient(
     loss_vjp: LossVJP | None = None,
 ) -> torch.Tensor:
     r"""Gradient by the explicit adjoint recursion (see module docstring).
+
+    UORO (uoro-tallec-ollivier.md) §1: the backward pass as a row vector times the step Jacobians.
 
     With ``per_step=False`` returns :math:`\nabla L` (p,); with ``per_step=True``
     returns :math:`\partial\ell_t/\partial\theta` for every t (T, p), by carrying one
@@ -253,6 +263,8 @@ def truncated_model_gradient(problem: Problem, theta: torch.Tensor, k: int, *, w
 
 def tbptt_gradient(problem: Problem, theta: torch.Tensor, k: int, *, which: str = "total") -> torch.Tensor:
     r"""Truncated BPTT on the full model: forward states exact, gradient truncated to k steps.
+
+    Miller & Hardt §3 (truncated BPTT); rtrl-convergence-analysis.md §1.
 
     .. math:: \hat g_t^k = \frac{\partial \ell_t}{\partial \theta}\Big|_{s_{t-k}\ \text{fixed}}
 

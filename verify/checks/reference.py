@@ -129,7 +129,11 @@ def _control(family: str, case: SuiteCase, mutant_name: str, gen: torch.Generato
 
 @register("reference.adjoint")
 def check_adjoint(config: RunConfig) -> CheckResult:
-    """Explicit adjoint recursion = autograd BPTT (total and per-step), every cell (DESIGN 'Reference')."""
+    """Explicit adjoint recursion = autograd BPTT (total and per-step), every cell.
+
+    UORO (uoro-tallec-ollivier.md) §1: backpropagation as a row vector times the step Jacobians;
+    DESIGN.md 'Reference' (two independent reverse-mode computations must agree).
+    """
     return _run_family("reference.adjoint", "adjoint", config, "adjoint.jacobian-wrong-step")
 
 

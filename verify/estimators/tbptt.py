@@ -62,7 +62,11 @@ class TBPTTState(NamedTuple):
 
 @dataclass(frozen=True)
 class TBPTT(_Named):
-    """Truncated BPTT with truncation ``k`` ≥ 1 as an online estimator (see module docstring)."""
+    """Truncated BPTT with truncation ``k`` ≥ 1 as an online estimator (see module docstring).
+
+    Miller & Hardt (stable-recurrent-models-miller-hardt.md) §3 and rtrl-convergence-analysis.md
+    §1: the forward state exact, the gradient truncated to the last k transitions.
+    """
 
     k: int
     label: str = ""

@@ -172,6 +172,8 @@ def newton_minimize(
 ) -> NewtonResult:
     r"""Damped Newton / Levenberg-Marquardt with the exact Hessian (``torch.func.hessian``).
 
+    Used for FPP Thm 2 (penalty problems eq. (11) along λ_k).
+
     Each iteration solves :math:`(H + \mu I)d = -\nabla\phi` with μ = 0 while H is
     positive definite (pure Newton: quadratic convergence near a strict minimum)
     and μ > 0 otherwise, raising μ until the step satisfies Armijo's condition

@@ -233,7 +233,10 @@ def tbptt_step(
     ready: bool,
     lr: torch.Tensor,
 ) -> tuple[OnlineState, torch.Tensor]:
-    r"""One step of online T-BPTT for one run (module docstring); returns the new state and the online loss."""
+    r"""One step of online T-BPTT for one run (module docstring); returns the new state and the online loss.
+
+    FPP (fpp-explicit-state-variables.md) §5: the T-BPTT baseline of Fig. 2 and 3(b).
+    """
     with torch.no_grad():
         s_t = model.transition(st.theta, st.current, o_t)
         loss_t = _predict_loss(model, st.theta, s_t, y_t)
@@ -258,6 +261,8 @@ def run_online(
     sample_grad: SampleGradFn = eq7_gradients,
 ) -> torch.Tensor:
     """Run ``method`` on R runs in lockstep (vmapped); returns the online losses (R, steps).
+
+    FPP App. A, Algorithm 1 (and §5's T-BPTT baseline).
 
     ``inputs`` (R, steps, d), ``targets`` (R, steps, m) (one-hot for cross-entropy),
     ``theta0`` (R, p), ``lrs`` (R,) per-run RMSprop steps. FPP's sample positions
