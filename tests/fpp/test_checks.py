@@ -99,3 +99,13 @@ def test_cycleworld_reports_a_finding_only_when_the_paper_is_not_reproduced(
         assert "does not beat" in full.findings[0] and "p = 0.8" in full.findings[0]
     # a ci-size run is not evidence either way
     assert fpp_checks.check_cycleworld_reproduction(RunConfig()).findings == ()
+
+
+def test_stochasticworld_reports_levels_that_do_not_round_to_the_printed_ones() -> None:
+    from verify.checks.fpp import check_stochasticworld_reproduction
+
+    res = check_stochasticworld_reproduction(RunConfig())
+    assert res.verdict is Verdict.PASS  # within the paper's "about" (0.01) ...
+    # ... but 0.5192 and 0.4545 do not round to the printed 0.51 and 0.46: said, not hidden
+    assert len(res.findings) == 2
+    assert "0.5192" in res.findings[0] and "0.4545" in res.findings[1]

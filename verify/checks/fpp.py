@@ -518,13 +518,17 @@ def bayes_sanity(ce_ci_hi: float, bayes: float) -> bool:
     return not ce_ci_hi < bayes
 
 
+_LEVEL_NAMES = {"none": "no memory", "lag15": "o_(t-15) remembered", "both": "both lags remembered"}
+
+
 @register("fpp.stochasticworld-reproduction")
 def check_stochasticworld_reproduction(config: RunConfig) -> CheckResult:
     """FPP §5 / App. D Table 1: Stochastic World's reference cross-entropies and the learners' loss levels."""
     t0 = time.perf_counter()
     refs = stochastic_world_reference_losses()
     printed = {"none": 0.66, "lag15": 0.51, "both": 0.46}
-    levels_ok = all(abs(round(refs[k], 2) - v) < 1e-9 or abs(refs[k] - v) < 0.01 for k, v in printed.items())
+    levels_ok = all(abs(refs[k] - v) < 0.01 for k, v in printed.items())  # the paper: "about" these values
+    not_rounded = {k: v for k, v in printed.items() if abs(round(refs[k], 2) - v) > 1e-9}
     data = stochasticworld_reproduction(generator=config.generator(salt=71), **_stochastic_sizes(config))
     bayes = refs["both"]
     sane = all(bayes_sanity(r["final_ce_ci"][1], bayes) for r in data["results"].values())
@@ -550,5 +554,10 @@ def check_stochasticworld_reproduction(config: RunConfig) -> CheckResult:
         samples_used=data["runs"],
         controls=controls,
         data=data,
+        findings=tuple(
+            f"§5: the Bayes cross-entropy with {_LEVEL_NAMES[k]} is {refs[k]:.4f}; the paper's 'about {v}' is within "
+            f"0.01 but does not round to it ({round(refs[k], 2)})"
+            for k, v in not_rounded.items()
+        ),
         wall_time=time.perf_counter() - t0,
     )
