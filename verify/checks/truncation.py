@@ -709,6 +709,32 @@ def _fixture_bound(part: str, impl: TruncationImpl, lam: float) -> tuple[bool, B
     return s.holds, s
 
 
+def _extremal_fixture(
+    part: str, title: str, ylabel: str
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """The extremal scalar system at every λ of ``_FIXTURE_LAMS``: the bound and the closed form.
+
+    Returns the per-λ record, the figure at λ = 0.6 and the failing labels.
+    """
+    fixture: dict[str, dict[str, Any]] = {}
+    figs: list[dict[str, Any]] = []
+    fails: list[str] = []
+    for lam in _FIXTURE_LAMS:
+        ok_b, s = _fixture_bound(part, REFERENCE, lam)
+        ok_c, worst = _conformance(part, REFERENCE, lam, 60, (1, 2, 5, 13))
+        if lam == 0.6:
+            figs.append(_bound_figure(f"{title} (lambda = {lam})", s, ylabel=ylabel))
+        fixture[str(lam)] = {
+            "holds": ok_b,
+            "tightness": s.tightness,
+            "closed_form_ok": ok_c,
+            "closed_form_ratio": worst,
+        }
+        if not (ok_b and ok_c):
+            fails.append(f"extremal lam={lam}")
+    return fixture, figs, fails
+
+
 @register("truncation.state-bound")
 def check_state_bound(config: RunConfig) -> CheckResult:
     r"""Lemma 1: :math:`\|h_t - h^k_t\| \le \lambda^k L_xB_x/(1-\lambda)` at every t and k, explicit constants.
@@ -721,26 +747,11 @@ def check_state_bound(config: RunConfig) -> CheckResult:
     t0 = time.perf_counter()
     evs = _evaluations(config)
     rows = [e.summary_row() for e in evs]
-    fails = [e.label for e in evs if not e.series["state"].holds]
-    fixture = {}
-    figs = [_tightness_figure("Lemma 1: tightness on random contractive instances", evs, "state")]
-    for lam in _FIXTURE_LAMS:
-        ok_b, s = _fixture_bound("state", REFERENCE, lam)
-        ok_c, worst = _conformance("state", REFERENCE, lam, 60, (1, 2, 5, 13))
-        if lam == 0.6:
-            figs.append(
-                _bound_figure(
-                    f"Lemma 1 on the extremal scalar system (lambda = {lam})", s, ylabel="max_t ||h_t - h_t^k||"
-                )
-            )
-        fixture[lam] = {
-            "bound_holds": ok_b,
-            "tightness": s.tightness,
-            "closed_form_ok": ok_c,
-            "closed_form_ratio": worst,
-        }
-        if not (ok_b and ok_c):
-            fails.append(f"extremal lam={lam}")
+    fixture, fix_figs, fix_fails = _extremal_fixture(
+        "state", "Lemma 1 on the extremal scalar system", "max_t ||h_t - h_t^k||"
+    )
+    fails = [e.label for e in evs if not e.series["state"].holds] + fix_fails
+    figs = [_tightness_figure("Lemma 1: tightness on random contractive instances", evs, "state"), *fix_figs]
 
     def ctl(impl: TruncationImpl) -> tuple[bool, str]:
         ok_b, s = _fixture_bound("state", impl, 0.6)
@@ -773,7 +784,7 @@ def check_state_bound(config: RunConfig) -> CheckResult:
         data={
             "instances": rows,
             "tightness": tight,
-            "extremal": {str(k): v for k, v in fixture.items()},
+            "extremal": fixture,
             "figures": figs,
         },
     )
@@ -895,26 +906,11 @@ def check_tbptt_gradient_bound(config: RunConfig) -> CheckResult:
     """
     t0 = time.perf_counter()
     evs = _evaluations(config)
-    fails = [e.label for e in evs if not e.series["tbptt"].holds]
-    fixture = {}
-    figs = [_tightness_figure("truncated BPTT: tightness on random contractive instances", evs, "tbptt")]
-    for lam in _FIXTURE_LAMS:
-        ok_b, s = _fixture_bound("tbptt", REFERENCE, lam)
-        ok_c, worst = _conformance("tbptt", REFERENCE, lam, 60, (1, 2, 5, 13))
-        if lam == 0.6:
-            figs.append(
-                _bound_figure(
-                    f"truncated BPTT on the extremal scalar system (lambda = {lam})", s, ylabel="||grad p_T - g^k_T||"
-                )
-            )
-        fixture[str(lam)] = {
-            "holds": ok_b,
-            "tightness": s.tightness,
-            "closed_form_ok": ok_c,
-            "closed_form_ratio": worst,
-        }
-        if not (ok_b and ok_c):
-            fails.append(f"extremal lam={lam}")
+    fixture, fix_figs, fix_fails = _extremal_fixture(
+        "tbptt", "truncated BPTT on the extremal scalar system", "||grad p_T - g^k_T||"
+    )
+    fails = [e.label for e in evs if not e.series["tbptt"].holds] + fix_fails
+    figs = [_tightness_figure("truncated BPTT: tightness on random contractive instances", evs, "tbptt"), *fix_figs]
 
     def ctl(impl: TruncationImpl) -> tuple[bool, str]:
         ok_b, s = _fixture_bound("tbptt", impl, 0.6)
