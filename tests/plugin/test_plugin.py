@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["pytester"]
+
 
 USER_TEST = """
 import pytest
@@ -33,11 +35,17 @@ def test_adjoint(rnn_verify_problem, rnn_verify_impl, rnn_verify_record):
 def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    # the inner runs are subprocesses in a temporary folder: make this checkout importable there too
+    root = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
     return pytester
 
 
 def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return p.runpytest_inprocess("-p", "verify.pytest_plugin", "-p", "no:cacheprovider", *args)
+    # a subprocess per inner run: in-process runs drop from sys.modules what they imported when they
+    # end, and torch's C extensions and the check registry cannot be imported twice in one process
+    # (that made these tests, and whatever ran after them, depend on the order of the test files)
+    return p.runpytest_subprocess("-p", "verify.pytest_plugin", "-p", "no:cacheprovider", *args)
 
 
 def test_marked_test_becomes_a_claim_in_the_report(inner: pytest.Pytester) -> None:
@@ -79,8 +87,11 @@ def test_unknown_mutant_is_a_usage_error_with_suggestions(inner: pytest.Pytester
 
 
 def test_mutant_that_no_test_uses_does_not_pass_silently(inner: pytest.Pytester) -> None:
-    inner.makepyfile(test_other="def test_x():\n    assert True\n")
+    # the user's suite: one test that never asks for the mutant's target (rnn_verify_impl), so it
+    # passes -- the run as a whole must still not exit 0, since nothing exercised the mutant
+    inner.makepyfile(test_other="def test_unrelated():\n    assert sum([1, 2]) == 3\n")
     res = _run(inner, "--rnn-verify-mutant", "adjoint.no-propagation")
+    res.assert_outcomes(passed=1)
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     res.stdout.fnmatch_lines(["*mutant adjoint.no-propagation*NOT injected*"])
 
