@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from scipy import stats
-from torch.func import jacrev, vmap
+from torch.func import jacrev
 
 from theory.fpp_kkt import verify_prop2
 from verify.checks import register
@@ -44,6 +44,7 @@ from verify.fpp.objective import (
     flatten_variables,
     index_distribution,
     minibatch_gradient,
+    per_sample_gradients,
     relative_error,
     sample_indices,
     sample_losses,
@@ -84,16 +85,6 @@ def _suite(config: RunConfig) -> list[tuple[str, FPPObjective, FPPVariables]]:
     return out
 
 
-def _per_sample_eq7(obj: FPPObjective, v: FPPVariables, sample_grad: SampleGradFn) -> torch.Tensor:
-    """Dense ∇L_i by eq. (7) for every i in {T..n}: shape (n−T+1, z)."""
-    one = torch.ones(1, dtype=torch.float64)
-
-    def g(i: torch.Tensor) -> torch.Tensor:
-        return flatten_variables(minibatch_gradient(obj, v, i[None], one, sample_grad))
-
-    return vmap(g)(torch.arange(obj.T, obj.n + 1))
-
-
 def _per_sample_autograd(obj: FPPObjective, v: FPPVariables) -> torch.Tensor:
     """Dense ∇L_i by reverse-mode autograd of the vector (L_T..L_n): shape (n−T+1, z)."""
     Jt, JS = jacrev(lambda th, S: sample_losses(obj, FPPVariables(th, S)), argnums=(0, 1))(v.theta, v.states)
@@ -105,7 +96,7 @@ def eq7_core(config: RunConfig, sample_grad: SampleGradFn = eq7_gradients) -> di
     """Worst relative error of eq. (7) against autograd of L_i over the suite (every sample i)."""
     rows: list[dict[str, Any]] = []
     for label, obj, v in _suite(config):
-        G7 = _per_sample_eq7(obj, v, sample_grad)
+        G7 = per_sample_gradients(obj, v, sample_grad)
         GA = _per_sample_autograd(obj, v)
         errs = torch.linalg.vector_norm(G7 - GA, dim=-1) / torch.linalg.vector_norm(GA, dim=-1).clamp_min(1e-300)
         rows.append({"problem": label, "samples": int(errs.numel()), "max_rel_error": float(errs.max())})

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.func import grad, hessian, vmap
+from torch.func import grad, hessian
 
-from theory.fpp_sgd import bound_coefficients
+from theory.fpp_sgd import bound_coefficients, stationarity_bound
 from verify.errors import AssumptionViolated
 from verify.fpp._fit import bootstrap_slope, loglog_slope, mean_ci
 from verify.fpp.kkt import (
@@ -34,8 +34,8 @@ from verify.fpp.objective import (
     SampleGradFn,
     eq7_gradients,
     flatten_variables,
-    minibatch_gradient,
     objective,
+    per_sample_gradients,
     unflatten_variables,
 )
 from verify.fpp.problems import teacher_buffer
@@ -77,13 +77,7 @@ class StationaritySetup:
 
 def per_sample_variance(obj: FPPObjective, x: torch.Tensor, sample_grad: SampleGradFn = eq7_gradients) -> torch.Tensor:
     r"""Exact :math:`\mathbb{E}_k\|\nabla L_k(x) - \nabla L(x)\|^2` over k ~ uniform{T..n} (Lemma 4's variance)."""
-    support = torch.arange(obj.T, obj.n + 1)
-    one = torch.ones(1, dtype=x.dtype)
-
-    def g(i: torch.Tensor) -> torch.Tensor:
-        return flatten_variables(minibatch_gradient(obj, unflatten_variables(obj, x), i[None], one, sample_grad))
-
-    G = vmap(g)(support)
+    G = per_sample_gradients(obj, unflatten_variables(obj, x), sample_grad)
     return ((G - G.mean(0)) ** 2).sum(-1).mean()
 
 
@@ -157,7 +151,7 @@ def stationarity_experiment(
         means = per_rep.mean(1)
         cis = [mean_ci(row) for row in per_rep] if len(cols) > 1 else [(m, m, m) for m in means]
         m_eff = math.inf if b == 0 else float(b)
-        bounds = [A * D * gap / N + (0.0 if b == 0 else B * sigma2 / m_eff) for N in grid]
+        bounds = [stationarity_bound(D, gap, sigma2, N, m_eff) for N in grid]
         last = [j for j, N in enumerate(grid) if N >= setup.steps / 10]
         if len(cols) > 1:
             fit = bootstrap_slope([grid[j] for j in last], per_rep[last], np.random.default_rng(0))

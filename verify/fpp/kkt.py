@@ -40,7 +40,7 @@ from torch.func import grad, hessian, jacrev
 from verify._func import vjp
 from verify._validate import require_positive, require_positive_int
 from verify.errors import InvalidArgument
-from verify.fpp.objective import FPPVariables, flatten_variables, penalty_objective
+from verify.fpp.objective import FPPVariables, flatten_variables, penalty_objective, prediction_loss
 from verify.problem import Problem
 
 __all__ = [
@@ -95,10 +95,6 @@ def constraint_jacobian(problem: Problem, variables: FPPVariables) -> torch.Tens
     return J
 
 
-def _loss_of_prediction(problem: Problem, theta: torch.Tensor, s_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return problem.loss.pointwise(problem.readout(problem.readout_params(theta), problem.cell.observe(s_hat)), y)
-
-
 def lemma1_multipliers(problem: Problem, theta: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
     r"""App. B.2 Lemma 1: λ_0..λ_n (shape (n+1, k)) at the states S, by the backward recursion of eq. (18).
 
@@ -116,7 +112,7 @@ def lemma1_multipliers(problem: Problem, theta: torch.Tensor, states: torch.Tens
     for j in range(n - 1, -1, -1):
         x_next, y_next = problem.inputs[j], problem.targets[j]
         s_hat, pull = vjp(lambda s, x=x_next: problem.transition(theta, s, x), states[j])
-        d_ell = grad(lambda s, y=y_next: _loss_of_prediction(problem, theta, s, y))(s_hat)
+        d_ell = grad(lambda s, y=y_next: prediction_loss(problem, theta, s, y))(s_hat)
         (lam_j,) = pull(d_ell - lam[j + 1])
         lam[j] = -lam_j  # Lemma 1 / eq. (18)
     return torch.stack(lam)
@@ -131,7 +127,7 @@ def full_loss_adjoints(problem: Problem, theta: torch.Tensor, states: torch.Tens
     lam = lemma1_multipliers(problem, theta, states)
     own = [torch.zeros_like(states[0])]
     for j in range(1, problem.T + 1):
-        own.append(grad(lambda s, y=problem.targets[j - 1]: _loss_of_prediction(problem, theta, s, y))(states[j]))
+        own.append(grad(lambda s, y=problem.targets[j - 1]: prediction_loss(problem, theta, s, y))(states[j]))
     return lam - torch.stack(own)
 
 
@@ -142,7 +138,7 @@ def lagrangian(problem: Problem, variables: FPPVariables, multipliers: torch.Ten
     """
     S = variables.states
     s_hat = problem.transition(variables.theta, S[:-1], problem.inputs)
-    ell = _loss_of_prediction(problem, variables.theta, s_hat, problem.targets).sum()
+    ell = prediction_loss(problem, variables.theta, s_hat, problem.targets).sum()
     return ell - (multipliers[1:] * (s_hat - S[1:])).sum()  # eq. (16)
 
 

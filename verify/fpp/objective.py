@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-from torch.func import grad
+from torch.func import grad, vmap
 
 from verify._func import vjp
 from verify._validate import require_finite, require_positive, require_positive_int
@@ -63,12 +63,15 @@ __all__ = [
     "minibatch_gradient",
     "objective",
     "penalty_objective",
+    "per_sample_gradients",
     "predicted_states",
+    "prediction_loss",
     "sample_gradient",
     "sample_indices",
     "sample_loss",
     "sample_losses",
     "unflatten_variables",
+    "unroll_window",
 ]
 
 
@@ -171,17 +174,17 @@ SampleGradFn = Callable[
 -> (Σ_b w_b ∇_θ L_{i_b} (p,), w_b ∇_{s_{i−T}} L_{i_b} (B,k), w_b ∇_{s_i} L_{i_b} (B,k))."""
 
 
-def _unroll(problem: Problem, theta: torch.Tensor, s: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+def unroll_window(problem: Problem, theta: torch.Tensor, s: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+    r""":math:`\hat s_i`: the cell run from ``s`` over the T observations of ``window`` (eq. (6)'s :math:`f^T`)."""
     params = problem.cell_params(theta)
     for t in range(window.shape[-2]):
         s = problem.cell.step(params, s, window[..., t, :])
     return s
 
 
-def _step_loss(problem: Problem, theta: torch.Tensor, s: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def prediction_loss(problem: Problem, theta: torch.Tensor, s: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """:math:`\\ell_\\beta(s; y)` per state (reduces the last dim only)."""
-    out = problem.readout(problem.readout_params(theta), problem.cell.observe(s))
-    return problem.loss.pointwise(out, y)
+    return problem.loss.pointwise(problem.output(theta, s), y)
 
 
 def eq7_gradients(
@@ -213,10 +216,10 @@ def eq7_gradients(
     :math:`\nabla\hat s_i` go through the T transitions of each window, all rows
     in one batched unroll (B = 1, w = 1 gives one :math:`\nabla L_i`).
     """
-    s_hat, pull = vjp(lambda th, s: _unroll(problem, th, s, window), theta, s_start)
-    g_ell_theta, g_ell_s = grad(lambda th, s: (weights * _step_loss(problem, th, s, target)).sum(), argnums=(0, 1))(
-        theta, s_hat
-    )
+    s_hat, pull = vjp(lambda th, s: unroll_window(problem, th, s, window), theta, s_start)
+    g_ell_theta, g_ell_s = grad(
+        lambda th, s: (weights * prediction_loss(problem, th, s, target)).sum(), argnums=(0, 1)
+    )(theta, s_hat)
     w_resid = weights[:, None] * (s_end - s_hat)
     bracket = g_ell_s - lam * w_resid  # eq. (7): w_b [∇_ŝ ℓ − λ(s_i − ŝ_i)]
     g_theta_cell, g_start = pull(bracket)  # eq. (7): [..]ᵀ ∇_W ŝ_i (summed over b) and [..]ᵀ ∇_{s_{i−T}} ŝ_i
@@ -256,8 +259,7 @@ def predicted_states(obj: FPPObjective, variables: FPPVariables) -> torch.Tensor
 def _terms(obj: FPPObjective, variables: FPPVariables, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
     P, T = obj.problem, obj.T
     s_hat = predicted_states(obj, variables)
-    out = P.readout(P.readout_params(variables.theta), P.cell.observe(s_hat))
-    ell = P.loss.pointwise(out, P.targets[T - 1 :])
+    ell = prediction_loss(P, variables.theta, s_hat, P.targets[T - 1 :])
     resid = variables.states[T:] - s_hat
     pen = 0.5 * lam * (resid * resid).sum(-1)
     return ell, pen
@@ -280,9 +282,11 @@ def sample_loss(obj: FPPObjective, variables: FPPVariables, i: int) -> torch.Ten
     if not (obj.T <= i <= obj.n):
         raise InvalidArgument("i", i, f"sample index must lie in [T, n] = [{obj.T}, {obj.n}]")
     P, T = obj.problem, obj.T
-    s_hat = _unroll(P, variables.theta, variables.states[i - T], P.inputs[i - T : i])
+    s_hat = unroll_window(P, variables.theta, variables.states[i - T], P.inputs[i - T : i])
     resid = variables.states[i] - s_hat
-    return _step_loss(P, variables.theta, s_hat, P.targets[i - 1]) + 0.5 * obj.lam * (resid * resid).sum()  # eq. (6)
+    return (
+        prediction_loss(P, variables.theta, s_hat, P.targets[i - 1]) + 0.5 * obj.lam * (resid * resid).sum()
+    )  # eq. (6)
 
 
 def penalty_objective(problem: Problem, variables: FPPVariables, lam: float) -> torch.Tensor:
@@ -327,6 +331,19 @@ def minibatch_gradient(
     eye = torch.eye(obj.n + 1, dtype=dtype, device=variables.states.device)
     g_states = eye[indices - obj.T].transpose(0, 1) @ g_start + eye[indices].transpose(0, 1) @ g_end
     return FPPVariables(g_theta, g_states)
+
+
+def per_sample_gradients(
+    obj: FPPObjective, variables: FPPVariables, sample_grad: SampleGradFn = eq7_gradients
+) -> torch.Tensor:
+    r"""Dense :math:`\nabla L_i` by eq. (7) for every i in {T..n}, flattened: shape (n−T+1, z) (Lemma 3's support)."""
+    one = torch.ones(1, dtype=variables.theta.dtype)
+
+    def g(i: torch.Tensor) -> torch.Tensor:
+        return flatten_variables(minibatch_gradient(obj, variables, i[None], one, sample_grad))
+
+    out: torch.Tensor = vmap(g)(torch.arange(obj.T, obj.n + 1))
+    return out
 
 
 def sample_gradient(

@@ -44,7 +44,7 @@ from torch.func import grad, vmap
 from verify._validate import require_positive, require_positive_int
 from verify.cells import Cell
 from verify.errors import InvalidArgument
-from verify.fpp.objective import SampleGradFn, eq7_gradients
+from verify.fpp.objective import SampleGradFn, eq7_gradients, prediction_loss, unroll_window
 from verify.losses import Loss, Readout
 from verify.problem import Problem
 
@@ -143,11 +143,6 @@ def _rmsprop(
     return x - lr * g / (torch.sqrt(v) + cfg.eps), v
 
 
-def _predict_loss(model: Problem, theta: torch.Tensor, s: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    out = model.readout(model.readout_params(theta), model.cell.observe(s))
-    return model.loss.pointwise(out, y)
-
-
 def _push(st: OnlineState, s_t: torch.Tensor, o_t: torch.Tensor, y_t: torch.Tensor) -> OnlineState:
     def roll(buf: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
         return torch.cat([buf[1:], new[None]], dim=0)
@@ -180,7 +175,7 @@ def fpp_step(
     """
     with torch.no_grad():
         s_t = model.transition(st.theta, st.states[-1], o_t)  # s_t = f_W(s_{t-1}, o_t), s_{t-1} from the buffer
-        loss_t = _predict_loss(model, st.theta, s_t, y_t)
+        loss_t = prediction_loss(model, st.theta, s_t, y_t)
     st = _push(st, s_t, o_t, y_t)
     if positions is None:
         return st, loss_t
@@ -214,11 +209,7 @@ def tbptt_window_gradient(
     T transitions of ``window`` (:math:`o_{t-T+1}..o_t`), :math:`s_{t-T}` = ``s_start`` held constant."""
 
     def window_loss(th: torch.Tensor) -> torch.Tensor:
-        params = model.cell_params(th)
-        s = s_start
-        for j in range(window.shape[0]):
-            s = model.cell.step(params, s, window[j])
-        return _predict_loss(model, th, s, target)
+        return prediction_loss(model, th, unroll_window(model, th, s_start, window), target)
 
     out: torch.Tensor = grad(window_loss)(theta)
     return out
@@ -239,7 +230,7 @@ def tbptt_step(
     """
     with torch.no_grad():
         s_t = model.transition(st.theta, st.current, o_t)
-        loss_t = _predict_loss(model, st.theta, s_t, y_t)
+        loss_t = prediction_loss(model, st.theta, s_t, y_t)
     st = _push(st, s_t, o_t, y_t)
     if not ready:
         return st, loss_t

@@ -115,13 +115,12 @@ class SGDTrace(NamedTuple):
     :math:`\frac1N\sum_{t \le N}\|G(x_t)\|^2 = \mathbb{E}_R\|G(x_R)\|^2` (R uniform, the
     constant-step :math:`P_N`) whenever N − head is a multiple of the stride
     (:meth:`expected_measure`). ``active[t, r]``: the projection was active in the
-    step from row t; ``loss[t, r]`` = L at measured rows; ``final`` (R, z) = x_N; ``snapshots`` (S, R, z) kept iterates.
+    step from row t; ``final`` (R, z) = x_N; ``snapshots`` (S, R, z) kept iterates.
     """
 
     measure: torch.Tensor
     weight: torch.Tensor
     active: torch.Tensor
-    loss: torch.Tensor
     final: torch.Tensor
     batch: torch.Tensor
     head: int
@@ -206,11 +205,9 @@ def projected_sgd(
     if bool(full.any()):
         idx_full[: obj.num_samples] = support
     meas = vmap(lambda x: gradient_mapping(obj, x, alpha, radius))
-    lossf = vmap(lambda x: objective(obj, unflatten_variables(obj, x)))
     offset = int(torch.randint(0, stride, (1,), generator=generator))
     x = x1.expand(R, -1).clone()
     measure = torch.full((steps, R), float("nan"), dtype=dtype)
-    loss = torch.full((steps, R), float("nan"), dtype=dtype)
     weight = torch.zeros(steps, dtype=dtype)
     active = torch.zeros(steps, R, dtype=torch.bool)
     snaps: list[torch.Tensor] = []
@@ -220,7 +217,6 @@ def projected_sgd(
         if t < head or (t - head) % stride == offset:
             G = meas(x)
             measure[t] = (G * G).sum(-1)
-            loss[t] = lossf(x)
             weight[t] = 1.0 if t < head else float(stride)
         if t == steps - 1:
             break
@@ -232,4 +228,4 @@ def projected_sgd(
         active[t] = torch.linalg.vector_norm(pre, dim=-1) > radius
         x = project_ball(pre, radius)  # eq. (9)
     snapshots = torch.stack(snaps) if snaps else torch.zeros(0, R, x.shape[-1], dtype=dtype)
-    return SGDTrace(measure, weight, active, loss, x, lab, head, stride, snapshots)
+    return SGDTrace(measure, weight, active, x, lab, head, stride, snapshots)

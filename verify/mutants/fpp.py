@@ -22,7 +22,7 @@ from torch.func import grad
 
 from verify._func import vjp
 from verify.fpp.kkt import full_loss_adjoints, lemma1_multipliers
-from verify.fpp.objective import _step_loss, _unroll
+from verify.fpp.objective import prediction_loss, unroll_window
 from verify.mutants import Mutant
 from verify.problem import Problem
 
@@ -48,10 +48,10 @@ def eq7_penalty_sign(
     weights: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Eq. (7) with the wrong sign on λ(s_i − ŝ_i) in the bracket (∇_W and ∇_{s_{i−T}} are wrong)."""
-    s_hat, pull = vjp(lambda th, s: _unroll(problem, th, s, window), theta, s_start)
-    g_ell_theta, g_ell_s = grad(lambda th, s: (weights * _step_loss(problem, th, s, target)).sum(), argnums=(0, 1))(
-        theta, s_hat
-    )
+    s_hat, pull = vjp(lambda th, s: unroll_window(problem, th, s, window), theta, s_start)
+    g_ell_theta, g_ell_s = grad(
+        lambda th, s: (weights * prediction_loss(problem, th, s, target)).sum(), argnums=(0, 1)
+    )(theta, s_hat)
     w_resid = weights[:, None] * (s_end - s_hat)
     bracket = g_ell_s + lam * w_resid  # MUTANT: + instead of −
     g_theta_cell, g_start = pull(bracket)
