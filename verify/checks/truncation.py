@@ -75,7 +75,6 @@ __all__ = [
     "fit_log_rate",
     "impl_with",
     "measured_contraction_rate",
-    "project_spectral_ball",
     "prop2_train",
     "prop3_problem",
     "scalar_closed_form",
@@ -127,12 +126,8 @@ def weight_index(problem: Problem, trainable: Sequence[str] = WEIGHTS) -> torch.
 
 
 def final_gradient(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
-    r""":math:`\nabla_\theta p_T` by autograd through the whole unrolled graph (the untruncated reference)."""
-    th = theta.detach().clone().requires_grad_(True)
-    with torch.enable_grad():
-        states = problem.rollout(th)
-        (g,) = torch.autograd.grad(problem.step_loss(th, states[-1], problem.targets[-1]), th)
-    return g.detach()
+    r""":math:`\nabla_\theta p_T` untruncated: the truncated model with k = T (Miller & Hardt eq. (3))."""
+    return truncated_model_gradient(problem, theta, problem.T, which="final")
 
 
 @dataclass(frozen=True)
@@ -1093,13 +1088,6 @@ _SCHEDULES: dict[str, Callable[[float, int], float]] = {
 }
 
 
-def project_spectral_ball(W: torch.Tensor, radius: float) -> torch.Tensor:
-    """Euclidean (Frobenius) projection of a batch of matrices onto {‖W‖₂ ≤ radius}: clip the singular values."""
-    U, S, Vh = torch.linalg.svd(W)
-    out: torch.Tensor = (U * S.clamp(max=radius).unsqueeze(-2)) @ Vh
-    return out
-
-
 def batched_final_gradient_W(
     tanh: bool, W: torch.Tensor, U: torch.Tensor, V: torch.Tensor, X: torch.Tensor, Y: torch.Tensor, start: int
 ) -> torch.Tensor:
@@ -1181,8 +1169,8 @@ def prop2_train(
         diff = torch.linalg.matrix_norm(g_r - g_tf)
         safe = torch.where(d_prev > 0, d_prev, torch.ones_like(d_prev))
         betas.append(torch.where(d_prev > 0, diff / safe, torch.zeros_like(diff)))
-        Wr = project_spectral_ball(Wr - a * g_r, setup.lam)  # projection onto Omega
-        Wt = project_spectral_ball(Wt - a * g_t, setup.lam)
+        Wr = clip_spectral_norm(Wr - a * g_r, setup.lam)  # projection onto Omega
+        Wt = clip_spectral_norm(Wt - a * g_t, setup.lam)
         d_prev = torch.linalg.matrix_norm(Wr - Wt)
         deltas.append(d_prev)
     D, E, Bt = torch.stack(deltas), torch.stack(es), torch.stack(betas)
