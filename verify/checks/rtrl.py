@@ -201,13 +201,12 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
     t0 = time.perf_counter()
     cases = suite(config, salt=32, all_losses=False)
     rows = []
-    for case in cases:
-        budget = conditioning(case.problem, case.theta, with_influence=False).gradient_budget()
+    budgets = [conditioning(c.problem, c.theta, with_influence=False).gradient_budget() for c in cases]
+    for case, budget in zip(cases, budgets, strict=True):
         for k in sorted({1, 3, case.problem.T} if config.full else {1, 3}):
             rows.append(compare_truncated(TBPTT(k), k, case, budget))
     mutant = get_mutant("tbptt.off-by-one")
-    c0 = cases[0]
-    b0 = conditioning(c0.problem, c0.theta, with_influence=False).gradient_budget()
+    c0, b0 = cases[0], budgets[0]
     bad = compare_truncated(mutant.impl(k=3), 3, c0, b0)
     control = Control(
         f"mutant {mutant.name} (k=3, T={c0.problem.T})",

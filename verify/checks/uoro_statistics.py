@@ -37,10 +37,11 @@ from typing import Any, NamedTuple
 
 import torch
 from scipy import stats
-from torch.func import grad, jacrev, vmap
+from torch.func import grad, vmap
 
 from verify._func import vjp
 from verify.assertions import estimator_sampler, reference_truths
+from verify.budget import step_jacobians as budget_step_jacobians
 from verify.checks import register, registry
 from verify.errors import InvalidArgument
 from verify.estimators.base import OnlineEstimator, run_estimator
@@ -349,21 +350,21 @@ class StepJacobians(NamedTuple):
 
 
 def step_jacobians(problem: Problem, theta: torch.Tensor) -> StepJacobians:
-    """Dense one-step Jacobians by ``torch.func.jacrev`` (independent of the estimators' VJP/JVP code)."""
+    """Dense one-step Jacobians (:func:`verify.budget.step_jacobians`, ``torch.func.jacrev``; independent of
+    the estimators' VJP/JVP code) and the per-step loss gradients."""
     if problem.batch_shape:
         raise InvalidArgument(
             "problem", problem.describe(), "the explicit Algorithm 1 reference is for unbatched problems"
         )
     th = theta.detach()
     states = problem.rollout(th)
-    Js, Jt, ls, lt = [], [], [], []
+    Js, Jt = budget_step_jacobians(problem, th, states[:-1], problem.inputs)
+    ls, lt = [], []
     for t in range(1, problem.T + 1):
-        x, s, s1, y = problem.inputs[t - 1], states[t - 1], states[t], problem.targets[t - 1]
-        Js.append(jacrev(lambda ss, x=x: problem.transition(th, ss, x))(s))
-        Jt.append(jacrev(lambda tt, s=s, x=x: problem.transition(tt, s, x))(th))
+        s1, y = states[t], problem.targets[t - 1]
         ls.append(grad(lambda ss, y=y: problem.step_loss(th, ss, y))(s1))
         lt.append(grad(lambda tt, s1=s1, y=y: problem.step_loss(tt, s1, y))(th))
-    return StepJacobians(torch.stack(Js), torch.stack(Jt), torch.stack(ls), torch.stack(lt), states)
+    return StepJacobians(Js, Jt, torch.stack(ls), torch.stack(lt), states)
 
 
 #: a normalizer rule of the reference: (theta_tilde, s_forward, nu, delta_theta_g) norms -> rho (M, r)

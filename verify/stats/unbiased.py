@@ -517,7 +517,6 @@ def _evaluate_sequential(
     n_tests = dirs.shape[0] + 2
     err = alpha / n_tests  # Bonferroni over the anytime-valid family
     subs: list[SubTest] = [_deterministic_subtest(m, geo, tol, err)]
-    subs[0] = SubTest(subs[0].name, subs[0].statistic, subs[0].pvalue, subs[0].pvalue == 0.0, tol)
     r = geo.rank
     if opts.hotelling and r >= 1:
         stat = n * n * float((geo.z[geo.keep] ** 2 / geo.eig[geo.keep]).sum())  # S_m^T S^+ S_m
