@@ -23,6 +23,7 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _rewrite(src: Path, dst: Path, edit: dict[str, np.ndarray], header: dict[str, object] | None = None) -> None:
+    """Write dst.npz with ``edit`` applied (and ``header`` inside), plus its matching dst.json sidecar."""
     with np.load(src) as z:
         arrays = {k: z[k] for k in z.files}
     arrays.update(edit)
@@ -31,6 +32,10 @@ def _rewrite(src: Path, dst: Path, edit: dict[str, np.ndarray], header: dict[str
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     dst.write_bytes(buf.getvalue())
+    if HEADER_KEY in arrays:
+        dst.with_suffix(".json").write_bytes(arrays[HEADER_KEY].tobytes())
+    else:
+        dst.with_suffix(".json").write_bytes(src.with_suffix(".json").read_bytes())
 
 
 def test_round_trip_checks(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,6 +105,7 @@ def test_corrupt_golden_file_exit_2(
     golden: Path, tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "bad.npz"
+    bad.with_suffix(".json").write_bytes(golden.with_suffix(".json").read_bytes())
     if damage == "truncate":
         bad.write_bytes(golden.read_bytes()[:1000])
     elif damage == "no-header":
@@ -116,7 +122,7 @@ def test_corrupt_golden_file_exit_2(
     before = bad.read_bytes()
     assert main(["golden", "--check", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "golden file" in err
+    assert str(bad) in err and ("golden" in err or HEADER_KEY in err) and "Traceback" not in err
     assert bad.read_bytes() == before  # checking never writes
 
 
