@@ -569,7 +569,8 @@ def _note_foreign(out: Path, kept: list[str]) -> None:
     if kept:
         shown = ", ".join(kept[:8]) + (f" and {len(kept) - 8} more" if len(kept) > 8 else "")
         print(
-            f"rnn-verify: note: kept {len(kept)} entries in {out} that rnn-verify did not write: {shown}",
+            f"rnn-verify: note: kept {len(kept)} {'entry' if len(kept) == 1 else 'entries'} in {out} that "
+            f"rnn-verify did not write: {shown}",
             file=sys.stderr,
         )
 
@@ -595,10 +596,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
         out = src if src.is_dir() else src.parent
         if not is_report_folder(out):
             raise InvalidArgument(
-                "--out",
-                None,
-                f"{out.absolute()} is not an rnn-verify report folder (it has no {MARKER} marker), so the report "
-                "is not written beside RESULTS; say where with --out DIR (a new or empty folder, or a report folder)",
+                "RESULTS",
+                str(src),
+                f"its folder {out.absolute()} is not an rnn-verify report folder (it has no {MARKER} marker), so "
+                "the report is not written there; say where with --out DIR (a new or empty folder, or a report "
+                "folder)",
             )
     out = preflight_dir(out, "--out")
     junit = preflight_file(args.junit, "--junit") if args.junit else None
