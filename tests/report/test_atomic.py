@@ -97,7 +97,7 @@ def test_foreign_file_where_the_report_needs_a_path_is_refused(tmp_path: Path) -
     write_dir_atomic(out, {"results.json": b"{1}"})
     (out / "report.md").write_text("the user's own report.md")
     before = _tree(out)
-    with pytest.raises(InvalidArgument, match="report.md there was not written by rnn-verify"):
+    with pytest.raises(InvalidArgument, match=r"report\.md there was not written by rnn-verify"):
         write_dir_atomic(out, {"results.json": b"{2}", "report.md": b"# new"})
     assert _tree(out) == before
 
@@ -177,7 +177,7 @@ def test_damaged_or_hostile_marker_is_refused(tmp_path: Path, marker: str) -> No
     out.mkdir(parents=True)
     (out / MARKER).write_text(marker)
     (out / "results.json").write_text("{}")
-    with pytest.raises(InvalidArgument, match="marker .* is damaged"):
+    with pytest.raises(InvalidArgument, match=r"marker .* is damaged"):
         write_dir_atomic(out, FIRST)
     assert victim.read_text() == "outside the report" and (out / "results.json").read_text() == "{}"
 
