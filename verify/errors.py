@@ -5,6 +5,10 @@ a caller can catch the toolkit's errors without catching programming mistakes.
 
 * :class:`InvalidArgument` -- bad input: it names the argument and the offending
   value (NaN/inf, wrong shape, unsupported dtype, sizes that would exhaust memory).
+
+  * :class:`InvalidFile` -- a file read from disk is malformed: it names the file,
+    the field (``claims[3].wall_time``), the value and the expected type
+    (:mod:`verify.schema`).
 * :class:`AssumptionViolated` -- a theorem's premise does not hold for the instance
   (e.g. a truncation bound asked for a non-contractive system). Checks turn it into
   a SKIPPED/INCONCLUSIVE verdict that names the premise; it is never a PASS.
