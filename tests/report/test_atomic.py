@@ -116,8 +116,10 @@ def test_symlink_inside_pointing_outside_is_never_followed(tmp_path: Path) -> No
     (out / "figures").symlink_to(outside, target_is_directory=True)
     (out / "report.md").unlink()
     (out / "report.md").symlink_to(outside / "a-1.png")
-    with pytest.raises(InvalidArgument, match="not written by rnn-verify"):
+    with pytest.raises(InvalidArgument, match="figures there is not a plain folder"):
         write_dir_atomic(out, FIRST)  # needs figures/a-1.png and report.md: both held by links
+    with pytest.raises(InvalidArgument, match=r"report\.md there was not written by rnn-verify"):
+        write_dir_atomic(out, {"report.md": b"# new"})
     write_dir_atomic(out, {"results.json": b"{5}"})  # the old manifest lists both: links are not followed
     assert (outside / "a-1.png").read_bytes() == b"precious outside"
     assert (outside / "b-1.png").read_bytes() == b"precious outside too"
@@ -204,3 +206,15 @@ def test_published_report_is_a_report_folder() -> None:
     assert {"results.json", "report.md", "report.html", "junit.xml"} <= marker.files
     on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} - {MARKER}
     assert on_disk <= marker.files, f"files in reports/latest missing from its manifest: {on_disk - marker.files}"
+
+
+def test_foreign_entry_on_a_report_name_is_refused_before_any_compute(tmp_path: Path) -> None:
+    out = tmp_path / "rep"
+    write_dir_atomic(out, {"results.json": b"{1}"})
+    (out / "report.html").write_text("the user's page")
+    with pytest.raises(InvalidArgument, match=r"report\.html there was not written by rnn-verify"):
+        preflight_dir(out)
+    (out / "report.html").unlink()
+    (out / "figures").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(InvalidArgument, match="figures there is not a plain folder"):
+        preflight_dir(out)

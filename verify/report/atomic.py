@@ -78,6 +78,8 @@ MARKER_FORMAT = "rnn-verify.report-folder"
 MARKER_VERSION = 1
 _MAX_MARKER_BYTES = 4 * 2**20
 _MAX_ENTRIES = 100_000
+#: the files (and folder) every report has: checked by :func:`preflight_dir` before any compute
+REPORT_NAMES = ("results.json", "report.md", "report.html", "junit.xml", "figures/")
 #: signals held back while a report folder is being changed
 _HELD = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
@@ -212,14 +214,16 @@ def _resolve_out(out: Path | str, argument: str) -> Path:
     return raw
 
 
-def preflight_dir(out: Path | str, argument: str = "--out") -> Path:
+def preflight_dir(out: Path | str, argument: str = "--out", *, needs: Iterable[str] = REPORT_NAMES) -> Path:
     """Check (and create the parents of) an output folder before any compute; return its absolute path.
 
     Accepted: a folder that does not exist yet, an empty folder, a folder with a valid
     marker (an earlier report). A symbolic link is followed to its folder (the rules
     apply there). Refused (InvalidArgument naming ``argument`` and the folder): a file,
     a non-empty folder without a marker (in particular one holding ``results.json``), a
-    damaged marker, an unwritable location.
+    damaged marker, a marked folder where a path in ``needs`` (default
+    :data:`REPORT_NAMES`, the names every report writes) is held by an entry
+    rnn-verify did not write, an unwritable location.
     """
     out = _resolve_out(out, argument)
     if out.exists() and not out.is_dir():
@@ -246,6 +250,8 @@ def preflight_dir(out: Path | str, argument: str = "--out") -> Path:
                     f"{why}: it is not an rnn-verify report folder, and writing there could replace files rnn-verify "
                     "did not write. Choose a new or empty folder",
                 )
+        else:  # the report's own names must not be held by foreign entries: refused now, not after the compute
+            _refuse_conflicts(out, marker.files, needs, argument)
     parent = out.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -386,6 +392,28 @@ def _guarded_change(
     return False
 
 
+def _refuse_conflicts(out: Path, written: frozenset[str], names: Iterable[str], argument: str) -> None:
+    """Raise if a path the report needs (a file, or a folder for names ending in '/') is held by a foreign entry."""
+    for name in sorted(names):
+        rel = name.rstrip("/")
+        dirs = _parent_dirs(rel) + ([rel] if name.endswith("/") else [])
+        for d in dirs:
+            _, what = _walk(out, d)
+            if what not in ("missing", "dir"):
+                raise InvalidArgument(argument, str(out), f"{d} there is not a plain folder; refusing to write into it")
+        if name.endswith("/"):
+            continue
+        _, what = _walk(out, rel)
+        if what == "missing" or (what == "file" and rel in written):
+            continue
+        raise InvalidArgument(
+            argument,
+            str(out),
+            f"{rel} there was not written by rnn-verify (it is not in the {MARKER} manifest, or it is a link "
+            "or a folder); refusing to replace it. Move it away or choose another folder",
+        )
+
+
 def _parent_dirs(rel: str) -> list[str]:
     parts = rel.split("/")
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
@@ -423,7 +451,7 @@ def write_dir_atomic(out: Path | str, files: Mapping[str, bytes]) -> Path:
     (:func:`preflight_dir`), a file name would leave the folder, or a foreign entry
     occupies a path the report needs.
     """
-    out = preflight_dir(out)
+    out = preflight_dir(out, needs=())
     names = [safe_relpath(rel) for rel in files]
     old = read_marker(out) if out.is_dir() else None
     old_files = old.files if old else frozenset()
@@ -431,20 +459,7 @@ def write_dir_atomic(out: Path | str, files: Mapping[str, bytes]) -> Path:
     new_dirs_needed = {d for rel in names for d in _parent_dirs(rel)}
     # refuse before anything changes: a needed path held by something rnn-verify did not write
     if out.is_dir():
-        for rel in sorted(names):
-            _, what = _walk(out, rel)
-            if what == "missing" or (what == "file" and rel in old_files):
-                continue
-            raise InvalidArgument(
-                "--out",
-                str(out),
-                f"{rel} there was not written by rnn-verify (it is not in the {MARKER} manifest, or it is a link "
-                "or a folder); refusing to replace it. Move it away or choose another folder",
-            )
-        for d in sorted(new_dirs_needed):
-            _, what = _walk(out, d)
-            if what not in ("missing", "dir"):
-                raise InvalidArgument("--out", str(out), f"{d} there is not a plain folder; refusing to write into it")
+        _refuse_conflicts(out, old_files, names, argument="--out")
     stage_parent = out.parent
     if out.is_dir() and os.stat(out).st_dev != os.stat(stage_parent).st_dev:
         stage_parent = out  # a mount point: stage on its own file system so that os.replace works
