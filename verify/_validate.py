@@ -94,3 +94,32 @@ def require_memory(name: str, nbytes: int, what: str, fraction: float = 0.5) -> 
             f"exceeds the {fraction:.0%} share of available memory allowed "
             f"({limit / 2**30:.2f} GiB); use smaller sizes or a directional method",
         )
+
+
+# ------------------------------------------------------------------- seeds
+#: every check seeds its generators as ``seed * SEED_MULTIPLIER + salt`` (:meth:`verify.results.RunConfig.generator`)
+SEED_MULTIPLIER = 1_000_003
+#: the largest seed ``torch.Generator.manual_seed`` accepts (an unsigned 64-bit integer)
+TORCH_SEED_MAX = 2**64 - 1
+#: the largest base seed: ``MAX_SEED * SEED_MULTIPLIER + salt`` stays <= TORCH_SEED_MAX for every salt < SEED_MULTIPLIER
+MAX_SEED = (TORCH_SEED_MAX + 1) // SEED_MULTIPLIER - 1
+
+
+def validate_seed(name: str, value: object) -> int:
+    """Return ``value`` if it is a base seed every generator of the toolkit accepts, else raise.
+
+    A base seed becomes ``seed * SEED_MULTIPLIER + salt`` (salt < ``SEED_MULTIPLIER``) in
+    :meth:`verify.results.RunConfig.generator` and :func:`verify.golden.golden_cases`, and that
+    number goes to ``torch.Generator.manual_seed``, which accepts at most ``2**64 - 1``. So the
+    accepted range is ``0 <= seed <= MAX_SEED`` (= 18_446_688_733_642); numpy's ``SeedSequence``
+    accepts any non-negative integer and sets no tighter limit. Raises :class:`InvalidArgument`
+    naming ``name``, the value and the range (a bool is not a seed).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise InvalidArgument(
+            name,
+            value,
+            f"must be an integer in [0, {MAX_SEED}] (seed * {SEED_MULTIPLIER} + salt must fit the "
+            "unsigned 64-bit seed of torch.Generator.manual_seed)",
+        )
+    return value

@@ -8,45 +8,131 @@ Commands::
                        [--json [FILE]] [--junit FILE] [--fail-on fail|inconclusive] [--workers N] [--quiet]
     rnn-verify report  RESULTS [--out DIR] [--junit FILE] [--fail-on ...]
     rnn-verify golden  [--out FILE.npz] [--seed N] [--k K ...]
-    rnn-verify golden  --check FILE.npz
+    rnn-verify golden  --check FILE.npz|FILE.json
 
 Exit codes: 0 every selected claim PASSed (SKIPPED allowed, and listed); 1 a claim
 FAILed (or was INCONCLUSIVE under ``--fail-on inconclusive``), or ``golden
 --check`` found a quantity that does not verify; 2 usage or input error (unknown
-claim, unwritable output folder, corrupt or mismatched input file, ``--device cuda
---strict-device`` without CUDA); 130 interrupted (Ctrl-C; the previous report is
-left as it was).
+claim, ``--seed`` outside [0, MAX_SEED], an output folder that is not rnn-verify's,
+unwritable output, a malformed or mismatched input file -- the message names the
+file and the field --, ``--device cuda --strict-device`` without CUDA); 130
+interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP): the
+previous report is left as it was, worker and figure processes are stopped.
 
-``run`` writes a report folder (default ``reports/runs/<timestamp>-<profile>``)
-atomically: ``results.json``, ``report.md``, ``report.html``, ``junit.xml`` and
-``figures/``. Checks the output locations before any compute.
+``run`` writes a report folder (default ``reports/runs/<timestamp>-<profile>``):
+``results.json``, ``report.md``, ``report.html``, ``junit.xml``, ``figures/`` and
+the marker ``.rnn-verify-report`` (the manifest of what it wrote). It writes only
+into a new or empty folder or one that carries the marker, replaces only the files
+the manifest lists and keeps (and names) anything else found there; a non-empty
+folder without the marker -- one holding ``results.json`` included -- is refused
+(exit 2). ``report RESULTS`` without ``--out`` writes beside RESULTS only when that
+folder is a report folder. All output locations are checked before any compute,
+and every file read is validated before anything is written
+(:mod:`verify.schema`). ``--workers`` is capped at the CPUs available (with a
+note) and at the number of claims to run. On a terminal a live status line shows
+the running claims; otherwise (CI logs) a ``[k/N] running <claim> 12s`` line is
+printed every ~10 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
+import os
 import shlex
+import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TextIO
 
 from theory.catalog import Claim
+from verify._validate import MAX_SEED
 from verify.errors import VerifyError
 from verify.results import PROFILES, CheckResult, RunConfig, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_TERMINATED, EXIT_HANGUP = 128 + 15, 128 + 1  # SIGTERM, SIGHUP: the shell's 128 + signal number
 _BACKGROUND_PNG_MIN_CLAIMS = 6
+#: seconds between two progress lines when stderr is not a terminal (CI logs)
+PROGRESS_INTERVAL_S = 10.0
 DEFAULT_RUNS = Path("reports") / "runs"
 
 _EPILOG = (
     "exit codes: 0 all PASS (SKIPPED allowed), 1 a FAIL (or INCONCLUSIVE with --fail-on "
-    "inconclusive; or golden --check found a mismatch), 2 usage or input error, 130 interrupted"
+    "inconclusive; or golden --check found a mismatch), 2 usage or input error (bad argument, "
+    "malformed input file, output folder not rnn-verify's), 130 interrupted, 143 SIGTERM, 129 SIGHUP. "
+    "Report folders carry a .rnn-verify-report marker; rnn-verify replaces only the files it lists."
 )
+
+
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM or SIGHUP: stop like Ctrl-C, exit 128 + the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[None]:
+    """SIGTERM/SIGHUP raise :class:`Terminated` for the duration (main thread only; the old handlers come back).
+
+    A second signal while the first is being handled (stopping workers, removing
+    temporary files) is ignored, so the cleanup finishes; SIGKILL still works.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if fired:
+            return
+        fired.append(signum)
+        raise Terminated(signum)
+
+    old = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+def _stopped(exc: BaseException) -> tuple[str, int]:
+    """What to say, and the exit code, for Ctrl-C or a stop signal."""
+    if isinstance(exc, Terminated):
+        return f"terminated by {exc.name}", exc.exit_code
+    return "interrupted", EXIT_INTERRUPTED
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one, else ``os.cpu_count()``)."""
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except OSError:  # pragma: no cover
+            pass
+    return max(1, os.cpu_count() or 1)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
         "--profile", choices=PROFILES, default="ci", help="ci: the quick CI gate (default); full: larger sizes"
     )
     run.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs, e.g. 'uoro.*' (default: all)")
-    run.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    run.add_argument("--seed", type=int, default=0, help=f"base seed, 0 .. {MAX_SEED} (default 0)")
     run.add_argument(
         "--device", default="cpu", help="cpu (default), cuda[:N] or auto; without CUDA the device claims are SKIPPED"
     )
@@ -100,7 +186,13 @@ def _parser() -> argparse.ArgumentParser:
         default="fail",
         help="exit 1 on FAIL (default) or also on INCONCLUSIVE",
     )
-    run.add_argument("--workers", type=int, default=1, metavar="N", help="run checks in N processes (default 1)")
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run checks in N processes (default 1; at most the CPUs available and the claims to run)",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
 
     rep = sub.add_parser(
@@ -110,7 +202,11 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
     )
     rep.add_argument("results", metavar="RESULTS", help="a results.json or a report folder holding one")
-    rep.add_argument("--out", metavar="DIR", help="report folder (default: the folder of RESULTS)")
+    rep.add_argument(
+        "--out",
+        metavar="DIR",
+        help="report folder (default: the folder of RESULTS, if it is an rnn-verify report folder)",
+    )
     rep.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     rep.add_argument("--fail-on", choices=("fail", "inconclusive"), default=None, help="JUnit: INCONCLUSIVE as failure")
 
@@ -121,9 +217,13 @@ def _parser() -> argparse.ArgumentParser:
         "or re-verify a golden file with --check.",
         epilog=_EPILOG,
     )
-    gold.add_argument("--check", metavar="FILE", help="re-verify FILE (.npz) instead of exporting")
+    gold.add_argument(
+        "--check",
+        metavar="FILE",
+        help="re-verify a golden pair instead of exporting: FILE is its .npz or its .json; both must be there",
+    )
     gold.add_argument("--out", metavar="FILE", default="golden.npz", help="output .npz (default golden.npz)")
-    gold.add_argument("--seed", type=int, default=0, help="seed of the problems (default 0)")
+    gold.add_argument("--seed", type=int, default=0, help=f"seed of the problems, 0 .. {MAX_SEED} (default 0)")
     gold.add_argument("--k", type=int, nargs="+", default=None, metavar="K", help="truncation lengths (default 1 2 3)")
     return p
 
@@ -161,32 +261,55 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- progress
 class _Progress:
-    """Per-claim verdict lines; a live 'running ...' line on stderr only when it is a terminal."""
+    """Per-claim verdict lines, and what is running now on stderr.
 
-    def __init__(self, total: int, stream: TextIO, quiet: bool) -> None:
+    On a terminal: a live ``\\r`` status line, redrawn every 0.5 s. Otherwise (a CI
+    log, a pipe): one line ``[k/N] running <claim> 12s`` every ``interval`` seconds
+    (default :data:`PROGRESS_INTERVAL_S`) while a claim runs, so that a log shows
+    life. ``--quiet`` prints neither.
+    """
+
+    def __init__(
+        self, total: int, stream: TextIO, quiet: bool, *, interval: float | None = None, tty: bool | None = None
+    ) -> None:
         self.total, self.stream, self.quiet = total, stream, quiet
-        self.live = sys.stderr.isatty() and not quiet
+        tty = sys.stderr.isatty() if tty is None else tty
+        self.live = tty and not quiet
+        self.periodic = not tty and not quiet
+        self.interval = PROGRESS_INTERVAL_S if interval is None else interval
         self.done = 0
         self.running: dict[str, float] = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
-        if self.live:
+        if self.live or self.periodic:
             self.thread = threading.Thread(target=self._tick, daemon=True)
             self.thread.start()
 
     def _tick(self) -> None:
-        while not self.stop.wait(0.5):
-            self._draw()
+        while not self.stop.wait(0.5 if self.live else self.interval):
+            if self.live:
+                self._draw()
+            else:
+                self._line()
+
+    def _status(self) -> str:
+        now = time.perf_counter()
+        cur = ", ".join(f"{cid} {now - t0:.0f}s" for cid, t0 in self.running.items())
+        return f"[{self.done}/{self.total}] running {cur}"
 
     def _draw(self) -> None:
         with self.lock:
             if not self.running:
                 return
-            now = time.perf_counter()
-            cur = ", ".join(f"{cid} {now - t0:.0f}s" for cid, t0 in self.running.items())
-            line = f"[{self.done}/{self.total}] running {cur}"
-            sys.stderr.write("\r\033[K" + line[:200])
+            sys.stderr.write("\r\033[K" + self._status()[:200])
+            sys.stderr.flush()
+
+    def _line(self) -> None:
+        with self.lock:
+            if not self.running or self.stop.is_set():
+                return
+            sys.stderr.write(self._status()[:400] + " ...\n")
             sys.stderr.flush()
 
     def __call__(self, event: str, claim: Claim, result: CheckResult | None) -> None:
@@ -223,9 +346,6 @@ class _Progress:
 # ------------------------------------------------------------ background PNGs
 def _renderer_init() -> None:
     """The figure process: Ctrl-C is the parent's business; yield the CPU to the checks."""
-    import os
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(os, "nice"):
         os.nice(10)
@@ -271,8 +391,14 @@ class _BackgroundPNGs:
         self.close()
         return out
 
-    def close(self) -> None:
+    def close(self, terminate: bool = False) -> None:
+        """Shut the pool down; ``terminate=True`` (on an interruption) also stops the process now and reaps it."""
+        procs = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if terminate:
+            from verify.runner import stop_processes
+
+            stop_processes(procs)
 
 
 # ----------------------------------------------------------------------- run
@@ -287,11 +413,13 @@ def _default_out(profile: str) -> Path:
 
 
 def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from verify._validate import validate_seed
     from verify.device import NO_CUDA_REASON, resolve_device
     from verify.errors import InvalidArgument
     from verify.report import (
         claim_png_jobs,
         claim_record,
+        foreign_entries,
         preflight_dir,
         preflight_file,
         rerun_command,
@@ -301,8 +429,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from verify.report.atomic import write_file_atomic
     from verify.runner import run_claims, select_claims
 
-    if args.seed < 0:
-        raise InvalidArgument("--seed", args.seed, "must be an integer >= 0")
+    validate_seed("--seed", args.seed)
     if args.workers < 1:
         raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
     # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
@@ -323,6 +450,17 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"rnn-verify: note: {reason}; CUDA claims SKIPPED, other claims run on cpu", file=sys.stderr)
     else:
         device = str(dev)
+    cpus = available_cpus()
+    workers = args.workers
+    if workers > cpus:
+        print(
+            f"rnn-verify: note: --workers {workers} capped at {cpus}, the CPUs available to this process",
+            file=sys.stderr,
+        )
+        workers = cpus
+    # a background figure process costs a torch import (a few s of CPU): worth it for long runs only
+    n_run = sum(c.id not in skip for c in claims)
+    workers = max(1, min(workers, n_run))  # never more processes than claims to run
     # every output location is checked before any compute
     out = None
     if not args.no_report:
@@ -335,8 +473,6 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     progress = _Progress(len(claims), stream, args.quiet)
     by_id = {c.id: c for c in claims}
     records_by_id: dict[str, dict[str, object]] = {}
-    # a background figure process costs a torch import (a few s of CPU): worth it for long runs only
-    n_run = sum(c.id not in skip for c in claims)
     pngs = _BackgroundPNGs() if out is not None and n_run >= _BACKGROUND_PNG_MIN_CLAIMS else None
 
     def record_of(r: CheckResult) -> dict[str, object]:
@@ -353,16 +489,18 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     try:
-        results = run_claims(claims, config, on_event, workers=args.workers, skip=skip)
+        results = run_claims(claims, config, on_event, workers=workers, skip=skip)
     except BaseException as exc:
         progress.close()
         if pngs is not None:
-            pngs.close()
-        if not isinstance(exc, KeyboardInterrupt):
+            pngs.close(terminate=True)
+        if not isinstance(exc, (KeyboardInterrupt, Terminated)):
             raise
+        what, code = _stopped(exc)
         where = f" ({out} is untouched)" if out is not None and out.exists() else ""
-        print(f"\nrnn-verify: interrupted; no report written{where}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        stopped = "; worker processes stopped" if workers > 1 or pngs is not None else ""
+        print(f"\nrnn-verify: {what}; no report written{where}{stopped}", file=sys.stderr)
+        return code
     progress.close()
     records = [records_by_id.get(r.claim_id) or record_of(r) for r in results]
     counts = {v: sum(r.verdict is v for r in results) for v in Verdict}
@@ -377,7 +515,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "device_requested": args.device,
             "device": device,
             "dtype": args.dtype,
-            "workers": args.workers,
+            "workers": workers,
             "fail_on": args.fail_on,
             "started": started,
             "wall_time": time.perf_counter() - t0,
@@ -397,12 +535,17 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 write_file_atomic(junit, render_junit(doc, args.fail_on))
             if json_file is not None:
                 write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
-    except KeyboardInterrupt:
-        print("\nrnn-verify: interrupted while writing; the previous report is intact", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except (KeyboardInterrupt, Terminated) as exc:
+        what, code = _stopped(exc)
+        print(
+            f"\nrnn-verify: {what} while writing; the report folder holds the previous report or the complete "
+            "new one, never a mix",
+            file=sys.stderr,
+        )
+        return code
     finally:
         if pngs is not None:
-            pngs.close()
+            pngs.close(terminate=True)
     if to_stdout:
         from verify.report import dumps_document
 
@@ -417,36 +560,60 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         for f in r.findings:
             print(f"  FINDING {r.claim_id}: {f}", file=stream)
     if out is not None:
+        _note_foreign(out, foreign_entries(out))
         print(f"report: {out / 'report.html'}", file=stream)
     return code
+
+
+def _note_foreign(out: Path, kept: list[str]) -> None:
+    if kept:
+        shown = ", ".join(kept[:8]) + (f" and {len(kept) - 8} more" if len(kept) > 8 else "")
+        print(
+            f"rnn-verify: note: kept {len(kept)} {'entry' if len(kept) == 1 else 'entries'} in {out} that "
+            f"rnn-verify did not write: {shown}",
+            file=sys.stderr,
+        )
 
 
 # -------------------------------------------------------------------- report
 def _cmd_report(args: argparse.Namespace) -> int:
     from verify.errors import InvalidArgument
-    from verify.report import load_document, preflight_dir, preflight_file, write_report
+    from verify.report import (
+        MARKER,
+        foreign_entries,
+        is_report_folder,
+        parse_document,
+        preflight_dir,
+        preflight_file,
+        write_report,
+    )
 
     src = Path(args.results)
-    doc = load_document(src)
+    parsed = parse_document(src)  # every field validated before anything is written
     if args.out:
         out = Path(args.out)
-    elif src.is_dir():
-        out = src
-    elif src.name == "results.json":
-        out = src.parent
     else:
-        raise InvalidArgument("--out", None, f"{src} is not a report folder's results.json; say where with --out DIR")
+        out = src if src.is_dir() else src.parent
+        if not is_report_folder(out):
+            raise InvalidArgument(
+                "RESULTS",
+                str(src),
+                f"its folder {out.absolute()} is not an rnn-verify report folder (it has no {MARKER} marker), so "
+                "the report is not written there; say where with --out DIR (a new or empty folder, or a report "
+                "folder)",
+            )
     out = preflight_dir(out, "--out")
     junit = preflight_file(args.junit, "--junit") if args.junit else None
-    fail_on = args.fail_on or str(doc["run"].get("fail_on", "fail"))
+    fail_on = args.fail_on or str(parsed.run.get("fail_on", "fail"))
     if fail_on not in ("fail", "inconclusive"):
         fail_on = "fail"
-    write_report(out, doc, fail_on=fail_on, junit=junit)
-    s = doc["summary"]
+    write_report(out, parsed.document, fail_on=fail_on, junit=junit)
+    s = parsed.summary
     print(
-        f"re-rendered {len(doc['claims'])} claims ({s.get('PASS', 0)} PASS, {s.get('FAIL', 0)} FAIL, "
-        f"{s.get('INCONCLUSIVE', 0)} INCONCLUSIVE, {s.get('SKIPPED', 0)} SKIPPED) into {out}"
+        f"re-rendered {s.total} claims ({s.PASS} PASS, {s.FAIL} FAIL, "
+        f"{s.INCONCLUSIVE} INCONCLUSIVE, {s.SKIPPED} SKIPPED) into {out}"
     )
+    _note_foreign(out, foreign_entries(out))
     return EXIT_OK
 
 
@@ -465,6 +632,20 @@ def _cmd_golden(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv``; returns the exit code (see the module docstring).
+
+    SIGTERM and SIGHUP are handled like Ctrl-C while it runs (exit 143 / 129).
+    """
+    with _stop_signals():
+        try:
+            return _main(argv)
+        except (KeyboardInterrupt, Terminated) as exc:
+            what, code = _stopped(exc)
+            print(f"\nrnn-verify: {what}", file=sys.stderr)
+            return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     try:
@@ -485,9 +666,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # e.g. the disk filled up while writing; what was there before is intact
         print(f"rnn-verify: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("\nrnn-verify: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

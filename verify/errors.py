@@ -5,6 +5,10 @@ a caller can catch the toolkit's errors without catching programming mistakes.
 
 * :class:`InvalidArgument` -- bad input: it names the argument and the offending
   value (NaN/inf, wrong shape, unsupported dtype, sizes that would exhaust memory).
+
+  * :class:`InvalidFile` -- a file read from disk is malformed: it names the file,
+    the field (``claims[3].wall_time``), the value and the expected type
+    (:mod:`verify.schema`).
 * :class:`AssumptionViolated` -- a theorem's premise does not hold for the instance
   (e.g. a truncation bound asked for a non-contractive system). Checks turn it into
   a SKIPPED/INCONCLUSIVE verdict that names the premise; it is never a PASS.
@@ -12,7 +16,7 @@ a caller can catch the toolkit's errors without catching programming mistakes.
 
 from __future__ import annotations
 
-__all__ = ["AssumptionViolated", "InvalidArgument", "VerifyError"]
+__all__ = ["AssumptionViolated", "InvalidArgument", "InvalidFile", "VerifyError"]
 
 
 class VerifyError(Exception):
@@ -59,3 +63,26 @@ class AssumptionViolated(VerifyError):
 def _short(value: object, limit: int = 120) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class InvalidFile(InvalidArgument):
+    """A file read from disk is malformed: names the file, the field, the value found and what was expected.
+
+    ``field`` is a path into the file's structure such as ``claims[3].wall_time`` or
+    ``cases[0].arrays.theta`` (empty when the file as a whole is wrong, e.g. not JSON).
+    It is an :class:`InvalidArgument` (the CLI exits 2 on it).
+    """
+
+    def __init__(self, file: str, field: str, value: object, expected: str) -> None:
+        super().__init__(f"{file}: {field}" if field else file, value, expected)
+        self.file = file
+        self.field = field
+        self.expected = expected
+        if field:
+            msg = f"{file}: field {field} = {_short(value, 80)}: expected {expected}"
+        else:
+            msg = f"{file}: {expected}"
+        self.args = (msg,)
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -57,10 +57,14 @@ apply to); :func:`check_golden` recomputes them the same way. Providers are
 recorded per quantity in the header, so a file written with a provider that is
 not installed fails its check by name instead of being skipped.
 
-:func:`check_golden` verifies a file twice: **integrity** (each array's SHA-256
-equals the header's) and **recomputation** (each quantity recomputed from the
-stored θ, inputs, targets and :math:`s_0` agrees within ``check_rtol`` relative to
-its largest entry). A tampered array fails naming ``<case>__<quantity>``.
+:func:`check_golden` takes either file of the pair and reads both: each is
+validated field by field (:mod:`verify.schema`; a missing, corrupt or mismatched
+file is an error naming the file and the field, exit 2 in the CLI), and the
+sidecar ``.json`` must equal the header inside the ``.npz``. It then verifies the
+arrays twice: **integrity** (each array's SHA-256 equals the header's) and
+**recomputation** (each quantity recomputed from the stored θ, inputs, targets and
+:math:`s_0` agrees within ``check_rtol`` relative to its largest entry). A
+tampered array fails naming ``<case>__<quantity>`` (exit 1).
 """
 
 from __future__ import annotations
@@ -69,7 +73,6 @@ import hashlib
 import importlib
 import io
 import json
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +81,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from verify._validate import SEED_MULTIPLIER, require_memory, validate_seed
 from verify.cells import InfluenceBalancingCell
-from verify.errors import InvalidArgument
+from verify.errors import InvalidArgument, InvalidFile
 from verify.losses import LinearReadout, SelectReadout, SoftmaxCrossEntropy, SquaredError
 from verify.problem import Problem
 from verify.reference import (
@@ -89,6 +93,17 @@ from verify.reference import (
     tbptt_gradient,
     truncated_model_gradient,
     truncated_model_states,
+)
+from verify.schema import (
+    MAX_K,
+    MAX_KS,
+    GoldenCase,
+    GoldenHeader,
+    first_difference,
+    load_json_file,
+    load_npz,
+    parse_golden_header,
+    parse_json_bytes,
 )
 from verify.strategies import influence_balancing_problem, make_cell, random_problem
 
@@ -103,6 +118,8 @@ __all__ = [
     "compute_quantities",
     "export_golden",
     "golden_cases",
+    "golden_pair",
+    "load_golden",
 ]
 
 FORMAT = "rnn-verify.golden"
@@ -155,7 +172,8 @@ def _spec_of(problem: Problem, kind: str) -> dict[str, Any]:
 
 def golden_cases(seed: int = 0) -> list[tuple[str, Problem, torch.Tensor, dict[str, Any]]]:
     """The exported problems: every cell kind, both losses, one batched case, influence balancing."""
-    gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + 7)
+    validate_seed("seed", seed)
+    gen = torch.Generator().manual_seed(seed * SEED_MULTIPLIER + 7)
     plan = (
         ("elman_tanh", "elman-tanh", "squared-error", ()),
         ("elman_relu", "elman-relu", "cross-entropy", ()),
@@ -336,17 +354,36 @@ def _sha(a: np.ndarray) -> str:
 
 # -------------------------------------------------------------------- export
 def export_golden(path: Path | str, *, seed: int = 0, ks: Sequence[int] = DEFAULT_KS) -> Path:
-    """Write ``path`` (.npz) and ``path.with_suffix('.json')`` (the header) atomically."""
+    """Write ``path`` (.npz) and ``path.with_suffix('.json')`` (the header) atomically.
+
+    ``seed`` must pass :func:`verify._validate.validate_seed`; ``ks`` holds 1 to
+    ``MAX_KS`` integers in [1, ``MAX_K``]. The ``.json`` beside ``path`` is replaced
+    only if it is a golden header already (a user's file of that name is refused).
+    """
     from verify.report.atomic import preflight_file, write_file_atomic
 
     path = Path(path)
     if path.suffix != ".npz":
         raise InvalidArgument("--out", str(path), "a golden file name must end in .npz")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InvalidArgument("--seed", seed, "must be an integer >= 0")
-    if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
-        raise InvalidArgument("--k", list(ks), "truncation lengths must be integers >= 1")
+    validate_seed("--seed", seed)
+    if (
+        not ks
+        or len(ks) > MAX_KS
+        or any(isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K for k in ks)
+    ):
+        raise InvalidArgument("--k", list(ks), f"give 1 to {MAX_KS} truncation lengths, integers in [1, {MAX_K}]")
     path = preflight_file(path, "--out")
+    side = path.with_suffix(".json")
+    if side.exists() or side.is_symlink():  # written beside FILE.npz without being named: only over a golden header
+        try:
+            parse_golden_header(load_json_file(side), str(side), INPUT_ARRAYS)
+        except InvalidArgument:
+            raise InvalidArgument(
+                "--out",
+                str(path),
+                f"{side.name} beside it exists and is not a golden header; refusing to overwrite it "
+                "(choose another file name)",
+            ) from None
     arrays: dict[str, np.ndarray] = {}
     cases = []
     for name, problem, theta, spec in golden_cases(seed):
@@ -423,61 +460,110 @@ class GoldenCheck:
         return "\n".join(out)
 
 
-def _load(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    if not path.is_file():
-        raise InvalidArgument("golden file", str(path), "no such file")
-    try:  # read the bytes first: np.load leaks its file handle when a damaged file makes it raise
-        with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise InvalidArgument("golden file", str(path), f"is not a readable .npz ({exc})") from None
-    if HEADER_KEY not in arrays:
-        raise InvalidArgument("golden file", str(path), f"has no {HEADER_KEY} array (not an rnn-verify golden file)")
-    try:
-        header = json.loads(arrays.pop(HEADER_KEY).tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidArgument("golden file", str(path), f"its header is not valid JSON ({exc})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise InvalidArgument("golden file", str(path), f"header format must be {FORMAT!r}")
-    if header.get("format_version") != FORMAT_VERSION:
-        raise InvalidArgument(
-            "golden file",
-            str(path),
-            f"format_version {header.get('format_version')!r}; this rnn-verify reads {FORMAT_VERSION}",
+def golden_pair(path: Path | str) -> tuple[Path, Path]:
+    """The (.npz, .json) pair of a golden file named by either of its files."""
+    p = Path(path)
+    if p.suffix not in (".npz", ".json"):
+        raise InvalidArgument("golden file", str(p), "must be the .npz or the .json of a golden pair")
+    return p.with_suffix(".npz"), p.with_suffix(".json")
+
+
+def load_golden(path: Path | str) -> tuple[GoldenHeader, dict[str, np.ndarray]]:
+    """Read and validate both files of a golden pair; either may be named. Raises InvalidFile/InvalidArgument.
+
+    Both must exist and parse (:func:`verify.schema.parse_golden_header`,
+    :func:`verify.schema.load_npz`), and the sidecar ``.json`` must equal the header
+    stored inside the ``.npz``; every case's input arrays must be float64 with the
+    shapes its header entry states.
+    """
+    npz, js = golden_pair(path)
+    for f in (npz, js):
+        if not f.is_file():
+            other = js if f == npz else npz
+            raise InvalidArgument(
+                "golden file",
+                str(f),
+                f"no such file; a golden pair is {npz.name} + {js.name} and both are checked"
+                f" ({other.name} {'is there' if other.is_file() else 'is missing too'})",
+            )
+    arrays = load_npz(npz)
+    raw = arrays.pop(HEADER_KEY, None)
+    if raw is None:
+        raise InvalidFile(str(npz), HEADER_KEY, "<missing>", "the golden header array (not an rnn-verify golden file)")
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise InvalidFile(str(npz), HEADER_KEY, f"{raw.dtype} array of shape {raw.shape}", "1-D uint8 (UTF-8 JSON)")
+    inner_name = f"{npz} ({HEADER_KEY})"
+    inner = parse_json_bytes(raw.tobytes(), inner_name)
+    header = parse_golden_header(inner, inner_name, INPUT_ARRAYS)
+    side = load_json_file(js)
+    parse_golden_header(side, str(js), INPUT_ARRAYS)
+    diff = first_difference(side, inner)
+    if diff is not None:
+        raise InvalidFile(
+            str(js), diff, "(differs)", f"the same header as inside {npz.name} (the pair does not belong together)"
         )
-    if not isinstance(header.get("cases"), list) or not header["cases"]:
-        raise InvalidArgument("golden file", str(path), "header lists no cases")
+    for i, case in enumerate(header.cases):
+        for q, entry in case.arrays.items():
+            key = f"{case.name}{SEP}{q}"
+            if key not in arrays:
+                raise InvalidFile(str(npz), key, "<missing>", f"the array that cases[{i}].arrays.{q} lists")
+            a = arrays[key]
+            if a.dtype != np.float64:
+                raise InvalidFile(str(npz), key, f"dtype {a.dtype}", "a float64 array")
+            if q in INPUT_ARRAYS and tuple(a.shape) != entry.shape:
+                raise InvalidFile(
+                    str(npz), key, f"shape {tuple(a.shape)}", f"shape {entry.shape} as cases[{i}].arrays.{q}.shape says"
+                )
     return header, arrays
 
 
+def _rebuild(case: GoldenCase, index: int, stored: Mapping[str, np.ndarray], file: str) -> tuple[Problem, torch.Tensor]:
+    """The case's problem and θ; refuses sizes whose references would not fit in memory."""
+    theta, inputs, s0 = stored["theta"], stored["inputs"], stored["s0"]
+    steps = int(inputs.shape[0]) if inputs.ndim else 1
+    n = int(s0.shape[-1]) if s0.ndim else 1
+    batch = int(np.prod(s0.shape[:-1])) if s0.ndim > 1 else 1
+    elements = steps * batch * n * int(theta.size)  # the influence matrices, the largest quantity
+    require_memory(f"{file}: cases[{index}]", 8 * 4 * elements, f"golden case {case.name!r}")
+    try:
+        return build_problem(case.problem, stored)
+    except InvalidArgument as exc:
+        raise InvalidFile(file, f"cases[{index}]", case.name, f"a problem that can be rebuilt ({exc})") from None
+    except (RuntimeError, ValueError, TypeError, IndexError, OverflowError) as exc:
+        raise InvalidFile(
+            file, f"cases[{index}]", case.name, f"a problem that can be rebuilt ({type(exc).__name__}: {exc})"
+        ) from None
+
+
 def check_golden(path: Path | str, rtol: float | None = None) -> GoldenCheck:
-    """Re-verify a golden file (integrity and recomputation); structural damage raises InvalidArgument."""
-    p = Path(path)
-    if p.suffix == ".json":
-        p = p.with_suffix(".npz")
-    header, arrays = _load(p)
-    tol = float(rtol if rtol is not None else header.get("check_rtol", CHECK_RTOL))
-    ks = [int(k) for k in header.get("ks", DEFAULT_KS)]
+    """Re-verify a golden pair (integrity and recomputation); name either its .npz or its .json.
+
+    Both files are read and validated first (:func:`load_golden`): a missing,
+    corrupt or mismatched file raises :class:`~verify.errors.InvalidArgument` (the CLI
+    exits 2). Then each array is checked against its SHA-256 and each quantity
+    recomputed; a difference is a FAIL line naming ``<case>__<quantity>`` (exit 1).
+    """
+    header, arrays = load_golden(path)
+    p, _ = golden_pair(path)
+    tol = float(rtol if rtol is not None else header.check_rtol)
+    ks = list(header.ks)
     report = GoldenCheck(str(p))
-    for case in header["cases"]:
-        try:
-            name, entries = str(case["name"]), dict(case["arrays"])
-        except (KeyError, TypeError):
-            raise InvalidArgument("golden file", str(p), "a case in the header has no 'name'/'arrays'") from None
-        missing = [q for q in entries if f"{name}{SEP}{q}" not in arrays]
-        if missing:
-            raise InvalidArgument(
-                "golden file", str(p), f"case {name}: arrays {missing} listed in the header are missing"
-            )
+    for index, case in enumerate(header.cases):
+        name, entries = case.name, case.arrays
         stored = {q: arrays[f"{name}{SEP}{q}"] for q in entries}
-        for q, a in stored.items():
-            if a.dtype != np.float64:
-                raise InvalidArgument("golden file", str(p), f"{name}{SEP}{q} has dtype {a.dtype}, expected float64")
-        integrity = {q: _sha(a) == entries[q].get("sha256") for q, a in stored.items()}
-        problem, theta = build_problem(case.get("problem", {}), stored)
-        providers = {str(e.get("provider")) for q, e in entries.items() if q not in INPUT_ARRAYS}
+        integrity = {q: _sha(a) == entries[q].sha256 for q, a in stored.items()}
+        problem, theta = _rebuild(case, index, stored, str(p))
+        providers = {str(e.provider) for q, e in entries.items() if q not in INPUT_ARRAYS}
         available = _providers()
-        fresh = compute_quantities(problem, theta, ks, only=[pv for pv in providers if pv in available])
+        try:
+            fresh = compute_quantities(problem, theta, ks, only=[pv for pv in providers if pv in available])
+        except (RuntimeError, ValueError, TypeError, IndexError, OverflowError) as exc:
+            raise InvalidFile(
+                str(p),
+                f"cases[{index}]",
+                name,
+                f"a case whose quantities can be recomputed ({type(exc).__name__}: {exc})",
+            ) from None
         for q in entries:
             key = f"{name}{SEP}{q}"
             msgs = []
@@ -486,12 +572,14 @@ def check_golden(path: Path | str, rtol: float | None = None) -> GoldenCheck:
             if q in INPUT_ARRAYS:
                 report.lines.append((key, not msgs, "; ".join(msgs) or "input intact"))
                 continue
-            prov = str(entries[q].get("provider"))
+            prov = str(entries[q].provider)
             if q not in fresh:
                 why = f"provider {prov!r} is not available here" if prov not in available else "no longer computed"
                 report.lines.append((key, False, f"cannot recompute: {why}"))
                 continue
             a, b = stored[q], fresh[q][0]
+            if tuple(a.shape) != entries[q].shape:
+                msgs.append(f"shape {a.shape} differs from the header's {entries[q].shape}")
             if a.shape != b.shape:
                 msgs.append(f"shape {a.shape} != recomputed {b.shape}")
             else:

@@ -8,7 +8,7 @@ Options
 -------
 ``--rnn-verify-profile {ci,full}``  sizes of the fixtures and of catalog claims
     (ini: ``rnn_verify_profile``; default ``ci``).
-``--rnn-verify-seed N``             base seed of the fixtures and claims (default 0).
+``--rnn-verify-seed N``             base seed of the fixtures and claims, 0 .. 18446688733642 (default 0).
 ``--rnn-verify-claims PATTERN``     also run catalog claims (ids or globs, repeatable)
     as test items: PASS passes, FAIL fails, SKIPPED skips, INCONCLUSIVE fails.
 ``--rnn-verify-mutant NAME``        substitute the mutant ``NAME`` of the mutant catalog
@@ -284,8 +284,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if profile not in ("ci", "full"):
         raise pytest.UsageError(f"rnn_verify_profile must be 'ci' or 'full', not {profile!r}")
     seed = int(config.getoption("--rnn-verify-seed"))
-    if seed < 0:
-        raise pytest.UsageError("--rnn-verify-seed must be >= 0")
+    try:
+        from verify._validate import validate_seed
+
+        validate_seed("--rnn-verify-seed", seed)
+    except ValueError as exc:  # InvalidArgument: names the option and the accepted range
+        raise pytest.UsageError(str(exc)) from None
     mutant = None
     name = config.getoption("--rnn-verify-mutant")
     if name:

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from verify._validate import SEED_MULTIPLIER, validate_seed
 from verify.errors import InvalidArgument
 
 __all__ = ["CheckResult", "Control", "RunConfig", "Verdict", "to_jsonable"]
@@ -55,8 +56,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
             raise InvalidArgument("profile", self.profile, f"must be one of {PROFILES}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise InvalidArgument("seed", self.seed, "must be an integer >= 0")
+        validate_seed("seed", self.seed)
         if self.dtype not in ("float64", "float32"):
             raise InvalidArgument("dtype", self.dtype, "must be 'float64' or 'float32'")
 
@@ -68,8 +68,15 @@ class RunConfig:
         return dict(self.options).get(key, default)
 
     def generator(self, salt: int = 0) -> torch.Generator:
-        """A CPU generator seeded from (seed, salt): every draw in a check takes one."""
-        return torch.Generator().manual_seed(self.seed * 1_000_003 + salt)
+        """A CPU generator seeded from (seed, salt): every draw in a check takes one.
+
+        The seed is ``seed * SEED_MULTIPLIER + salt`` with ``0 <= salt < SEED_MULTIPLIER``, so
+        distinct (seed, salt) pairs never share a stream and every valid seed
+        (:func:`verify._validate.validate_seed`) fits ``manual_seed``'s 64 bits.
+        """
+        if isinstance(salt, bool) or not isinstance(salt, int) or not 0 <= salt < SEED_MULTIPLIER:
+            raise InvalidArgument("salt", salt, f"must be an integer in [0, {SEED_MULTIPLIER})")
+        return torch.Generator().manual_seed(self.seed * SEED_MULTIPLIER + salt)
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -6,13 +6,17 @@ check is a FAIL naming the exception -- a crashed check must not let a CI gate t
 
 :func:`run_claims` runs claims in this process or, with ``workers > 1``, in that
 many worker processes (``spawn``; each gets ``cpu_count // workers`` torch
-threads). Results always come back in catalog order. ``skip`` turns chosen claims
+threads; never more processes than CPUs available or claims to run). Results
+always come back in catalog order. When the run is stopped (Ctrl-C, or SIGTERM/SIGHUP
+turned into an exception by the CLI) the worker processes are terminated and
+reaped before the exception goes on (:func:`stop_processes`), so none outlives it. ``skip`` turns chosen claims
 into SKIPPED results with a reason without running them (e.g. the ``device``
 claims when CUDA was asked for and is absent).
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import fnmatch
 import os
@@ -20,13 +24,14 @@ import signal
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from theory.catalog import Claim, all_claims
 from verify.checks import registry
 from verify.errors import AssumptionViolated, InvalidArgument
 from verify.results import CheckResult, RunConfig, Verdict
 
-__all__ = ["run_check", "run_claims", "select_claims"]
+__all__ = ["run_check", "run_claims", "select_claims", "stop_processes"]
 
 Progress = Callable[[str, Claim, CheckResult | None], None]
 
@@ -130,8 +135,9 @@ def run_claims(
     """Run ``claims``, calling ``progress("start"|"done", claim, result)``; results in catalog order.
 
     ``config`` is one :class:`RunConfig` for every claim or a mapping claim id ->
-    config. ``workers > 1`` runs checks in that many processes. ``skip`` maps claim
-    ids to the reason they are reported SKIPPED without running.
+    config. ``workers > 1`` runs checks in up to that many processes (capped at the
+    CPUs available and at the number of claims to run). ``skip`` maps claim ids to
+    the reason they are reported SKIPPED without running.
     """
     skip = dict(skip or {})
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -156,8 +162,36 @@ def run_claims(
         if progress:
             progress("done", claim, res)
     if parallel:
-        _run_parallel(todo, cfg, progress, min(workers, len(todo)), results)
+        _run_parallel(todo, cfg, progress, min(workers, len(todo), _cpus()), results)
     return [results[c.id] for c in claims]
+
+
+def _cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except OSError:  # pragma: no cover
+            pass
+    return max(1, os.cpu_count() or 1)
+
+
+def stop_processes(procs: Sequence[Any], timeout: float = 5.0) -> None:
+    """Terminate (SIGTERM) the given ``multiprocessing`` processes, then reap them; SIGKILL any still alive.
+
+    Used when a run is stopped: a worker or figure process must not outlive the
+    command (it would go on computing as an orphan).
+    """
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            if proc.is_alive():
+                proc.terminate()
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(1.0)
 
 
 def _run_parallel(
@@ -203,9 +237,8 @@ def _run_parallel(
                 if progress:
                     progress("done", claim, res)
     except BaseException:
-        procs = getattr(pool, "_processes", None) or {}
-        for proc in list(procs.values()):
-            proc.terminate()
+        procs = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
+        stop_processes(procs)
         raise
     pool.shutdown(wait=True)

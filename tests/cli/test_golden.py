@@ -23,6 +23,7 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _rewrite(src: Path, dst: Path, edit: dict[str, np.ndarray], header: dict[str, object] | None = None) -> None:
+    """Write dst.npz with ``edit`` applied (and ``header`` inside), plus its matching dst.json sidecar."""
     with np.load(src) as z:
         arrays = {k: z[k] for k in z.files}
     arrays.update(edit)
@@ -31,6 +32,10 @@ def _rewrite(src: Path, dst: Path, edit: dict[str, np.ndarray], header: dict[str
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     dst.write_bytes(buf.getvalue())
+    if HEADER_KEY in arrays:
+        dst.with_suffix(".json").write_bytes(arrays[HEADER_KEY].tobytes())
+    else:
+        dst.with_suffix(".json").write_bytes(src.with_suffix(".json").read_bytes())
 
 
 def test_round_trip_checks(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,6 +105,7 @@ def test_corrupt_golden_file_exit_2(
     golden: Path, tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "bad.npz"
+    bad.with_suffix(".json").write_bytes(golden.with_suffix(".json").read_bytes())
     if damage == "truncate":
         bad.write_bytes(golden.read_bytes()[:1000])
     elif damage == "no-header":
@@ -116,7 +122,7 @@ def test_corrupt_golden_file_exit_2(
     before = bad.read_bytes()
     assert main(["golden", "--check", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "golden file" in err
+    assert str(bad) in err and ("golden" in err or HEADER_KEY in err) and "Traceback" not in err
     assert bad.read_bytes() == before  # checking never writes
 
 
@@ -170,3 +176,94 @@ def test_published_golden_file_verifies() -> None:
     path = Path(__file__).resolve().parents[2] / "reports" / "golden" / "golden.npz"
     report = check_golden(path)
     assert report.ok, report.format()
+
+
+# ---------------------------------------------------------------- issue 12, case 4
+def test_check_accepts_either_file_of_the_pair(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["golden", "--check", str(golden.with_suffix(".json"))]) == 0
+    assert capsys.readouterr().out.strip().endswith("OK")
+
+
+def _pair(golden: Path, tmp_path: Path) -> Path:
+    bad = tmp_path / "g.npz"
+    bad.write_bytes(golden.read_bytes())
+    bad.with_suffix(".json").write_bytes(golden.with_suffix(".json").read_bytes())
+    return bad
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda h: h.update(check_rtol="1e-9"), "check_rtol"),
+        (lambda h: h.update(ks=["1", "3"]), "ks[0]"),
+        (lambda h: h["cases"][2]["arrays"].pop("theta"), "cases[2].arrays.theta"),
+        (lambda h: h["cases"][0]["problem"]["cell"].update(n="3"), "cases[0].problem.cell.n"),
+    ],
+)
+@pytest.mark.parametrize("where", ["json", "npz", "both"])
+def test_header_of_wrong_types_exit_2_naming_file_and_field(
+    golden: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: object, field: str, where: str
+) -> None:
+    bad = _pair(golden, tmp_path)
+    header = json.loads(golden.with_suffix(".json").read_text())
+    edit(header)  # type: ignore[operator]
+    if where in ("npz", "both"):
+        _rewrite(golden, bad, {}, header)
+    if where in ("json", "both"):
+        bad.with_suffix(".json").write_text(json.dumps(header))
+    for named in (bad, bad.with_suffix(".json")):
+        capsys.readouterr()
+        assert main(["golden", "--check", str(named)]) == 2
+        err = capsys.readouterr().err
+        assert f"field {field} = " in err and "expected" in err and "Traceback" not in err
+        assert str(bad.with_suffix(".json")) in err or str(bad) in err
+
+
+def test_corrupted_json_of_the_pair_is_never_ignored(
+    golden: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12: a corrupted golden.json passed to --check used to be ignored (OK, exit 0)."""
+    bad = _pair(golden, tmp_path)
+    side = bad.with_suffix(".json")
+    side.write_text(side.read_text()[:500])
+    for named in (side, bad):
+        assert main(["golden", "--check", str(named)]) == 2
+        err = capsys.readouterr().err
+        assert str(side) in err and "not valid JSON" in err
+    header = json.loads(golden.with_suffix(".json").read_text())
+    header["seed"] = 1  # valid, but not the header inside the .npz
+    side.write_text(json.dumps(header))
+    assert main(["golden", "--check", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "field seed" in err and "same header as inside g.npz" in err
+    side.unlink()
+    assert main(["golden", "--check", str(bad)]) == 2
+    assert "g.json" in capsys.readouterr().err
+    bad.unlink()
+    assert main(["golden", "--check", str(side)]) == 2
+
+
+def test_random_bytes_are_not_a_golden_npz(golden: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = _pair(golden, tmp_path)
+    bad.write_bytes(np.random.default_rng(1).bytes(10_000))
+    assert main(["golden", "--check", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not a golden .npz" in err and "pickle" not in err
+
+
+def test_golden_seed_out_of_range_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from verify._validate import MAX_SEED
+
+    out = tmp_path / "g.npz"
+    assert main(["golden", "--out", str(out), "--seed", str(2**70)]) == 2
+    err = capsys.readouterr().err
+    assert "--seed" in err and str(MAX_SEED) in err and "Traceback" not in err
+    assert main(["golden", "--out", str(out), "--k", "100000000"]) == 2
+    assert not out.exists() and not out.with_suffix(".json").exists()
+
+
+def test_export_never_overwrites_a_json_that_is_not_a_golden_header(tmp_path: Path) -> None:
+    mine = tmp_path / "data.json"
+    mine.write_text('{"my": "data"}')
+    assert main(["golden", "--out", str(tmp_path / "data.npz")]) == 2
+    assert mine.read_text() == '{"my": "data"}' and not (tmp_path / "data.npz").exists()

@@ -16,7 +16,7 @@ from theory.catalog import all_claims
 from verify.cli import main
 from verify.errors import InvalidArgument
 from verify.report import claim_record, load_document, run_document, validate_document, write_report
-from verify.report.atomic import preflight_dir, write_dir_atomic
+from verify.report.atomic import MARKER, preflight_dir, write_dir_atomic
 from verify.report.render import render_junit
 from verify.results import CheckResult, Control, Verdict
 
@@ -183,7 +183,9 @@ def test_record_carries_check_fields_and_control_verdicts() -> None:
 def test_write_report_is_atomic_and_refuses_foreign_folders(tmp_path: Path) -> None:
     doc = run_document([_record("x.a", Verdict.PASS)], {"profile": "ci"})
     out = write_report(tmp_path / "r", doc)
-    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "report.md", "results.json"]
+    names = ["junit.xml", "report.html", "report.md", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, *names]
+    assert json.loads((out / MARKER).read_text())["files"] == names  # the manifest of what it wrote
     before = (out / "results.json").read_bytes()
     with pytest.raises(InvalidArgument, match="inside"):
         write_dir_atomic(out, {"results.json": b"{}", "../escape.txt": b"x"})

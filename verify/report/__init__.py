@@ -4,11 +4,14 @@
 * :mod:`verify.report.figures` -- the figure convention (how a check emits figures)
   and its matplotlib renderer;
 * :mod:`verify.report.render` -- markdown, self-contained HTML and JUnit XML;
-* :mod:`verify.report.atomic` -- atomic writes (a report is complete or absent).
+* :mod:`verify.report.atomic` -- report folders: the marker and its manifest, atomic
+  replacement of only what rnn-verify wrote (see there for the rules).
 
-:func:`write_report` renders a document into a folder atomically::
+:func:`write_report` validates a document, renders it and writes it into a folder
+that is new, empty or an earlier report (one carrying the marker)::
 
     out/
+      .rnn-verify-report  the marker: tool, version and the manifest of the files below
       results.json     the document (every figure's data included)
       report.md        summary + one section per claim, links figures/*.png
       report.html      the same, self-contained (PNG figures embedded as base64)
@@ -23,12 +26,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from verify.report.atomic import preflight_dir, preflight_file, write_dir_atomic, write_file_atomic
+from verify.report.atomic import (
+    MARKER,
+    foreign_entries,
+    is_report_folder,
+    preflight_dir,
+    preflight_file,
+    write_dir_atomic,
+    write_file_atomic,
+)
 from verify.report.document import (
     SCHEMA,
     SCHEMA_VERSION,
     claim_record,
     load_document,
+    parse_document,
     rerun_command,
     run_document,
     validate_document,
@@ -37,12 +49,16 @@ from verify.report.figures import render_png
 from verify.report.render import figure_key, render_html, render_junit, render_markdown
 
 __all__ = [
+    "MARKER",
     "SCHEMA",
     "SCHEMA_VERSION",
     "claim_png_jobs",
     "claim_record",
     "dumps_document",
+    "foreign_entries",
+    "is_report_folder",
     "load_document",
+    "parse_document",
     "png_jobs",
     "preflight_dir",
     "preflight_file",
@@ -89,8 +105,8 @@ def render_pngs(doc: Mapping[str, Any], done: Mapping[str, bytes] | None = None)
 def render_files(
     doc: Mapping[str, Any], fail_on: str = "fail", pngs_done: Mapping[str, bytes] | None = None
 ) -> dict[str, bytes]:
-    """All files of a report folder (relative path -> bytes)."""
-    validate_document(dict(doc))
+    """All files of a report folder (relative path -> bytes); ``doc`` is validated first."""
+    doc = validate_document(dict(doc))
     pngs = render_pngs(doc, pngs_done)
     files: dict[str, bytes] = {
         "results.json": dumps_document(doc).encode("utf-8"),
@@ -111,7 +127,11 @@ def write_report(
     json_path: Path | str | None = None,
     pngs_done: Mapping[str, bytes] | None = None,
 ) -> Path:
-    """Render ``doc`` and write the report folder ``out`` atomically (plus optional extra copies)."""
+    """Validate and render ``doc``, then write the report folder ``out`` (plus optional extra copies).
+
+    Nothing is written unless ``doc`` validates and ``out`` is acceptable
+    (:func:`verify.report.atomic.preflight_dir`); see :func:`verify.report.atomic.write_dir_atomic`.
+    """
     files = render_files(doc, fail_on, pngs_done)
     path = write_dir_atomic(out, files)
     if junit is not None:

@@ -31,7 +31,6 @@ figure drawn for the claim, with its data; see :mod:`verify.report.figures`),
 
 from __future__ import annotations
 
-import json
 import platform
 import shlex
 from collections.abc import Mapping, Sequence
@@ -41,15 +40,16 @@ from typing import Any
 import torch
 
 from theory.catalog import Claim
-from verify.errors import InvalidArgument
 from verify.report.figures import claim_figures, controls_table, normalize_figure
 from verify.results import CheckResult, Verdict, to_jsonable
+from verify.schema import ResultsDocument, load_json_file, parse_results
 
 __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "claim_record",
     "load_document",
+    "parse_document",
     "rerun_command",
     "run_document",
     "summary_counts",
@@ -59,7 +59,6 @@ __all__ = [
 SCHEMA = "rnn-verify.results"
 SCHEMA_VERSION = 1
 VERDICTS = tuple(v.value for v in Verdict)
-_REQUIRED = ("id", "verdict", "summary")
 
 
 def tool_version() -> str:
@@ -170,66 +169,27 @@ def run_document(records: Sequence[Mapping[str, Any]], run: Mapping[str, Any]) -
 
 
 def validate_document(doc: Any, origin: str = "results.json") -> dict[str, Any]:
-    """Check that ``doc`` is a results document this version can render; raises InvalidArgument."""
-    if not isinstance(doc, dict):
-        raise InvalidArgument(origin, type(doc).__name__, "is not a JSON object (not an rnn-verify results.json)")
-    if doc.get("schema") != SCHEMA:
-        raise InvalidArgument(origin, doc.get("schema"), f"schema must be {SCHEMA!r} (not an rnn-verify results.json)")
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise InvalidArgument(
-            origin,
-            f"schema_version {doc.get('schema_version')!r}",
-            f"this rnn-verify reads schema_version {SCHEMA_VERSION}; re-run the claims to get a matching file",
-        )
-    if not isinstance(doc.get("run"), dict):
-        raise InvalidArgument(origin, "run", "missing the 'run' metadata object")
-    claims = doc.get("claims")
-    if not isinstance(claims, list):
-        raise InvalidArgument(origin, "claims", "missing the 'claims' list")
-    seen: set[str] = set()
-    for i, rec in enumerate(claims):
-        if not isinstance(rec, dict):
-            raise InvalidArgument(f"{origin}: claims[{i}]", type(rec).__name__, "must be an object")
-        missing = [k for k in _REQUIRED if k not in rec]
-        if missing:
-            raise InvalidArgument(f"{origin}: claims[{i}]", rec.get("id"), f"missing fields {missing}")
-        if rec["verdict"] not in VERDICTS:
-            raise InvalidArgument(f"{origin}: claims[{i}].verdict", rec["verdict"], f"must be one of {VERDICTS}")
-        if rec["id"] in seen:
-            raise InvalidArgument(f"{origin}: claims[{i}].id", rec["id"], "duplicate claim id")
-        seen.add(str(rec["id"]))
-        figs = rec.get("figures", [])
-        if not isinstance(figs, list):
-            raise InvalidArgument(f"{origin}: claims[{i}].figures", type(figs).__name__, "must be a list")
-        for j, f in enumerate(figs):
-            try:
-                normalize_figure(f)
-            except InvalidArgument as exc:
-                raise InvalidArgument(f"{origin}: claims[{i}].figures[{j}]", rec["id"], str(exc)) from None
-    for j, f in enumerate(doc.get("figures", []) or []):
-        try:
-            normalize_figure(f)
-        except InvalidArgument as exc:
-            raise InvalidArgument(f"{origin}: figures[{j}]", "run-level figure", str(exc)) from None
-    stated = doc.get("summary")
-    if isinstance(stated, dict) and stated != summary_counts(claims):
-        raise InvalidArgument(origin, "summary", "the verdict counts do not match the claim records (edited file?)")
-    return doc
+    """Check ``doc`` field by field (:func:`verify.schema.parse_results`); return the dict to render.
+
+    Raises :class:`~verify.errors.InvalidFile` (an InvalidArgument) naming ``origin``,
+    the field and what was expected. The returned dict is ``doc`` with every figure
+    replaced by its normalised form.
+    """
+    return parse_results(doc, origin).document
 
 
-def load_document(path: Path | str) -> dict[str, Any]:
-    """Read and validate a ``results.json`` (a report folder is accepted too)."""
+def parse_document(path: Path | str) -> ResultsDocument:
+    """Read and parse a ``results.json`` (a folder is taken to hold one) into typed values.
+
+    Every failure -- no such file, unreadable, not UTF-8 JSON, any malformed field --
+    raises :class:`~verify.errors.InvalidFile` naming the file (and the field).
+    """
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidArgument("results", str(p), "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument("results", str(p), f"cannot be read: {exc}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidArgument("results", str(p), f"is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    return validate_document(doc, origin=str(p))
+    return parse_results(load_json_file(p), str(p))
+
+
+def load_document(path: Path | str) -> dict[str, Any]:
+    """Read and validate a ``results.json`` (a report folder is accepted too); the dict to render."""
+    return parse_document(path).document
