@@ -472,9 +472,11 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
         xlo, xhi = ax.get_xlim()  # the line y = x across the data's x range
         ax.plot([xlo, xhi], [xlo, xhi], color="grey", linestyle=":", linewidth=1, label="y = x")
         ax.set_xlim(xlo, xhi)
-    for h in fig.get("hlines", []):
+    looks = (("tab:red", "--"), ("tab:gray", "-."), ("tab:purple", ":"), ("tab:brown", "--"))
+    for i, h in enumerate(fig.get("hlines", [])):
         if not (logy and h["y"] <= 0):
-            ax.axhline(h["y"], color="tab:red", linestyle="--", linewidth=1, label=h.get("label") or None)
+            color, ls = looks[i % len(looks)]
+            ax.axhline(h["y"], color=color, linestyle=ls, linewidth=1, label=h.get("label") or None)
     if cats:
         ax.set_xticks(range(len(cats)))
         ax.set_xticklabels(cats, rotation=30 if max(len(c) for c in cats) > 6 else 0, ha="right")
