@@ -65,30 +65,31 @@ MILLER_HARDT = Paper(
     authors="John Miller, Moritz Hardt",
     year="2018",
     title="When Recurrent Models Don't Need To Be Recurrent",
-    venue="preprint, University of California, Berkeley, May 30, 2018",
+    venue="Preprint, University of California, Berkeley, May 30, 2018",
 )
 FPP = Paper(
     key="FPP paper (anonymous)",
     authors="Anonymous authors",
     year="year not printed",
     title="Training Recurrent Neural Networks Online by Learning Explicit State Variables",
-    venue="paper under double-blind review (venue not printed)",
+    venue="Paper under double-blind review",
     note="The paper introduces Fixed Point Propagation (FPP).",
 )
 RTRL_CONVERGENCE = Paper(
     key="RTRL convergence paper",
-    authors="authors not printed in the text used (its acknowledgements name Samuel Lam)",
-    year="2024 or later (it cites work of 2024)",
+    authors="Author line missing from the text used",
+    year="2024 or later",
     title="Convergence Analysis of Real-time Recurrent Learning (RTRL) for a class of Recurrent Neural Networks",
-    venue="preprint",
-    note="Its formulas were lost in the text the toolkit was built from; §7.1-7.2 are rebuilt from the prose.",
+    venue="Preprint",
+    note="Its acknowledgements name Samuel Lam (NSF DMS-2311500); its formulas were lost in the text the toolkit "
+    "was built from, and §7.1-7.2 are rebuilt from the prose.",
 )
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
     year="",
     title="Design notes: exactness targets, numerical policy, notes from reading the papers",
-    venue="module theory.notes of this package (print them: python -m theory.notes)",
+    venue="Module theory.notes of this package (print them: python -m theory.notes)",
 )
 
 #: every cited source by its short key
