@@ -95,3 +95,13 @@ def test_requires_is_validated() -> None:
     assert all_claims()["device.cuda-parity"].requires == ("cuda",)
     with pytest.raises(ValueError, match="requirements"):
         Claim("reference.x", "t", "p", "w", "s", "m", ("a",), "verify.checks.reference.x", requires=("tpu",))
+
+
+def test_list_json_names_no_unshipped_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """What `rnn-verify list --json` shows a user cites papers, never the files the toolkit was built from."""
+    from verify.cli import main
+
+    assert main(["list", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert not UNSHIPPED.search(out), UNSHIPPED.search(out)
+    assert "arXiv:1702.05043" in out and '"citation"' in out and '"references"' in out

@@ -195,3 +195,10 @@ def test_require_finite_number_bounds():
         refused("x", _validate.require_finite_number, "x", bad)
     refused("x", _validate.require_finite_number, "x", 1.0, maximum=1.0, exclusive=True)
     assert math.isclose(_validate.require_finite_number("x", 0.5, minimum=0, maximum=1, exclusive=True), 0.5)
+
+
+def test_fpp_teacher_buffer_refuses_absurd_sizes():
+    from verify.fpp.problems import teacher_buffer
+
+    refused("n", teacher_buffer, n=10**11, generator=gen())
+    assert teacher_buffer(n=10, generator=gen()).problem.T == 10
