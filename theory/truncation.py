@@ -461,8 +461,8 @@ def _truncation_length(func: str, k: object, k_: object) -> int:
         k = k_
     if k is None:
         raise TypeError(f"{func}() missing the truncation length k")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 1:
-        raise ValueError(f"{func}(): invalid argument k={k!r}: the truncation length must be an integer >= 1")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 0:
+        raise ValueError(f"{func}(): invalid argument k={k!r}: the truncation length must be an integer >= 0")
     return int(k)
 
 
