@@ -9,17 +9,13 @@ import types
 import pytest
 
 from theory.catalog import FAMILIES, Claim, all_claims
+from theory.papers import PAPERS
 from verify.checks import registry
 from verify.results import CheckResult, RunConfig
 
-KNOWN_PAPERS = {
-    "fpp-explicit-state-variables.md",
-    "rtrl-convergence-analysis.md",
-    "stable-recurrent-models-miller-hardt.md",
-    "uoro-tallec-ollivier.md",
-    "uoro-variance-cooijmans-martens.md",
-    "DESIGN.md",
-}
+KNOWN_PAPERS = set(PAPERS)
+#: what a user of the package does not have: the paper files the toolkit was built from and its design file
+UNSHIPPED = re.compile(r"seeds/|DESIGN\.md|[\w-]+\.md\b")
 
 
 def test_every_check_has_a_claim_and_every_claim_a_check() -> None:
@@ -32,6 +28,12 @@ def test_every_check_has_a_claim_and_every_claim_a_check() -> None:
 def test_claim_entry_is_complete(claim: Claim) -> None:
     assert claim.family in FAMILIES
     assert claim.paper in KNOWN_PAPERS
+    assert claim.citation == PAPERS[claim.paper].citation() and claim.references[0] == claim.citation
+    for name in ("title", "paper", "where", "statement", "math", "citation"):
+        assert not UNSHIPPED.search(getattr(claim, name)), f"{claim.id}.{name} cites an unshipped file"
+    for name in ("assumptions", "errata", "references"):
+        for text in getattr(claim, name):
+            assert not UNSHIPPED.search(text), f"{claim.id}.{name} cites an unshipped file: {text}"
     assert claim.where and claim.statement and claim.math and claim.assumptions
     fn = registry()[claim.id]
     assert f"{fn.__module__}.{fn.__name__}" == claim.check
@@ -65,3 +67,41 @@ def test_register_rejects_a_second_check_for_one_claim(monkeypatch: pytest.Monke
     assert checks._REGISTRY["x.claim"] is again
     with pytest.raises(ValueError, match=r"x\.claim.*already has a check.*second cannot register"):
         checks.register("x.claim")(second)
+
+
+def test_citations_name_authors_year_title_and_ids() -> None:
+    from theory.papers import COOIJMANS_MARTENS, FPP, MILLER_HARDT, UORO, cite
+
+    assert cite(UORO.key).startswith("Corentin Tallec, Yann Ollivier (2017). Unbiased Online Recurrent Optimization")
+    assert "arXiv:1702.05043" in cite(UORO.key) and "arXiv:1902.02405" in cite(COOIJMANS_MARTENS.key)
+    assert "When Recurrent Models Don't Need To Be Recurrent" in cite(MILLER_HARDT.key) and not MILLER_HARDT.arxiv
+    assert "Explicit State Variables" in cite(FPP.key) and not FPP.arxiv  # anonymous submission: no invented id
+    assert cite("my-notes") == "my-notes"  # a user's claim keeps its own text
+    # the secondary papers named in `where` are cited in full too
+    rtrl_exact = all_claims()["rtrl.exact"]
+    assert rtrl_exact.references == (cite(UORO.key), cite(COOIJMANS_MARTENS.key))
+
+
+def test_design_notes_ship_with_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    from theory import notes
+
+    cited = {m for c in all_claims().values() for m in re.findall(r"design notes, '([^']+)'", c.where + c.statement)}
+    assert cited and all(notes.section(s) for s in cited)
+    assert notes.main(["numerical", "policy"]) == 0 and "Round-off is not bias" in capsys.readouterr().out
+    assert notes.main(["no-such-section"]) == 2
+
+
+def test_requires_is_validated() -> None:
+    assert all_claims()["device.cuda-parity"].requires == ("cuda",)
+    with pytest.raises(ValueError, match="requirements"):
+        Claim("reference.x", "t", "p", "w", "s", "m", ("a",), "verify.checks.reference.x", requires=("tpu",))
+
+
+def test_list_json_names_no_unshipped_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """What `rnn-verify list --json` shows a user cites papers, never the files the toolkit was built from."""
+    from verify.cli import main
+
+    assert main(["list", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert not UNSHIPPED.search(out), UNSHIPPED.search(out)
+    assert "arXiv:1702.05043" in out and '"citation"' in out and '"references"' in out

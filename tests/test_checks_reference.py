@@ -7,6 +7,7 @@ import json
 import pytest
 
 from theory.catalog import all_claims
+from verify.report.figures import claim_figures
 from verify.results import CheckResult, Control, RunConfig, Verdict
 from verify.runner import run_check
 
@@ -18,6 +19,8 @@ def test_reference_checks_pass_with_controls(claim_id: str) -> None:
     assert res.controls and all(c.ok and c.expected == "FAIL" for c in res.controls)
     assert res.statistic is not None and res.threshold is not None and res.statistic <= res.threshold
     json.dumps(res.to_dict())  # serialisable
+    figs, problems = claim_figures(claim_id, res.data)  # measured error vs budget (the comparisons convention)
+    assert figs and not problems
 
 
 def test_result_cannot_pass_with_failed_control() -> None:

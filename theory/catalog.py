@@ -1,8 +1,9 @@
 """The claim catalog: one entry per claim the toolkit checks.
 
 Every claim has a stable id ``family.claim`` (families: ``reference``, ``rtrl``,
-``uoro``, ``fpp``, ``truncation``, ``device``, ...), the paper (a seed in
-``shared/seeds``) and its equation/lemma/theorem, the statement in words and in
+``uoro``, ``fpp``, ``truncation``, ``device``, ...), the paper (a short key of
+:mod:`theory.papers`, e.g. ``"Tallec & Ollivier 2017"``; the full citation is the
+claim's ``citation``) and its equation/lemma/theorem, the statement in words and in
 math, its assumptions and how the check tests them, the check that verifies it
 (``verify.checks.<family>.<function>``), the profiles it runs in and errata where
 the paper is wrong or loose. The CLI's ``list``, the runner and the report all
@@ -19,7 +20,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from theory.papers import cite, cited_in
 
 __all__ = ["FAMILIES", "Claim", "all_claims", "get_claim"]
 
@@ -28,6 +31,7 @@ FAMILIES = ("reference", "rtrl", "uoro", "fpp", "truncation", "device")
 
 _ID = re.compile(r"^[a-z]+\.[a-z0-9]+(?:-[a-z0-9]+)*$")
 _KINDS = ("deterministic", "statistical", "rate", "reproduction")
+_REQUIREMENTS = ("cuda",)
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,20 @@ class Claim:
     kind: str = "deterministic"
     profiles: tuple[str, ...] = ("ci", "full")
     errata: tuple[str, ...] = ()
+    #: what a run of the check needs besides a CPU (``"cuda"``); the report's rerun command asks for it
+    requires: tuple[str, ...] = ()
+    #: the full citation of ``paper`` (authors, year, title, venue, arXiv id; :mod:`theory.papers`)
+    citation: str = field(init=False, default="")
+    #: full citations of every paper the claim cites (``paper`` first, then those named in ``where``)
+    references: tuple[str, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "citation", cite(self.paper))
+        others = [k for k in cited_in(self.where, self.statement) if k != self.paper]
+        object.__setattr__(self, "references", (self.citation, *(cite(k) for k in others)))
+        unknown = [r for r in self.requires if r not in _REQUIREMENTS]
+        if unknown:
+            raise ValueError(f"claim {self.id!r}: unknown requirements {unknown}; known: {_REQUIREMENTS}")
         if not _ID.match(self.id):
             raise ValueError(f"claim id {self.id!r} must look like 'family.claim-name'")
         if self.family not in FAMILIES:

@@ -38,6 +38,8 @@ can be shown to fail):
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, fields
 from functools import lru_cache
@@ -450,13 +452,30 @@ def _compiled(name: str, printed: bool = False, weakened: bool = False) -> Calla
     return fn
 
 
-def state_bound(c: TruncationConstants, k_: int) -> float:
-    """Lemma 1 evaluated: :math:`\\lambda^k L_xB_x/(1-\\lambda)`."""
-    return float(_compiled("state")(*c.values(), k_))
+def _truncation_length(func: str, k: object, k_: object) -> int:
+    """The truncation length k (``k_`` is the pre-0.2 keyword, still accepted with a DeprecationWarning)."""
+    if k_ is not None:
+        if k is not None:
+            raise TypeError(f"{func}() got both k={k!r} and the deprecated k_={k_!r}; pass k only")
+        warnings.warn(f"{func}(k_=...) is deprecated; use k=...", DeprecationWarning, stacklevel=3)
+        k = k_
+    if k is None:
+        raise TypeError(f"{func}() missing the truncation length k")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 0:
+        raise ValueError(f"{func}(): invalid argument k={k!r}: the truncation length must be an integer >= 0")
+    return int(k)
 
 
-def gradient_bound(c: TruncationConstants, k_: int, form: str = "proof") -> float:
-    r"""Lemma 2 evaluated at k.
+def state_bound(c: TruncationConstants, k: int | None = None, *, k_: int | None = None) -> float:
+    """Lemma 1 evaluated at truncation length k: :math:`\\lambda^k L_xB_x/(1-\\lambda)`."""
+    k = _truncation_length("state_bound", k, k_)
+    return float(_compiled("state")(*c.values(), k))
+
+
+def gradient_bound(
+    c: TruncationConstants, k: int | None = None, form: str = "proof", *, k_: int | None = None
+) -> float:
+    r"""Lemma 2 evaluated at truncation length k (``gradient_bound(c, k=10)`` or ``gradient_bound(c, 10)``).
 
     ``form``: ``"proof"`` (the sum of the proof's four terms, corrected indices),
     ``"gamma"`` (:math:`\gamma k\lambda^k`), ``"printed-proof"`` / ``"printed-gamma"``
@@ -473,10 +492,11 @@ def gradient_bound(c: TruncationConstants, k_: int, form: str = "proof") -> floa
     }
     if form not in forms:
         raise ValueError(f"form must be one of {sorted(forms)}, got {form!r}")
+    k = _truncation_length("gradient_bound", k, k_)
     name, printed, weakened = forms[form]
-    val = float(_compiled(name, printed, weakened)(*c.values(), k_))
+    val = float(_compiled(name, printed, weakened)(*c.values(), k))
     if name == "gamma":
-        return val * k_ * c.lam**k_
+        return val * k * c.lam**k
     return val
 
 
@@ -485,9 +505,10 @@ def gamma(c: TruncationConstants, printed: bool = False, weakened: bool = False)
     return float(_compiled("gamma", printed, weakened)(*c.values(), 1))
 
 
-def tbptt_bound(c: TruncationConstants, k_: int) -> float:
+def tbptt_bound(c: TruncationConstants, k: int | None = None, *, k_: int | None = None) -> float:
     """:func:`tbptt_bound_expr` evaluated: :math:`\\lambda^k L_pL_w/(1-\\lambda)` (Miller & Hardt Lemma 2)."""
-    return float(_compiled("tbptt")(*c.values(), k_))
+    k = _truncation_length("tbptt_bound", k, k_)
+    return float(_compiled("tbptt")(*c.values(), k))
 
 
 def beta(c: TruncationConstants) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Sequence
 
@@ -52,9 +53,10 @@ def require_reference_dtype(name: str, dtype: torch.dtype) -> None:
 
 
 def require_positive_int(name: str, value: object, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    """An integer (Python or NumPy, not bool) >= ``minimum``, returned as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
         raise InvalidArgument(name, value, f"must be an integer >= {minimum}")
-    return value
+    return int(value)
 
 
 def require_probability(name: str, value: object) -> float:
@@ -67,6 +69,76 @@ def require_positive(name: str, value: object) -> float:
     if not isinstance(value, (int, float)) or not math.isfinite(float(value)) or float(value) <= 0:
         raise InvalidArgument(name, value, "must be a finite number > 0")
     return float(value)
+
+
+def require_finite_number(
+    name: str, value: object, *, minimum: float | None = None, exclusive: bool = False, maximum: float | None = None
+) -> float:
+    """A finite real number (not bool, not NaN/inf), optionally within ``[minimum, maximum]``.
+
+    ``exclusive=True`` makes both ends strict. Returns it as ``float``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgument(name, value, "must be a real number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise InvalidArgument(name, value, "must be finite (not NaN or inf)")
+    lo_bad = minimum is not None and (v <= minimum if exclusive else v < minimum)
+    hi_bad = maximum is not None and (v >= maximum if exclusive else v > maximum)
+    if lo_bad or hi_bad:
+        lo = "" if minimum is None else (f"> {minimum:g}" if exclusive else f">= {minimum:g}")
+        hi = "" if maximum is None else (f"< {maximum:g}" if exclusive else f"<= {maximum:g}")
+        raise InvalidArgument(name, value, "must be a finite number " + " and ".join(x for x in (lo, hi) if x))
+    return v
+
+
+def require_batch_shape(name: str, value: object) -> tuple[int, ...]:
+    """A batch shape: a sequence (possibly empty) of integers >= 1, returned as a tuple."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise InvalidArgument(name, value, "must be a sequence of integers >= 1, e.g. () or (4,)")
+    out = []
+    for i, v in enumerate(value):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < 1:
+            raise InvalidArgument(name, value, f"every batch dimension must be an integer >= 1 (entry {i} is {v!r})")
+        out.append(int(v))
+    return tuple(out)
+
+
+def require_generator(name: str, value: object) -> torch.Generator:
+    """A ``torch.Generator`` (every random draw of the toolkit takes one)."""
+    if not isinstance(value, torch.Generator):
+        raise InvalidArgument(
+            name, value, "must be a torch.Generator, e.g. torch.Generator().manual_seed(0) (no hidden global RNG)"
+        )
+    return value
+
+
+#: share of the available memory (``MemAvailable``) a builder may plan to allocate; above it
+#: the call is refused *before* allocating, with the estimate (see :func:`require_fits_memory`)
+MEMORY_FRACTION = 0.5
+
+
+def format_bytes(nbytes: float) -> str:
+    """``1.5 GiB``-style size."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{int(nbytes)} B"
+
+
+def require_fits_memory(name: str, value: object, nbytes: float, what: str, fraction: float = MEMORY_FRACTION) -> None:
+    """Refuse, before allocating, a build whose estimated size exceeds ``fraction`` of the available memory.
+
+    The error names the argument that drives the size, its value, the estimate and the cap.
+    """
+    limit = available_memory_bytes() * fraction
+    if nbytes > limit:
+        raise InvalidArgument(
+            name,
+            value,
+            f"{what} would need ~{format_bytes(nbytes)} (estimated before allocating), more than the "
+            f"{fraction:.0%} of available memory a build may take ({format_bytes(limit)}); use smaller sizes",
+        )
 
 
 def available_memory_bytes() -> int:

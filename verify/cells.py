@@ -29,6 +29,7 @@ from typing import ClassVar, Literal
 
 import torch
 
+from verify._validate import require_finite_number
 from verify.errors import InvalidArgument
 
 Params = Mapping[str, torch.Tensor]
@@ -104,7 +105,8 @@ class Cell:
     def init_params(
         self, generator: torch.Generator, dtype: torch.dtype = torch.float64, scale: float = 0.9
     ) -> dict[str, torch.Tensor]:
-        """Random parameters; recurrent matrices get spectral norm about ``scale``."""
+        """Random parameters; recurrent matrices get spectral norm about ``scale`` (finite, >= 0)."""
+        scale = require_finite_number("scale", scale, minimum=0.0)
         out: dict[str, torch.Tensor] = {}
         for pname, shape in self.param_shapes():
             t = torch.randn(shape, generator=generator, dtype=torch.float64)

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from verify._validate import COMPLEX_DTYPES, REAL_DTYPES, require_finite
+from verify._validate import (
+    COMPLEX_DTYPES,
+    REAL_DTYPES,
+    require_finite,
+    require_finite_number,
+    require_generator,
+)
 from verify.cells import Cell
 from verify.errors import InvalidArgument
 from verify.losses import Loss, Readout, SoftmaxCrossEntropy
@@ -155,7 +161,9 @@ class Problem:
 
     # ---------------------------------------------------------------- params
     def init_theta(self, generator: torch.Generator, scale: float = 0.9) -> torch.Tensor:
-        """Random θ in the problem's dtype/device (cell's :meth:`~Cell.init_params`)."""
+        """Random θ in the problem's dtype/device (cell's :meth:`~Cell.init_params`); ``scale`` finite, >= 0."""
+        require_generator("generator", generator)
+        scale = require_finite_number("scale", scale, minimum=0.0)
         cell_p = self.cell.init_params(generator, torch.float64, scale)
         ro: dict[str, torch.Tensor] = {}
         for name, shape in self.readout.param_shapes():

@@ -11,9 +11,11 @@ import torch
 from theory.catalog import all_claims
 from theory.influence_balancing import equilibrium_derivative, truncated_derivative
 from verify.checks import rtrl as rtrl_checks
+from verify.checks._figures import WITHOUT_FIGURE
 from verify.errors import InvalidArgument
 from verify.estimators.rtrl import RTRL
 from verify.mutants.estimators import get as get_mutant
+from verify.report.figures import claim_figures
 from verify.results import RunConfig, Verdict
 from verify.runner import run_check
 from verify.strategies import random_problem
@@ -38,6 +40,8 @@ def test_check_passes_with_controls(claim_id: str, results: dict[str, object]) -
     else:
         assert res.statistic <= res.threshold  # type: ignore[attr-defined]
     json.dumps(res.to_dict())  # type: ignore[attr-defined]
+    figs, problems = claim_figures(claim_id, res.data)  # type: ignore[attr-defined]
+    assert bool(figs) != (claim_id in WITHOUT_FIGURE) and not problems, (figs, problems)  # report figure policy
 
 
 def test_exactness_targets(results: dict[str, object]) -> None:

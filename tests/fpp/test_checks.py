@@ -7,6 +7,7 @@ import json
 import pytest
 
 from theory.catalog import all_claims
+from verify.checks._figures import WITHOUT_FIGURE
 from verify.checks.fpp import (
     eq7_core,
     kkt_core,
@@ -19,6 +20,7 @@ from verify.mutants.fpp import (
     exclusive_endpoint_distribution,
     exclusive_endpoint_indices,
 )
+from verify.report.figures import claim_figures
 from verify.results import RunConfig, Verdict
 from verify.runner import run_check
 
@@ -31,6 +33,8 @@ def test_fpp_checks_pass_with_controls(claim_id: str) -> None:
     assert res.verdict is Verdict.PASS, res.summary + (res.reason or "")
     assert res.controls and all(c.ok and c.expected == "FAIL" for c in res.controls)
     json.dumps(res.to_dict())
+    figs, problems = claim_figures(claim_id, res.data)
+    assert bool(figs) != (claim_id in WITHOUT_FIGURE) and not problems, (figs, problems)  # report figure policy
 
 
 def test_every_fpp_mutant_is_caught_by_the_checks_it_is_visible_to() -> None:

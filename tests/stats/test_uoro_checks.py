@@ -14,10 +14,12 @@ import pytest
 import torch
 
 from verify.checks import registry
+from verify.checks._figures import WITHOUT_FIGURE
 from verify.checks.uoro_statistics import Reinforce, algorithm1_reference, step_jacobians
 from verify.estimators.enumerate import sign_patterns
 from verify.mutants.uoro import CONFORMANCE, MUTANTS, UNBIASED, VARIANCE
 from verify.reference import per_step_gradients
+from verify.report.figures import claim_figures
 from verify.results import RunConfig, Verdict
 from verify.strategies import random_problem
 
@@ -45,6 +47,8 @@ def test_check_passes_with_controls(claim_id: str) -> None:
     if res.alpha is not None:
         assert res.alpha <= 1e-3
     res.to_dict()  # JSON-able data (figures included)
+    figs, problems = claim_figures(claim_id, res.data)
+    assert bool(figs) != (claim_id in WITHOUT_FIGURE) and not problems, (figs, problems)  # report figure policy
 
 
 def test_kill_table_catches_every_mutant() -> None:

@@ -215,3 +215,20 @@ def test_constants_validation() -> None:
         tt.TruncationConstants(0.5, float("nan"), 1, 1, 1, 1, 1, 1, 1, 1)
     with pytest.raises(ValueError, match="form"):
         tt.gradient_bound(_consts(0.5), 1, "nope")
+
+
+def test_truncation_length_keyword() -> None:
+    """README: ``tt.gradient_bound(c, k=10)``; the pre-0.2 keyword ``k_`` still works, with a warning."""
+    c = _consts(0.5)
+    for fn in (tt.state_bound, tt.gradient_bound, tt.tbptt_bound):
+        assert fn(c, k=10) == fn(c, 10)
+        with pytest.warns(DeprecationWarning, match="k_"):
+            assert fn(c, k_=10) == fn(c, 10)
+        with pytest.raises(TypeError, match="both"):
+            fn(c, 3, k_=3)
+        with pytest.raises(TypeError, match="missing"):
+            fn(c)
+        for bad in (-1, -2, 2.5, True):
+            with pytest.raises(ValueError, match=f"k={bad!r}"):
+                fn(c, k=bad)
+    assert tt.gradient_bound(c, k=10, form="gamma") == tt.gradient_bound(c, 10, "gamma")

@@ -1,6 +1,6 @@
 """Claims of the ``device`` family: GPU paths agree with the CPU float64 reference within a predicted budget.
 
-Not a claim of a seed paper but of the toolkit (DESIGN.md, "GPU paths"): every
+Not a claim of a paper but of the toolkit (rnn-verify design notes, 'GPU paths'): every
 algorithm whose correctness the other families establish in float64 on the CPU
 must give the same result on a GPU and in float32, up to rounding error that is
 *predicted* (:mod:`verify.budget`, section 2: the |a|ᵀ|b| magnitude model with the
@@ -39,8 +39,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="device.float32-standin",
         title="CPU float32 and reordered float64 agree with CPU float64 within the predicted budget",
-        paper="uoro-tallec-ollivier.md",
-        where="eq. (4), Algorithm 1; fpp-explicit-state-variables.md eq. (7); DESIGN.md 'GPU paths'",
+        paper="Tallec & Ollivier 2017",
+        where="eq. (4), Algorithm 1; FPP paper (anonymous) eq. (7); rnn-verify design notes, 'GPU paths'",
         statement="The CPU stand-in of the GPU claim: for " + _ALGS + ", the float32 result (natural and "
         "permuted summation order) and the float64 result in a permuted summation order agree with the "
         "float64 result on the same rounded inputs, row by row, within the parity budget; a candidate that "
@@ -53,8 +53,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="device.cuda-parity",
         title="every algorithm on CUDA (float64; float32 with TF32 off and on) matches CPU float64 within budget",
-        paper="uoro-tallec-ollivier.md",
-        where="eq. (4), Algorithm 1; fpp-explicit-state-variables.md eq. (7); DESIGN.md 'GPU paths'",
+        paper="Tallec & Ollivier 2017",
+        where="eq. (4), Algorithm 1; FPP paper (anonymous) eq. (7); rnn-verify design notes, 'GPU paths'",
         statement="On a CUDA device, for " + _ALGS + ": float64 matches the CPU float64 reference to round-off "
         "(u = 2^-53 on both sides) and float32 within the float32 budget (u = 2^-24 with TF32 off, 2^-11 "
         "with TF32 on); the card, compute capability, dtype and TF32 settings are recorded. Runs when CUDA "
@@ -62,11 +62,12 @@ CLAIMS: tuple[Claim, ...] = (
         math=_MODEL + ";  u_64 = 2^-53, u_32 = 2^-24, u_tf32 = 2^-11",
         assumptions=(*_ASSUME, "a CUDA device; TF32 only changes results on cards of compute capability >= 8.0"),
         check="verify.checks.device.cuda_parity",
+        requires=("cuda",),
     ),
     Claim(
         id="device.gpu-unbiasedness",
         title="UORO is unbiased at GPU scale (Elman-tanh n = 256, up to 10^6 vectorized draws)",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="Prop. 1, Algorithm 1",
         statement="With frozen parameters, UORO's gradient estimates of the last step and of the whole "
         "sequence are unbiased, tested at a state size the CPU cannot afford with the anytime-valid "
@@ -82,5 +83,6 @@ CLAIMS: tuple[Claim, ...] = (
         check="verify.checks.device.gpu_unbiasedness",
         kind="statistical",
         profiles=("full",),
+        requires=("cuda",),
     ),
 )

@@ -1,4 +1,4 @@
-"""Claims of the ``fpp`` family: Fixed Point Propagation (fpp-explicit-state-variables.md).
+"""Claims of the ``fpp`` family: Fixed Point Propagation (the anonymous FPP paper, :data:`theory.papers.FPP`).
 
 The explicit gradients of eq. (7), the unbiasedness of the sampled gradient
 (Lemma 3), convergence to a stationary point on a fixed buffer (Thm 1, in its
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from theory.catalog import Claim
 
-PAPER = "fpp-explicit-state-variables.md"
+PAPER = "FPP paper (anonymous)"
 
 _SHAT = (
     "T-step prediction s_hat_i = f(..f(s_{i-T}, o_{i-T+1}).., o_i): T transitions from s_{i-T} (the printed "

@@ -1,10 +1,10 @@
 """Claims of the ``reference`` family: the exact references agree with each other.
 
-These are not claims of a seed paper but the premise of every other check: three
+These are not claims of a paper but the premise of every other check: three
 independent derivative computations (reverse mode twice, forward mode, complex
 step, extrapolated finite differences) must agree within predicted budgets before
-any algorithm is compared against them (DESIGN.md, "Reference" and "Numerical
-policy").
+any algorithm is compared against them (rnn-verify design notes, 'Reference' and
+'Numerical policy': :mod:`theory.notes`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="reference.adjoint",
         title="explicit adjoint recursion = autograd BPTT",
-        paper="uoro-tallec-ollivier.md",
-        where="§1 (backpropagation as row-vector times Jacobian); DESIGN.md 'Reference'",
+        paper="Tallec & Ollivier 2017",
+        where="§1 (backpropagation as row-vector times Jacobian); rnn-verify design notes, 'Reference'",
         statement="The gradient computed by a loop of one-step vector-Jacobian products equals "
         "autograd through the unrolled graph, for the total loss and every per-step loss, on every cell.",
         math="a_t = dl_t/ds_t + a_{t+1} df/ds(s_t, x_{t+1});  grad L = sum_t a_t df/dtheta(s_{t-1}, x_t) + dl_t/dtheta",
@@ -32,7 +32,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="reference.influence",
         title="reverse-mode influence matrices = forward-mode Jacobian",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="eq. (4) (the quantity ds_t/dtheta)",
         statement="Influence matrices ds_t/dtheta computed by reverse mode on the unrolled graph equal "
         "torch.func.jacfwd of the unrolled states.",
@@ -43,7 +43,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="reference.complex-step",
         title="complex-step derivatives = reverse-mode gradients (analytic cells)",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="eq. (1) (tangent forward propagation, evaluated by the complex step)",
         statement="Im f(theta + i h v)/h with h = 1e-20 equals g.v for the total loss and (ds_t/dtheta) v "
         "for the states, for every analytic cell; relu is refused, not passed.",
@@ -54,7 +54,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="reference.finite-difference",
         title="Richardson-extrapolated central differences = reverse-mode gradients",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="eq. (1) (forwarddiff as a limit of differences)",
         statement="Directional derivatives by Richardson-extrapolated central differences agree with the "
         "BPTT gradient within their own error estimate, on every cell including relu.",

@@ -6,7 +6,7 @@
   truncated gradients they are defined to compute.
 * ``rtrl.influence-balancing`` -- UORO §4: at equilibrium ∂s¹/∂θ = 4p − 2n; RTRL
   reproduces it, truncated BPTT with k ≪ n gets its sign wrong.
-* ``rtrl.online-convergence`` -- rtrl-convergence-analysis.md §2.3, §7.1-7.2 rebuilt.
+* ``rtrl.online-convergence`` -- RTRL convergence paper §2.3, §7.1-7.2 rebuilt.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="rtrl.exact",
         title="RTRL's influence matrices and per-step gradients equal BPTT's (frozen θ)",
-        paper="uoro-tallec-ollivier.md",
-        where="eq. (4), eq. (7); uoro-variance-cooijmans-martens.md 'forward accumulation'",
+        paper="Tallec & Ollivier 2017",
+        where="eq. (4), eq. (7); Cooijmans & Martens 2019 'forward accumulation'",
         statement="With frozen parameters, the forward sensitivity recursion ds_t/dθ = ∂F/∂s ds_{t-1}/dθ + ∂F/∂θ "
         "and the gradient dl_t/ds_t ds_t/dθ + ∂l_t/∂θ equal the reverse-mode influence matrices and per-step "
         "BPTT gradients to float64 round-off, on every cell (Elman tanh/relu, linear, LSTM, GRU, influence "
@@ -30,7 +30,7 @@ CLAIMS: tuple[Claim, ...] = (
         assumptions=(
             _FLOAT64,
             "budget C·u·m·T·κ from verify.budget with κ measured on the instance (cancellation, step-Jacobian "
-            "products); the DESIGN target 1e-11 is required as well",
+            "products); the design target 1e-11 (rnn-verify design notes, 'Numerical policy') is required as well",
             "negative control: RTRL without the immediate term ∂F/∂θ must FAIL",
         ),
         check="verify.checks.rtrl.check_exact",
@@ -38,8 +38,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="rtrl.truncated-bptt",
         title="online truncated BPTT and the truncated model compute the truncated gradients",
-        paper="stable-recurrent-models-miller-hardt.md",
-        where="eq. (3) (truncated model); rtrl-convergence-analysis.md §1 (TBPTT truncates the chain rule)",
+        paper="Miller & Hardt 2018",
+        where="eq. (3) (truncated model); RTRL convergence paper §1 (TBPTT truncates the chain rule)",
         statement="The online estimator TBPTT(k) -- exact forward state, gradient of l_t backpropagated through "
         "the last k transitions with s_{t-k} held fixed -- equals the offline truncated BPTT reference at every "
         "step, and the online truncated-model estimator (state restarted from 0 k steps back) equals the "
@@ -55,7 +55,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="rtrl.influence-balancing",
         title="influence balancing: RTRL gives ∂s¹/∂θ = 4p − 2n at equilibrium; truncated BPTT sees Σ_(j<k) (A^j c)_1",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="§4, eq. (8)-(9) (influence balancing)",
         statement="For s_{t+1} = A s_t + (θ,..,θ,−θ,..,−θ) with A_ii = A_i,i+1 = 1/2, the equilibrium derivative "
         "∂s¹/∂θ equals 4p − 2n (derived exactly by sympy in theory.influence_balancing); RTRL run to "
@@ -92,7 +92,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="rtrl.online-convergence",
         title="online RTRL with Robbins–Monro steps drives the long-run loss gradient toward zero",
-        paper="rtrl-convergence-analysis.md",
+        paper="RTRL convergence paper",
         where="§2.3 eq. (2.24)-(2.26), Assumption 2.14; §7.1 (linear RNN), §7.2 (Elman RNN)",
         statement="On synthetic data from a teacher of the student's form (a linear RNN read as an Euler step of a "
         "linear SDE with a negative-definite Wishart drift, driven by a stable Gaussian AR(1) input process; an "

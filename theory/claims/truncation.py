@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from theory.catalog import Claim
 
-PAPER = "stable-recurrent-models-miller-hardt.md"
+PAPER = "Miller & Hardt 2018"
 
 _CONTRACTIVE = (
     "lambda-contractive transition (eq. (2)): certified by verify.assumptions as L_rho ||W||_2 < 1 "

@@ -3,7 +3,7 @@
 The deterministic claim (exact enumeration for tiny sizes) is in :mod:`theory.claims.uoro`;
 these are for sizes beyond enumeration and for second moments. Every statistical
 claim has a false-fail rate α = 1e-3 and, where it certifies a bias bound, β = 1e-3
-and δ = 0.02 relative to ‖g‖ (DESIGN.md, "Numerical policy"); the engine and its
+and δ = 0.02 relative to ‖g‖ (rnn-verify design notes, 'Numerical policy'); the engine and its
 assumptions are in :mod:`verify.stats.unbiased`.
 """
 
@@ -24,7 +24,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.unbiased-statistical",
         title="UORO is unbiased (statistical test with certified bias bound) on Elman-tanh, LSTM and GRU",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="Prop. 1 (App. A), Algorithm 1, eq. (5)-(7)",
         statement="For frozen θ, E[s̃_t ⊗ θ̃_t] = ∂s_t/∂θ and E g̃_t = ∂l_t/∂θ at several t (CI: t ∈ {2, 3} = T; "
         "full: t ∈ {2, 4, 6} = T), and E Σ_t g̃_t = ∇L: "
@@ -44,7 +44,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.truncated-unbiased",
         title="UORO-T is unbiased",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="§3 (Multi-step UORO: Algorithm 1 applied to F^T)",
         statement="UORO on blocks of T steps (the last T steps backpropagated exactly) stays unbiased: E g̃_t = "
         "∂l_t/∂θ at every t, E Σ g̃_t = ∇L, and E[s̃ ⊗ θ̃] = ∂s_t/∂θ at block boundaries; bias certified below "
@@ -57,7 +57,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.rank-unbiased",
         title="rank-r UORO is unbiased",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="§3 (higher-rank estimates: r pairs (s̃, θ̃), g̃ averaged)",
         statement="With r independent pairs, E[(1/r) Σ s̃ ⊗ θ̃] = ∂s_t/∂θ and E g̃_t = ∂l_t/∂θ; bias certified "
         "below 0.02·‖g‖ at 1 − β = 0.999, false-fail rate 1e-3.",
@@ -69,7 +69,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.rank-variance",
         title="rank-r UORO's variance falls as 1/r",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="§3 ('r = 2 visibly reduced variance'); exact for r independent unbiased pairs",
         statement="E‖ĝ_r − g‖² = tr Cov(ĝ_1)/r: the slope of log E‖ĝ_r − g‖² on log r (r ∈ {1, 2, 4}; full: "
         "{1, 2, 4, 8}) has a (1 − α)-confidence interval that contains −1 and is narrower than ±0.15.",
@@ -84,7 +84,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.preactivation",
         title="preactivation-space UORO is unbiased and has lower variance than UORO",
-        paper="uoro-variance-cooijmans-martens.md",
+        paper="Cooijmans & Martens 2019",
         where="'Projecting in preactivation space' (H̃_t, ã_t recursion)",
         statement="On an Elman-tanh problem, preactivation-space UORO is unbiased (bias certified below 0.02·‖g‖ at "
         "1 − β = 0.999) and E‖ĝ_pre − g‖² / E‖ĝ_UORO − g‖² (total gradient) has a (1 − α/2)-CI below 1; the ratio "
@@ -101,7 +101,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.variance-growth",
         title="UORO's variance vs time and state size (measurements)",
-        paper="uoro-variance-cooijmans-martens.md",
+        paper="Cooijmans & Martens 2019",
         where="'Variance reduction through iterative rescaling', 'Theoretical framework' (V(Q): products of traces)",
         statement="The relative variance E‖g̃_t − g_t‖²/‖g_t‖² of UORO on Elman-tanh problems is measured for "
         "t = 1..T and n ∈ {2, 4, 8, 16}; growth exponents in n and t are reported with CIs. The measurement is "
@@ -118,7 +118,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.reinforce-link",
         title="REINFORCE on the state-perturbed RNN tends to UORO as σ → 0; without a baseline its variance grows",
-        paper="uoro-variance-cooijmans-martens.md",
+        paper="Cooijmans & Martens 2019",
         where="'A link to REINFORCE' (Taylor expansion of L_t w̄_t)",
         statement="With the same noise u, REINFORCE with baseline L_t|_{u=0} differs from the post's UORO estimate by "
         "O(σ) (slope of log RMS difference on log σ: CI ∋ 1, > 0); without a baseline E‖R − g‖² grows like σ^{-2} "
@@ -134,7 +134,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.algorithm-1-conformance",
         title="the toolkit's UORO follows Algorithm 1 exactly (noise law and formulas, tabulated noise)",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="Algorithm 1 (ν random signs; ρ₀, ρ₁ with ε = 1e-7; eq. (5)-(6))",
         statement="The estimator's ν are fair, independent signs ±1; with tabulated ν its g̃_t, s̃_t, θ̃_t equal an "
         "independent dense-Jacobian evaluation of Algorithm 1 to a relative 1e-12 on Elman-tanh, LSTM, GRU, rank 1 "
@@ -150,7 +150,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.variance-matches-algorithm-1",
         title="the toolkit's UORO has Algorithm 1's variance (two-sample tests on second moments)",
-        paper="uoro-tallec-ollivier.md",
+        paper="Tallec & Ollivier 2017",
         where="Algorithm 1 (ρ₀, ρ₁ 'aimed at minimizing variance'); App. A (unbiased for any such ρ's)",
         statement="On the same problem, the squared errors ‖ĝ − g‖² of the toolkit's UORO and of an independent "
         "Algorithm 1 have equal means (Welch z) and equal laws (Mann–Whitney), level α; the variance of the "
@@ -166,8 +166,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.mutants-caught",
         title="every UORO-family mutant FAILs the checks it is visible to (kill table)",
-        paper="DESIGN.md",
-        where="DESIGN.md 'Numerical policy' (the tester is tested); uoro-tallec-ollivier.md Algorithm 1, App. A",
+        paper="rnn-verify design notes",
+        where="'Numerical policy' (the tester is tested); Tallec & Ollivier 2017 Algorithm 1, App. A",
         statement="Each mutant of verify.mutants.uoro (wrong noise laws, normalizers breaking the ν → −ν symmetry, "
         "missing δθ, reused or shared ν, scaled θ̃, and the mean-invisible ρ₀/ρ₁ alternatives) gets FAIL from every "
         "check named in its visible_to.",

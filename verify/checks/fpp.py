@@ -22,6 +22,7 @@ from torch.func import jacrev
 
 from theory.fpp_kkt import verify_prop2
 from verify.checks import register
+from verify.checks._figures import cycleworld_figures, kkt_figures, stationarity_figures, stochasticworld_figures
 from verify.errors import AssumptionViolated
 from verify.fpp._fit import loglog_slope
 from verify.fpp.envs import stochastic_world_reference_losses
@@ -296,6 +297,7 @@ def check_stationarity(config: RunConfig) -> CheckResult:
             "floor_at_batch1": res.get("floor_at_batch1"),
             "floor_falls_with_batch": res.get("floor_falls"),
             "finding": "E||G(x_R)||^2 = O(1/N) only with sigma = 0; at constant step a floor ~ sigma^2/m remains",
+            "figures": stationarity_figures(data),
         },
         findings=(
             (
@@ -385,7 +387,7 @@ def check_kkt_recovery(config: RunConfig) -> CheckResult:
         threshold=-0.9,
         seed=config.seed,
         controls=controls,
-        data={**m, "instance": res["info"], "checks": res["checks"]},
+        data={**m, "instance": res["info"], "checks": res["checks"], "figures": kkt_figures(m)},
         wall_time=time.perf_counter() - t0,
     )
 
@@ -484,7 +486,7 @@ def check_cycleworld_reproduction(config: RunConfig) -> CheckResult:
         seed=config.seed,
         samples_used=data["runs"],
         controls=controls,
-        data=data,
+        data={**data, "figures": cycleworld_figures(data)},
         findings=(
             (
                 f"§5 / Fig. 2: FPP at T = p/2 does not beat T-BPTT at T = p/2 on CycleWorld (p = {data['p']}, "
@@ -544,7 +546,7 @@ def check_stochasticworld_reproduction(config: RunConfig) -> CheckResult:
         seed=config.seed,
         samples_used=data["runs"],
         controls=controls,
-        data=data,
+        data={**data, "figures": stochasticworld_figures(data)},
         findings=tuple(
             f"§5: the Bayes cross-entropy with {_LEVEL_NAMES[k]} is {refs[k]:.4f}; the paper's 'about {v}' is within "
             f"0.01 but does not round to it ({round(refs[k], 2)})"

@@ -84,7 +84,7 @@ def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: s
     summary = (
         f"{len(rows)} comparisons on {len(suite) - len(skipped)} problems; worst error/budget "
         f"{worst.ratio:.2e} ({worst.name}: {worst.error:.2e} vs {worst.budget:.2e}); "
-        f"max error {max_err:.2e} vs DESIGN target {TARGETS[family]:.0e}"
+        f"max error {max_err:.2e} vs design target {TARGETS[family]:.0e}"
     )
     if skipped:
         summary += f"; not applicable (non-analytic): {', '.join(skipped)}"

@@ -23,6 +23,7 @@ from theory.influence_balancing import equilibrium_derivative, truncated_derivat
 from verify.budget import conditioning, roundoff_budget, unit_roundoff
 from verify.cells import ElmanCell, LinearCell
 from verify.checks import register
+from verify.checks._figures import influence_balancing_figures, online_convergence_figures
 from verify.errors import AssumptionViolated, InvalidArgument
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.online import RobbinsMonroSGD, run_online
@@ -454,6 +455,9 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
             "first_k_with_right_sign": first_right,
             "first_k_with_right_sign_derived": first_right_derived,
             "theta": theta,
+            "figures": influence_balancing_figures(
+                {"rtrl": rows, "tbptt_sweep": sweep, "first_k_with_right_sign": first_right}
+            ),
         },
         wall_time=time.perf_counter() - t0,
     )
@@ -778,6 +782,7 @@ def check_online_convergence(config: RunConfig) -> CheckResult:
         "step_t0": STEP_T0,
         "clip": CLIP,
         "init_scale": INIT_SCALE,
+        "figures": online_convergence_figures(runs, T),
     }
     if premises:
         return CheckResult(

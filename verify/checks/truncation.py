@@ -1264,6 +1264,53 @@ def _drawable(values: Sequence[float], limit: float = 1e30) -> list[float | None
     return [v if math.isfinite(v) and v <= limit else None for v in values]
 
 
+def _prop2_figure(kind: str, r: dict[str, Any], setup: Prop2Setup) -> dict[str, Any]:
+    """δ_t against Prop. 2's bound on a log axis; δ_t that is exactly 0 at every step is drawn, and said to be 0.
+
+    δ_t = 0 throughout (tanh saturates: the truncation changes the gradient by less than one
+    ulp of the weights) cannot sit on a log axis; it is drawn at a floor a decade below the
+    smallest drawn bound value and labelled, instead of vanishing from the figure. The bound
+    with the sympy constants (10^(10^9) for tanh) is stated in the caption, not drawn.
+    """
+    sharp = _drawable(r["schedules"]["alpha/t"]["mean_bound_sharp"])
+    printed = _drawable(r["schedules"]["alpha/t"]["mean_bound_printed"])
+    bounds: list[dict[str, Any]] = [
+        {"label": "Prop. 2 bound, alpha/t (measured constants, sum form)", "y": sharp, "style": "dashed"},
+        {"label": "Prop. 2 bound as printed (measured constants)", "y": printed, "style": "dashed"},
+    ]
+    positive = [v for v in sharp + printed if v is not None and v > 0]
+    floor = 10.0 ** math.floor(math.log10(min(positive)) - 1) if positive else 1e-20
+    measured: list[dict[str, Any]] = []
+    zero: list[str] = []
+    for sched in _SCHEDULES:
+        ys = list(r["schedules"][sched]["mean_delta"])
+        if ys and all(v == 0.0 for v in ys):
+            zero.append(sched)
+            measured.append({"label": f"delta_t, {sched}: 0 at every step (drawn at {floor:.0e})",
+                             "y": [floor] * len(ys), "style": "markers"})  # fmt: skip
+        else:
+            measured.append({"label": f"delta_t, {sched}", "y": ys})
+    caption = (
+        f"with the sympy constants the bound is 10^{r['log10_explicit_prop2']:.3g} (vacuous, not drawn); "
+        "bound values above 1e30 are not drawn"
+    )
+    if zero:
+        caption += (
+            f"; delta_t is exactly 0 at every step for {', '.join(zero)} (the truncation changes the gradient by "
+            "less than one ulp of the weights): drawn at the floor, below every bound"
+        )
+    return _fig(
+        "line",
+        f"Prop. 2 ({kind}): ||w_recurr - w_trunc|| during training (mean of {setup.runs} runs)",
+        list(range(1, setup.N + 1)),
+        measured + bounds,
+        xlabel="step t",
+        ylabel="||w_recurr - w_trunc||_F",
+        logy=True,
+        caption=caption,
+    )
+
+
 def _max_ratio(values: Sequence[float], bounds: Sequence[float]) -> float:
     """max value/bound, with 0/0 = 0 (no truncation error, no gap) and x/0 = inf."""
     out = 0.0
@@ -1378,32 +1425,7 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
     for r in res.values():
         r.pop("_train", None)
     data: dict[str, Any] = {"setup": setup.__dict__, **{kind: r for kind, r in res.items()}}
-    data["figures"] = [
-        _fig(
-            "line",
-            f"Prop. 2 ({kind}): ||w_recurr - w_trunc|| during training (mean of {setup.runs} runs)",
-            list(range(1, setup.N + 1)),
-            [{"label": f"delta_t, {sched}", "y": r["schedules"][sched]["mean_delta"]} for sched in _SCHEDULES]
-            + [
-                {
-                    "label": "Prop. 2 bound, alpha/t (measured constants, sum form)",
-                    "y": _drawable(r["schedules"]["alpha/t"]["mean_bound_sharp"]),
-                    "style": "dashed",
-                },
-                {
-                    "label": "Prop. 2 bound as printed (measured constants)",
-                    "y": _drawable(r["schedules"]["alpha/t"]["mean_bound_printed"]),
-                    "style": "dashed",
-                },
-            ],
-            xlabel="step t",
-            ylabel="||w_recurr - w_trunc||_F",
-            logy=True,
-            caption=f"with the sympy constants the bound is 10^{r['log10_explicit_prop2']:.3g} (vacuous); "
-            "bound values above 1e30 are not drawn",
-        )
-        for kind, r in res.items()
-    ]
+    data["figures"] = [_prop2_figure(kind, r, setup) for kind, r in res.items()]
     return _result(
         "truncation.training-prop2",
         config,

@@ -200,7 +200,7 @@ def check_exact_expectation(config: RunConfig) -> CheckResult:
     summary = (
         f"{len(rows)} enumerations (UORO, rank 2, UORO-T, preactivation; up to "
         f"{max(int(r['patterns']) for r in rows)} patterns); worst relative error {stat:.2e} "
-        f"({worst['case']}) vs threshold {thr:.1e} (budget and DESIGN target 1e-12); "
+        f"({worst['case']}) vs threshold {thr:.1e} (budget and design target 1e-12); "
         f"{sum(c.ok for c in controls[: len(NEGATIVE)])}/{len(NEGATIVE)} biased mutants caught, "
         f"{len(POSITIVE)} unbiased normalizer mutants pass as they must"
     )

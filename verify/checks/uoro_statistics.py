@@ -43,6 +43,7 @@ from verify._func import vjp
 from verify.assertions import estimator_sampler, reference_truths
 from verify.budget import step_jacobians as budget_step_jacobians
 from verify.checks import register, registry
+from verify.checks._figures import preactivation_variance_figure
 from verify.errors import InvalidArgument
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.estimators.enumerate import sign_patterns
@@ -753,6 +754,10 @@ def check_preactivation(config: RunConfig) -> CheckResult:
     )
     data = _result_data([(case.label, res)])
     data["variance_ratio"] = cmp.to_data()
+    data["figures"] = [
+        _looks_figure([(case.label, res)], opts.delta),
+        preactivation_variance_figure(q_pre, q_uoro, cmp.ratio, cmp.ratio_ci, case.label),
+    ]
     return _finish(
         "uoro.preactivation",
         config,

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import torch
 
-from verify._validate import require_positive_int
+from verify._validate import require_fits_memory, require_positive_int
 from verify.errors import InvalidArgument
 
 __all__ = [
@@ -57,6 +57,7 @@ def cycle_world(p: int, steps: int, runs: int, generator: torch.Generator) -> St
     require_positive_int("p", p, 2)
     require_positive_int("steps", steps)
     require_positive_int("runs", runs)
+    require_fits_memory("steps", steps, 8 * 4 * runs * (steps + 1), f"CycleWorld streams ({runs} runs x {steps} steps)")
     start = torch.randint(0, p, (runs, 1), generator=generator)
     pos = (start + torch.arange(steps + 1)) % p
     obs = (pos == p - 1).to(torch.float64)
@@ -78,6 +79,9 @@ def stochastic_world(
     t1, t2 = lags
     if not (isinstance(t1, int) and isinstance(t2, int) and 1 <= t1 < t2):
         raise InvalidArgument("lags", lags, "need integers 1 <= T1 < T2")
+    require_fits_memory(
+        "steps", steps, 8 * 6 * runs * (steps + t2), f"Stochastic World streams ({runs} runs x {steps} steps)"
+    )
     obs = torch.randint(0, 2, (runs, steps + t2), generator=generator)
     a = obs[:, t2 - t1 : t2 - t1 + steps]  # o_{t-T1}
     b = obs[:, :steps]  # o_{t-T2}

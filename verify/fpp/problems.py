@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import torch
 
-from verify._validate import require_positive, require_positive_int
+from verify._validate import require_fits_memory, require_positive, require_positive_int
 from verify.errors import InvalidArgument
 from verify.losses import LinearReadout, SquaredError
 from verify.problem import Problem
@@ -64,6 +64,7 @@ def teacher_buffer(
     require_positive("recurrent_scale", recurrent_scale)
     require_positive("input_gain", input_gain)
     cell = make_cell(kind, k, d)
+    require_fits_memory("n", n, 8 * 4 * n * (d + m + cell.state_size), f"a teacher buffer of n={n} steps")
     obs = cell.observed_size
     dummy = Problem(
         cell,

@@ -8,6 +8,7 @@ rates are vectorised into one pass per (method, T).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,15 @@ def _runs(
         method, model, cfg, inputs.repeat(L, 1, 1), targets.repeat(L, 1, 1), theta0.repeat(L, 1), lr_col, generator
     )
     return losses.reshape(L, R, -1)
+
+
+def _curve(losses: torch.Tensor, bins: int = 60) -> dict[str, list[float]]:
+    """Learning curve for the report: mean over runs (dim 0) of ``losses`` (runs, steps) in ``bins`` windows."""
+    steps = losses.shape[-1]
+    edges = torch.linspace(0, steps, min(bins, steps) + 1).round().long().tolist()
+    mean = losses.mean(0)
+    pairs = [(a, b) for a, b in pairwise(edges) if b > a]
+    return {"step": [(a + b + 1) / 2 for a, b in pairs], "mean": [float(mean[a:b].mean()) for a, b in pairs]}
 
 
 def cycleworld_reproduction(
@@ -88,6 +98,7 @@ def cycleworld_reproduction(
                 "final_ci": [flo, fhi],
                 "ratio_by_lr": {str(lr): float(ratio[j].mean()) for j, lr in enumerate(lrs)},
                 "ratio_runs": ratio[best].tolist(),
+                "curve": _curve(L[best] / base),  # report figure (Fig. 2's learning curves)
             }
     half = max(1, p // 2)
     comparison: dict[str, Any] = {}
@@ -148,5 +159,6 @@ def stochasticworld_reproduction(
                 "final_ce_ci": [lo, hi],
                 "online_ce_mean": float(L.mean()),
                 "final_ce_runs": window.tolist(),
+                "curve": _curve(L),  # report figure (Fig. 3(b)'s learning curves)
             }
     return {"steps": steps, "runs": runs, "lr": lr, "hidden": hidden, "references": refs, "results": out}

@@ -45,7 +45,7 @@ from verify.report.document import (
     run_document,
     validate_document,
 )
-from verify.report.figures import render_png
+from verify.report.figures import figure_empty_reason, render_png
 from verify.report.render import figure_key, render_html, render_junit, render_markdown
 
 __all__ = [
@@ -84,7 +84,7 @@ def png_jobs(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every non-table figure of the document, keyed by its PNG path in the report."""
     jobs: dict[str, dict[str, Any]] = {}
     for j, f in enumerate(doc.get("figures") or []):
-        if f["kind"] != "table":
+        if f["kind"] != "table" and figure_empty_reason(f) is None:
             jobs[figure_key(None, j)] = f
     for i, rec in enumerate(doc["claims"]):
         jobs.update(claim_png_jobs(rec, i))
@@ -93,7 +93,11 @@ def png_jobs(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def claim_png_jobs(rec: Mapping[str, Any], index: int = 0) -> dict[str, dict[str, Any]]:
     """The non-table figures of one claim record, keyed by their PNG paths."""
-    return {figure_key(index, j, rec["id"]): f for j, f in enumerate(rec.get("figures") or []) if f["kind"] != "table"}
+    return {
+        figure_key(index, j, rec["id"]): f
+        for j, f in enumerate(rec.get("figures") or [])
+        if f["kind"] != "table" and figure_empty_reason(f) is None  # an empty plot is described, not drawn
+    }
 
 
 def render_pngs(doc: Mapping[str, Any], done: Mapping[str, bytes] | None = None) -> dict[str, bytes]:

@@ -18,7 +18,8 @@ Layout (``schema = "rnn-verify.results"``, ``schema_version = 1``)::
       "figures": [ FIGURE, ... ],         # run-level (mutant-kill table)
     }
 
-A RECORD holds: ``id``, ``title``, ``family``, ``paper``, ``equation`` (where in
+A RECORD holds: ``id``, ``title``, ``family``, ``paper`` (short citation),
+``citation`` and ``references`` (full citations, :mod:`theory.papers`), ``equation`` (where in
 the paper), ``statement``, ``math``, ``kind``, ``assumptions``, ``errata``,
 ``verdict``, ``summary``, ``reason``, ``statistic``, ``threshold``,
 ``comparison``, ``alpha``, ``beta``, ``delta``, ``samples_planned``,
@@ -70,8 +71,25 @@ def tool_version() -> str:
         return "0.1.0 (not installed)"
 
 
-def rerun_command(claim_id: str, *, profile: str, seed: int | None, device: str, dtype: str) -> str:
-    """The command that reruns one catalog claim alone with the same settings."""
+def rerun_command(
+    claim_id: str, *, profile: str, seed: int | None, device: str, dtype: str, claim: Claim | None = None
+) -> str:
+    """The command that reruns one catalog claim alone with the same settings -- and what it needs to run.
+
+    A claim that needs CUDA (``Claim.requires``) is rerun with ``--device cuda`` when the
+    run's device was not CUDA, and a claim outside the run's profile with its own profile
+    (``--profile full`` for a full-only claim): rerunning a SKIPPED claim with the settings
+    that skipped it would only skip it again. ``claim`` defaults to the catalog entry.
+    """
+    if claim is None:
+        from theory.catalog import all_claims
+
+        claim = all_claims().get(claim_id)
+    if claim is not None:
+        if claim.profiles and profile not in claim.profiles:
+            profile = claim.profiles[0]
+        if "cuda" in claim.requires and not str(device).startswith("cuda"):
+            device = "cuda"
     parts = ["rnn-verify", "run", "--profile", profile, "--claims", claim_id]
     if seed is not None:
         parts += ["--seed", str(seed)]
@@ -94,6 +112,8 @@ def claim_record(
         "title": claim.title if claim else "",
         "family": result.claim_id.split(".", 1)[0],
         "paper": claim.paper if claim else "",
+        "citation": claim.citation if claim else "",
+        "references": list(claim.references) if claim else [],
         "equation": claim.where if claim else "",
         "statement": claim.statement if claim else "",
         "math": claim.math if claim else "",

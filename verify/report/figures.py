@@ -28,7 +28,7 @@ How a check gets figures
      named errors ``{"<name>_error": float, "<name>_budget": float}`` (a shared
      ``budget`` serves every ``<name>_error`` without its own) -> *measured error vs
      predicted budget* (log-log scatter, one series per comparison label / error
-     name, the line error = budget, the DESIGN target as a horizontal line). The
+     name, the line error = budget, the design target (:mod:`theory.notes`) as a horizontal line). The
      ``reference`` and ``rtrl`` families use it; GPU-vs-CPU parity checks can use
      the same rows.
 
@@ -83,6 +83,7 @@ __all__ = [
     "claim_figures",
     "comparisons_figure",
     "controls_table",
+    "figure_empty_reason",
     "normalize_figure",
     "render_png",
 ]
@@ -275,7 +276,7 @@ def comparisons_figure(claim_id: str, data: Mapping[str, Any]) -> list[Figure]:
         "caption": caption,
     }
     if targets:
-        fig["hlines"] = [{"y": t, "label": f"DESIGN target {t:g}"} for t in sorted(targets)]
+        fig["hlines"] = [{"y": t, "label": f"design target {t:g}"} for t in sorted(targets)]
     return [fig]
 
 
@@ -305,10 +306,41 @@ def claim_figures(claim_id: str, data: Mapping[str, Any]) -> tuple[list[Figure],
     out: list[Figure] = []
     for i, spec in enumerate(raw):
         try:
-            out.append(normalize_figure(spec))
+            fig = normalize_figure(spec)
         except InvalidArgument as exc:
             problems.append(f"figure {i + 1}: {exc}")
+            continue
+        empty = figure_empty_reason(fig)
+        if empty:  # a figure that would draw nothing is not drawn; the report says why
+            problems.append(f"figure {i + 1} ({fig['title']}): {empty}; its data are in results.json")
+        else:
+            out.append(fig)
     return out, problems
+
+
+def figure_empty_reason(fig: Mapping[str, Any]) -> str | None:
+    """Why a normalised figure would draw no point at all (``None`` when it draws something).
+
+    Tables always draw. A plot draws nothing when no series has a point with finite x
+    and y (and positive values on a log axis); then it is not drawn and the report says
+    why instead of showing empty axes.
+    """
+    if fig.get("kind") == "table":
+        return None
+    series = fig.get("series") or []
+    categorical = any(isinstance(v, str) for s in series for v in s.get("x", fig.get("x", [])) or [])
+    logx = bool(fig.get("logx")) and not (categorical or fig.get("kind") == "bar")
+    logy = bool(fig.get("logy"))
+    total = drawn = 0
+    for s in series:
+        xs = s.get("x", fig.get("x")) or []
+        keep, dropped = _points(xs, s.get("y") or [], logx, logy)
+        drawn += len(keep)
+        total += len(keep) + dropped
+    if drawn:
+        return None
+    why = "not finite, or not positive on a log axis" if (logx or logy) else "not finite"
+    return f"none of its {total} points can be drawn ({why})"
 
 
 def controls_table(records: Sequence[Mapping[str, Any]]) -> Figure | None:
@@ -389,11 +421,14 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
                 if str(v) not in cats:
                     cats.append(str(v))
     finite_xy: list[float] = []  # any drawn point at all
+    empty_series: list[str] = []
     for si, s in enumerate(series):
         xs = s.get("x", fig.get("x"))
         keep, d = _points(xs, s["y"], logx and not cats, logy)
         dropped += d
         if not keep:
+            if d:
+                empty_series.append(str(s["label"]))
             continue
         y = [float(_num(s["y"][i]) or 0.0) for i in keep]
         if cats:
@@ -437,9 +472,11 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
         xlo, xhi = ax.get_xlim()  # the line y = x across the data's x range
         ax.plot([xlo, xhi], [xlo, xhi], color="grey", linestyle=":", linewidth=1, label="y = x")
         ax.set_xlim(xlo, xhi)
-    for h in fig.get("hlines", []):
+    looks = (("tab:red", "--"), ("tab:gray", "-."), ("tab:purple", ":"), ("tab:brown", "--"))
+    for i, h in enumerate(fig.get("hlines", [])):
         if not (logy and h["y"] <= 0):
-            ax.axhline(h["y"], color="tab:red", linestyle="--", linewidth=1, label=h.get("label") or None)
+            color, ls = looks[i % len(looks)]
+            ax.axhline(h["y"], color=color, linestyle=ls, linewidth=1, label=h.get("label") or None)
     if cats:
         ax.set_xticks(range(len(cats)))
         ax.set_xticklabels(cats, rotation=30 if max(len(c) for c in cats) > 6 else 0, ha="right")
@@ -457,9 +494,14 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
     handles, _ = ax.get_legend_handles_labels()
     if handles:
         ax.legend(fontsize=7, loc="best")
+    if not finite_xy:
+        ax.text(0.5, 0.5, "no drawable point (see the report)", ha="center", va="center", transform=ax.transAxes)
     if dropped:
         why = "non-positive on a log axis or not finite" if (logx or logy) else "not finite"
-        mfig.text(0.01, 0.01, f"{dropped} point(s) not drawn ({why}); they are in results.json", fontsize=7)
+        note = f"{dropped} point(s) not drawn ({why}); they are in results.json"
+        if empty_series:
+            note += "; series with no drawn point: " + ", ".join(empty_series)
+        mfig.text(0.01, 0.01, note, fontsize=7)
     # fixed margins instead of tight_layout (which costs more than the drawing itself)
     rotated = bool(cats) and max(len(c) for c in cats) > 6
     mfig.subplots_adjust(left=0.13, right=0.97, top=0.92, bottom=0.26 if rotated else 0.13)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["figure_key", "render_html", "render_junit", "render_markdown"]
+from verify.report.figures import figure_empty_reason
+
+__all__ = ["Md", "figure_key", "md_code", "md_escape", "render_html", "render_junit", "render_markdown"]
 
 _ORDER = ("FAIL", "INCONCLUSIVE", "SKIPPED", "PASS")
 _GREEK = (("alpha", "α"), ("beta", "β"), ("delta", "δ"))
@@ -42,13 +45,25 @@ def fmt(v: Any) -> str:
 
 
 def _stat_line(rec: Mapping[str, Any]) -> str:
+    """``statistic comparison threshold``; a missing side is left out (never ``<= —``).
+
+    A statistic without a threshold is a reported measurement: it prints alone, with a
+    worded comparison (``grows``) in parentheses; a threshold without a statistic (the
+    check did not measure) prints as ``not measured (threshold ...)``.
+    """
     stat, thr = rec.get("statistic"), rec.get("threshold")
+    cmp = str(rec.get("comparison") or "<=")
     if stat is None and thr is None:
         return "—"
+    if thr is None:
+        worded = cmp.replace(" ", "").isalpha()
+        return f"{fmt(stat)} ({cmp})" if worded else fmt(stat)
+    if stat is None:
+        return f"not measured (threshold {cmp} {fmt(thr)})"
     a, b = fmt(stat), fmt(thr)
     if a == b and isinstance(stat, float) and isinstance(thr, float) and stat != thr:
         a, b = f"{stat:.6g}", f"{thr:.6g}"  # 0.01998 < 0.02 must not read "0.02 < 0.02"
-    return f"{a} {rec.get('comparison') or '<='} {b}"
+    return f"{a} {cmp} {b}"
 
 
 def findings(claims: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -93,8 +108,44 @@ def _counts_line(summary: Mapping[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------ markdown
+class Md(str):
+    """Text that is already markdown (links, code spans): table cells and lines keep it as it is."""
+
+
+#: characters that change the meaning of inline markdown (emphasis, code, tables, links, HTML, GFM
+#: strikethrough and math); every text field of a record is escaped before it goes into report.md
+_MD_SPECIAL = re.compile(r"([\\`*_|\[\]~$]|<(?=[A-Za-z/!?])|^[#>+-](?=\s|#)|^\d+(?=[.)]\s))")
+
+
+def md_escape(v: Any) -> str:
+    """Plain text as inline markdown: special characters backslash-escaped, newlines as spaces.
+
+    ``E||G||^2 <= 16*D*Delta/(3N)`` renders as written, not as a table break or italics.
+    """
+    text = v if isinstance(v, str) else fmt(v)
+    text = " ".join(text.splitlines())
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0) if not m.group(0)[0].isdigit() else m.group(0) + "\\", text)
+
+
+def md_code(v: Any) -> Md:
+    """An inline code span that survives backticks in the text (a longer fence, CommonMark §6.1)."""
+    text = str(v).replace("\n", " ")
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if runs else ""
+    return Md(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def _md_fence(text: str, info: str = "text") -> list[str]:
+    runs = [len(m) for m in re.findall(r"`{3,}", text)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return [f"{fence}{info}", text.rstrip(), fence]
+
+
 def _md_cell(v: Any) -> str:
-    return fmt(v).replace("|", "\\|").replace("\n", " ")
+    if isinstance(v, Md):
+        return v.replace("|", "\\|").replace("\n", " ")  # a pipe breaks a GFM table even in a code span
+    return md_escape(v)
 
 
 def _md_table(columns: Sequence[Any], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -104,15 +155,29 @@ def _md_table(columns: Sequence[Any], rows: Sequence[Sequence[Any]]) -> list[str
 
 
 def _md_figure(fig: Mapping[str, Any], path: str, where: str) -> list[str]:
-    lines = [f"**{fig['title']}**", ""]
+    title = md_escape(fig["title"])
+    lines = [f"**{title}**", ""]
     if fig["kind"] == "table":
         lines += _md_table(fig["columns"], fig["rows"])
     else:
-        lines.append(f"![{fig['title']}]({path})")
+        empty = figure_empty_reason(fig)
+        if empty:
+            lines.append(f"> figure not drawn: {md_escape(empty)}")
+        else:
+            lines.append(f"![{title}]({path})")
     lines.append("")
-    cap = fig.get("caption", "")
-    lines += [f"*{cap} Data: `results.json` → {where}.*" if cap else f"*Data: `results.json` → {where}.*", ""]
+    cap = md_escape(fig.get("caption", ""))
+    data = f"Data: `results.json` → {md_code(where)}."
+    lines += [f"*{cap} {data}*" if cap else f"*{data}*", ""]
     return lines
+
+
+def _citations(rec: Mapping[str, Any]) -> list[str]:
+    """Full citations of a record (catalog claims); the short ``paper`` for records without them."""
+    refs = [str(x) for x in rec.get("references") or [] if x]
+    if not refs and rec.get("citation"):
+        refs = [str(rec["citation"])]
+    return refs or ([str(rec["paper"])] if rec.get("paper") else [])
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
@@ -120,12 +185,12 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     run, claims, summary = doc["run"], doc["claims"], doc.get("summary", {})
     lines = ["# rnn-verify theory-check report", ""]
     lines += [f"**{_counts_line(summary)}** ({summary.get('total', len(claims))} claims)", ""]
-    lines += [f"- {k}: `{v}`" if k == "command" else f"- {k}: {v}" for k, v in _run_line(run)]
+    lines += [f"- {k}: {md_code(v)}" if k == "command" else f"- {k}: {md_escape(v)}" for k, v in _run_line(run)]
     lines += ["", "## Summary", ""]
     rows = [
         [
             r["verdict"],
-            f"[{r['id']}](#{_anchor(r['id'])})",
+            Md(f"[{md_escape(r['id'])}](#{_anchor(r['id'])})"),
             r.get("paper", ""),
             r.get("equation", ""),
             _stat_line(r),
@@ -138,11 +203,12 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     lines.append("")
     for r in claims:
         if r["verdict"] in ("SKIPPED", "INCONCLUSIVE", "FAIL"):
-            lines.append(f"- **{r['verdict']}** `{r['id']}`: {r.get('reason') or r['summary']}".split("\n")[0])
+            why = str(r.get("reason") or r["summary"]).split("\n")[0]
+            lines.append(f"- **{r['verdict']}** {md_code(r['id'])}: {md_escape(why)}")
     found = findings(claims)
     if found:
         lines += ["", f"## {_FINDINGS_TITLE}", ""]
-        lines += [f"- [`{cid}`](#{_anchor(cid)}): {f}" for cid, f in found]
+        lines += [f"- [{md_code(cid)}](#{_anchor(cid)}): {md_escape(f)}" for cid, f in found]
     figs = doc.get("figures") or []
     if figs:
         lines += ["", "## Negative controls", ""]
@@ -153,12 +219,15 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             "",
             f'<a id="{_anchor(r["id"])}"></a>',
             "",
-            f"## {r['verdict']} · `{r['id']}` — {r.get('title', '')}",
+            f"## {r['verdict']} · {md_code(r['id'])} — {md_escape(r.get('title', ''))}",
             "",
         ]
-        lines += [r["summary"], ""]
-        facts = [
-            ("paper", f"{r.get('paper', '')}, {r.get('equation', '')}"),
+        lines += [md_escape(r["summary"]), ""]
+        refs = _citations(r)
+        facts: list[tuple[str, Any]] = [
+            ("paper", refs[0] if refs else ""),
+            ("where", r.get("equation", "")),
+            *(("also cites", ref) for ref in refs[1:]),
             ("statement", r.get("statement", "")),
             ("kind", r.get("kind", "")),
             ("statistic vs threshold", _stat_line(r)),
@@ -167,19 +236,20 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             ("seed / dtype / device", f"{fmt(r.get('seed'))} / {r.get('dtype')} / {r.get('device')}"),
             ("torch", fmt(r.get("torch_version"))),
             ("wall time (s)", fmt(r.get("wall_time"))),
-            ("rerun", f"`{r.get('rerun', '')}`"),
+            ("rerun", md_code(r.get("rerun", "")) if r.get("rerun") else ""),
         ]
         lines += _md_table(["", ""], [[k, v] for k, v in facts if v not in ("", ", ")])
         if r.get("math"):
-            lines += ["", "```text", str(r["math"]), "```"]
+            lines += ["", *_md_fence(str(r["math"]))]
         if r.get("assumptions"):
-            lines += ["", "Assumptions:", ""] + [f"- {a}" for a in r["assumptions"]]
+            lines += ["", "Assumptions:", ""] + [f"- {md_escape(a)}" for a in r["assumptions"]]
         if r.get("errata"):
-            lines += ["", "Errata:", ""] + [f"- {a}" for a in r["errata"]]
+            lines += ["", "Errata:", ""] + [f"- {md_escape(a)}" for a in r["errata"]]
         if r.get("findings"):
-            lines += ["", "Measured in this run (the paper as printed):", ""] + [f"- {a}" for a in r["findings"]]
+            lines += ["", "Measured in this run (the paper as printed):", ""]
+            lines += [f"- {md_escape(a)}" for a in r["findings"]]
         if r.get("reason"):
-            lines += ["", "Reason:", "", "```text", str(r["reason"]).rstrip(), "```"]
+            lines += ["", "Reason:", "", *_md_fence(str(r["reason"]))]
         if r.get("controls"):
             lines += ["", "Controls:", ""]
             lines += _md_table(
@@ -189,7 +259,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         for j, f in enumerate(r.get("figures") or []):
             lines += ["", *_md_figure(f, figure_key(i, j, r["id"]), f"claims[{i}].figures[{j}]")]
         for p in r.get("figure_problems") or []:
-            lines += ["", f"> figure not drawn: {p}"]
+            lines += ["", f"> figure not drawn: {md_escape(p)}"]
     lines.append("")
     return "\n".join(lines)
 
@@ -231,8 +301,11 @@ def _html_figure(fig: Mapping[str, Any], png: bytes | None, claim_id: str, index
         f'class="figure" data-claim-id="{html.escape(claim_id)}" data-figure-index="{index}" '
         f'data-kind="{html.escape(fig["kind"])}"'
     )
+    empty = figure_empty_reason(fig)
     if fig["kind"] == "table":
         inner = _html_table(fig["columns"], fig["rows"], "figure-table")
+    elif empty:
+        inner = f'<p class="figure-problem">figure not drawn: {html.escape(empty)}</p>'
     elif png is not None:
         b64 = base64.b64encode(png).decode("ascii")
         inner = f'<img alt="{html.escape(fig["title"])}" src="data:image/png;base64,{b64}">'
@@ -308,8 +381,11 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
             f"— {html.escape(r.get('title', ''))}</h2>"
         )
         out.append(f'<p class="summary">{html.escape(r["summary"])}</p>')
+        refs = _citations(r)
         facts = [
-            ("paper", f"{r.get('paper', '')}, {r.get('equation', '')}"),
+            ("paper", refs[0] if refs else ""),
+            ("where", r.get("equation", "")),
+            *(("also cites", ref) for ref in refs[1:]),
             ("statement", r.get("statement", "")),
             ("kind", r.get("kind", "")),
             ("statistic vs threshold", _stat_line(r)),

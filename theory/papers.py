@@ -1,0 +1,109 @@
+"""The papers the claim catalog cites: one :class:`Paper` per source, keyed by its short citation.
+
+A claim's ``paper`` field is the short key (``"Tallec & Ollivier 2017"``); the catalog,
+``rnn-verify list`` and the report render the full citation from this table (authors,
+year, title, venue, arXiv id). Every field is taken from the paper's own text as the
+toolkit's authors read it; where the text does not print a field (the FPP paper is an
+anonymous submission under review, the RTRL convergence paper's extracted text lost
+its author line) the entry says so instead of guessing, and no arXiv id is given that
+the text does not print.
+
+>>> from theory.papers import cite
+>>> cite("Tallec & Ollivier 2017")
+'Corentin Tallec, Yann Ollivier (2017). Unbiased Online Recurrent Optimization. arXiv preprint, arXiv:1702.05043.'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE", "UORO", "Paper",
+           "cite", "cited_in"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One cited source. ``key`` is the short citation used in the catalog and report tables."""
+
+    key: str
+    authors: str
+    year: str
+    title: str
+    venue: str
+    arxiv: str = ""
+    note: str = ""
+
+    def citation(self) -> str:
+        """Authors (year). Title. Venue[, arXiv:id]."""
+        year = f" ({self.year})" if self.year else ""
+        parts = [f"{self.authors}{year}. {self.title}. {self.venue}"]
+        if self.arxiv:
+            parts.append(f", arXiv:{self.arxiv}")
+        text = "".join(parts) + "."
+        return f"{text} {self.note}" if self.note else text
+
+
+UORO = Paper(
+    key="Tallec & Ollivier 2017",
+    authors="Corentin Tallec, Yann Ollivier",
+    year="2017",
+    title="Unbiased Online Recurrent Optimization",
+    venue="arXiv preprint",
+    arxiv="1702.05043",
+)
+COOIJMANS_MARTENS = Paper(
+    key="Cooijmans & Martens 2019",
+    authors="Tim Cooijmans, James Martens",
+    year="2019",
+    title="On the Variance of Unbiased Online Recurrent Optimization",
+    venue="arXiv preprint",
+    arxiv="1902.02405",
+    note="Sections are cited as headed in the first author's summary blog post of 2019-02-16.",
+)
+MILLER_HARDT = Paper(
+    key="Miller & Hardt 2018",
+    authors="John Miller, Moritz Hardt",
+    year="2018",
+    title="When Recurrent Models Don't Need To Be Recurrent",
+    venue="Preprint, University of California, Berkeley, May 30, 2018",
+)
+FPP = Paper(
+    key="FPP paper (anonymous)",
+    authors="Anonymous authors",
+    year="year not printed",
+    title="Training Recurrent Neural Networks Online by Learning Explicit State Variables",
+    venue="Paper under double-blind review",
+    note="The paper introduces Fixed Point Propagation (FPP).",
+)
+RTRL_CONVERGENCE = Paper(
+    key="RTRL convergence paper",
+    authors="Author line missing from the text used",
+    year="2024 or later",
+    title="Convergence Analysis of Real-time Recurrent Learning (RTRL) for a class of Recurrent Neural Networks",
+    venue="Preprint",
+    note="Its acknowledgements name Samuel Lam (NSF DMS-2311500); its formulas were lost in the text the toolkit "
+    "was built from, and §7.1-7.2 are rebuilt from the prose.",
+)
+DESIGN_NOTES = Paper(
+    key="rnn-verify design notes",
+    authors="rnn-verify developers",
+    year="",
+    title="Design notes: exactness targets, numerical policy, notes from reading the papers",
+    venue="Module theory.notes of this package (print them: python -m theory.notes)",
+)
+
+#: every cited source by its short key
+PAPERS: dict[str, Paper] = {
+    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, DESIGN_NOTES)
+}
+
+
+def cite(key: str) -> str:
+    """The full citation of ``key``; an unknown key (a user's own claim) is returned as it is."""
+    paper = PAPERS.get(key)
+    return paper.citation() if paper is not None else key
+
+
+def cited_in(*texts: str) -> tuple[str, ...]:
+    """Keys of every known paper whose short key occurs in ``texts``, in table order."""
+    return tuple(k for k in PAPERS if any(k in t for t in texts))
