@@ -115,6 +115,7 @@ def fused_sampler(
     steps: Sequence[int],
     quantities: Sequence[str] = ("gradient", "total"),
     chunk: int | None = None,
+    mode: str = "auto",
 ) -> tuple[Sampler, list[str]]:
     """A sampler of M independent runs with the interface (and draws) of :func:`~verify.assertions.estimator_sampler`.
 
@@ -131,7 +132,7 @@ def fused_sampler(
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise InvalidArgument("chunk", chunk, "must be an integer >= 1")
     if isinstance(estimator, UORO):
-        return _UOROSampler(estimator, problem, theta, ts, qs, chunk), _names(ts, qs)
+        return _UOROSampler(estimator, problem, theta, ts, qs, chunk, mode), _names(ts, qs)
     return _PreactSampler(estimator, problem, theta, ts, qs, chunk), _names(ts, qs)
 
 
@@ -172,6 +173,19 @@ class _Layout:
         if d:
             out[:, self.U].view(K, G, d).copy_(X[..., H : H + d])
         out[:, self.b].copy_(X[..., H + d])
+
+    def write_estimate(self, X: torch.Tensor | None, delta_theta: torch.Tensor | None, out: torch.Tensor) -> None:
+        """``out`` (K, p) = layout(X) + δθ, every entry written once (X None: zero cell part; δθ None: no δθ)."""
+        cell = self.b.stop  # the cell blocks come first in θ's layout, the readout after them
+        if X is None:
+            out[:, :cell].zero_()
+        else:
+            self.write(X, out)
+        if delta_theta is None:
+            out[:, cell:].zero_()
+        else:
+            out[:, cell:].copy_(delta_theta[cell:].expand(out.shape[0], -1))
+            out[:, :cell].add_(delta_theta[:cell])
 
     def write_rows(self, X: torch.Tensor, out: torch.Tensor) -> None:
         """Internal (K, N, G, A) -> (K, N, p) in θ's layout (readout columns zero)."""
@@ -216,7 +230,7 @@ def _draw_all(
 # ============================================================================= UORO
 @dataclass
 class _Reduction:
-    """What the reduction at the end of a block needs: the block's linearizations and feature Grams."""
+    """What the reduction at the end of a block needs: the block's linearizations and feature rows."""
 
     lins: list[Linearization]
     FW: torch.Tensor  #: (L, H)
@@ -225,6 +239,190 @@ class _Reduction:
     gram_W: torch.Tensor  #: FW FWᵀ (L, L)
     gram_U: torch.Tensor  #: FU FUᵀ
     gram_F: torch.Tensor  #: F Fᵀ
+    first: int  #: index of its first rank-1 term in the run's list of terms
+
+
+@dataclass
+class _Terms:
+    """Every rank-1 term g_j ⊗ F_j that the run's reductions add to Θ: shared feature rows and their Grams."""
+
+    FW: torch.Tensor  #: (J, H)
+    FU: torch.Tensor  #: (J, d+1)
+    F: torch.Tensor  #: (J, A)
+    gram_W: torch.Tensor  #: (J, J)
+    gram_U: torch.Tensor
+    gram_F: torch.Tensor
+    step: list[int]  #: the step t whose reduction adds term j
+
+
+class _Dense:
+    r"""θ̃ = c Θ with Θ (k, r, G, A) materialized; the total Σ_t κ_t Θ_{t-1} accumulated as it goes."""
+
+    def __init__(self, smp: _UOROSampler, kmax: int) -> None:
+        lay, r = smp.lay, smp.est.rank
+        self.smp, self.G, self.A, self.H = smp, lay.G, lay.A, lay.H
+        self.Th = torch.zeros(kmax, r, lay.G, lay.A, dtype=smp.P.dtype, device=smp.P.device)
+        self.tot = torch.zeros(kmax, lay.G * lay.A, dtype=smp.P.dtype, device=smp.P.device)
+
+    def start(self, k: int) -> None:
+        self.k = k
+        self.Th[:k].zero_()
+        self.tot[:k].zero_()
+
+    def kappa(self, t: int, kap: torch.Tensor) -> None:
+        """tot += Σ_r κ_r Θ_r (before the reduction of step t)."""
+        k, Th2 = self.k, self.Th[: self.k].view(self.k, kap.shape[1], -1)
+        tot = self.tot[:k]
+        if kap.shape[1] == 1:
+            tot.addcmul_(Th2[:, 0], kap)
+        else:
+            tot.unsqueeze(1).baddbmm_(kap.unsqueeze(1), Th2)
+
+    def estimate(self, kap: torch.Tensor) -> torch.Tensor:
+        """Σ_r κ_r Θ_r, (k, G, A)."""
+        k = self.k
+        Th2 = self.Th[:k].view(k, kap.shape[1], -1)
+        return torch.bmm(kap.unsqueeze(1), Th2).view(k, self.G, self.A)
+
+    def norm(self) -> torch.Tensor:
+        k = self.k
+        return torch.linalg.vector_norm(self.Th[:k].view(k, self.Th.shape[1], -1), dim=-1)
+
+    def add(self, red: _Reduction, gW: torch.Tensor, gU: torch.Tensor, f: torch.Tensor, gru: bool) -> None:
+        """Θ += f Σ_l g_l ⊗ F_l: one in-place GEMM (two for the GRU) over the chunk."""
+        K = gW.shape[0]
+        Th2 = self.Th[: self.k].view(K * self.G, self.A)
+        gWt = (gW * f.view(K, 1, 1)).transpose(1, 2).reshape(K * self.G, -1)
+        if gru:
+            gUt = (gU * f.view(K, 1, 1)).transpose(1, 2).reshape(K * self.G, -1)
+            Th2[:, : self.H].addmm_(gWt, red.FW)
+            Th2[:, self.H :].addmm_(gUt, red.FU)
+        else:
+            Th2.addmm_(gWt, red.F)
+
+    def rescale(self, mult: torch.Tensor) -> None:
+        self.Th[: self.k].mul_(mult.view(self.k, -1, 1, 1))
+
+    def theta(self) -> torch.Tensor:
+        return self.Th[: self.k]
+
+    def total(self) -> torch.Tensor:
+        return self.tot[: self.k].view(self.k, self.G, self.A)
+
+
+class _Factored:
+    r"""θ̃ = c Θ with Θ = Σ_j f_j g_j ⊗ F_j kept as its rank-1 terms (per sample: J×G, not G×A).
+
+    The terms' feature rows F_j are shared by the samples (:class:`_Terms`), so
+    ‖Θ‖² = Σ_{j,l} f_j f_l (g_j·g_l)(F_j·F_l) is updated in O(J·G) per new term, the
+    per-step estimate Σ_r κ_r Θ_r and the total Σ_t κ_t Θ_{t-1} = Σ_j (Σ_{t > t_j} κ_t) f_j g_j ⊗ F_j
+    are single GEMMs, formed only when an output needs them: no pass over a p-vector per step.
+    """
+
+    def __init__(self, smp: _UOROSampler, kmax: int) -> None:
+        lay, r, terms = smp.lay, smp.est.rank, smp.terms
+        assert terms is not None
+        self.smp, self.G, self.A, self.H, self.r, self.terms = smp, lay.G, lay.A, lay.H, r, terms
+        J = terms.F.shape[0]
+        dt, dev = smp.P.dtype, smp.P.device
+        self.gW = torch.zeros(kmax, r, J, lay.G, dtype=dt, device=dev)
+        self.gU = torch.zeros(kmax, r, J, lay.G, dtype=dt, device=dev) if smp.gru else self.gW
+        self.f = torch.zeros(kmax, r, J, dtype=dt, device=dev)
+        self.nrm2 = torch.zeros(kmax, r, dtype=dt, device=dev)
+        self.kap = torch.zeros(kmax, r, smp.last + 1, dtype=dt, device=dev)
+        self.tau = torch.tensor(terms.step, device=dev, dtype=torch.long)  # term j is in Θ_{t-1} for t > tau_j
+        self.buf = torch.zeros(kmax, lay.G, lay.A, dtype=dt, device=dev)  # outputs are formed here, then copied
+
+    def start(self, k: int) -> None:
+        self.k, self.J = k, 0
+        self.f[:k].zero_()
+        self.nrm2[:k].zero_()
+        self.kap[:k].zero_()
+
+    def kappa(self, t: int, kap: torch.Tensor) -> None:
+        self.kap[: self.k, :, t - 1] = kap
+
+    def _combine(self, w: torch.Tensor) -> torch.Tensor:
+        """Σ_r Σ_{j<J} w_{r,j} g_{r,j} ⊗ F_j for weights w (k, r, J): (k, G, A)."""
+        k, J, G, r = self.k, self.J, self.G, self.r
+        terms = self.terms
+        FWr = terms.FW[:J].repeat(r, 1)
+        out = self.buf[:k]
+
+        def part(g: torch.Tensor, F: torch.Tensor, dst: torch.Tensor) -> None:
+            y = (g[:k, :, :J] * w.unsqueeze(-1)).permute(0, 3, 1, 2).reshape(k * G, r * J)
+            if dst.is_contiguous():
+                torch.mm(y, F, out=dst.view(k * G, -1))
+            else:
+                dst.copy_((y @ F).view(k, G, -1))
+
+        if self.smp.gru:
+            part(self.gW, FWr, out[..., : self.H])
+            part(self.gU, terms.FU[:J].repeat(r, 1), out[..., self.H :])
+        else:
+            part(self.gW, terms.F[:J].repeat(r, 1), out)
+        return out
+
+    def estimate(self, kap: torch.Tensor) -> torch.Tensor:
+        return self._combine(self.f[: self.k, :, : self.J] * kap.unsqueeze(-1))
+
+    def norm(self) -> torch.Tensor:
+        return self.nrm2[: self.k].clamp(min=0).sqrt()
+
+    def add(self, red: _Reduction, gW: torch.Tensor, gU: torch.Tensor, f: torch.Tensor, gru: bool) -> None:
+        """Append the reduction's L terms (scaled by f) and update ‖Θ‖² from the Grams."""
+        k, r, J0 = self.k, self.r, self.J
+        L = gW.shape[1]
+        K = k * r
+        terms = self.terms
+        f2 = f.view(k, r)
+        parts = [(self.gW, gW, terms.gram_W if gru else terms.gram_F)]
+        if gru:
+            parts.append((self.gU, gU, terms.gram_U))
+        cross = torch.zeros(k, r, dtype=gW.dtype, device=gW.device)
+        own = torch.zeros(k, r, dtype=gW.dtype, device=gW.device)
+        for hist, new, gram in parts:
+            new3 = new.view(K, L, -1)
+            if J0:
+                D = torch.bmm(hist[:k, :, :J0].reshape(K, J0, -1), new3.transpose(1, 2))  # (K, J0, L): g_j · g_l
+                cross += ((D * gram[:J0, J0 : J0 + L]).sum(-1).view(k, r, J0) * self.f[:k, :, :J0]).sum(-1)
+            E = torch.bmm(new3, new3.transpose(1, 2))  # (K, L, L)
+            own += (E * gram[J0 : J0 + L, J0 : J0 + L]).sum((-1, -2)).view(k, r)
+            hist[:k, :, J0 : J0 + L] = new3.view(k, r, L, -1)
+        self.nrm2[:k] += 2 * f2 * cross + f2 * f2 * own
+        self.f[:k, :, J0 : J0 + L] = f2.unsqueeze(-1)
+        self.J = J0 + L
+
+    def rescale(self, mult: torch.Tensor) -> None:
+        """Θ *= mult (c /= mult): the recorded κ, which multiplied the old Θ, are divided by it."""
+        k = self.k
+        self.f[:k].mul_(mult.unsqueeze(-1))
+        self.nrm2[:k].mul_(mult * mult)
+        self.kap[:k].div_(mult.unsqueeze(-1))
+
+    def theta(self) -> torch.Tensor:
+        k, r, J, G = self.k, self.r, self.J, self.G
+        out = torch.empty(k, r, G, self.A, dtype=self.f.dtype, device=self.f.device)
+        terms = self.terms
+
+        def part(g: torch.Tensor, F: torch.Tensor, dst: torch.Tensor) -> None:
+            y = (g[:k, :, :J] * self.f[:k, :, :J].unsqueeze(-1)).transpose(2, 3)  # (k, r, G, J)
+            dst.copy_(y @ F)
+
+        if self.smp.gru:
+            part(self.gW, terms.FW[:J], out[..., : self.H])
+            part(self.gU, terms.FU[:J], out[..., self.H :])
+        else:
+            part(self.gW, terms.F[:J], out)
+        return out
+
+    def total(self) -> torch.Tensor:
+        k, J = self.k, self.J
+        if J == 0:
+            return self.buf[:k].zero_()
+        sfx = self.kap[:k].flip(-1).cumsum(-1).flip(-1)  # sfx[..., i] = Σ_{t > i} κ_t (κ_t stored at t-1; last slot 0)
+        L = sfx[:, :, self.tau[:J]]  # Σ_{t > t_j} κ_t
+        return self._combine(L * self.f[:k, :, :J])
 
 
 class _UOROSampler:
@@ -238,6 +436,7 @@ class _UOROSampler:
         steps: tuple[int, ...],
         quantities: tuple[str, ...],
         chunk: int | None,
+        mode: str = "auto",
     ) -> None:
         self.est, self.P, self.steps, self.q, self.chunk = est, problem, steps, quantities, chunk
         self.last = problem.T if "total" in quantities else max(steps)
@@ -260,45 +459,58 @@ class _UOROSampler:
                 _, d_th, d_s = kernels.window_loss_gradient(problem, theta, states[t0], t0, t)
                 self.delta_s.append(d_s.reshape(self.N))
                 self.delta_theta.append(d_th)
+            self.delta_theta_sum = torch.stack(self.delta_theta).sum(0)
             self.lay = _Layout.of(problem, self.lins[0])
             self.reductions: dict[int, _Reduction] = {}
+            rows: list[tuple[torch.Tensor, torch.Tensor, int]] = []
             for t in range(Tb, self.last + 1, Tb):
                 block = self.lins[t - Tb : t]
                 FW, FU = _features(block)
                 F = torch.cat([FW, FU], dim=-1)
-                self.reductions[t] = _Reduction(block, FW, FU, F, FW @ FW.T, FU @ FU.T, F @ F.T)
-            self.delta_theta_sum = torch.stack(self.delta_theta).sum(0)
+                self.reductions[t] = _Reduction(block, FW, FU, F, FW @ FW.T, FU @ FU.T, F @ F.T, len(rows))
+                rows += [(FW[i], FU[i], t) for i in range(FW.shape[0])]
+            self.terms: _Terms | None = None
+            if rows:
+                FWa = torch.stack([r_[0] for r_ in rows])
+                FUa = torch.stack([r_[1] for r_ in rows])
+                Fa = torch.cat([FWa, FUa], dim=-1)
+                self.terms = _Terms(FWa, FUa, Fa, FWa @ FWa.T, FUa @ FUa.T, Fa @ Fa.T, [r_[2] for r_ in rows])
         self.gru = type(problem.cell).__name__ == "GRUCell"
         self.paper = est.rho0 is paper_rho0 and est.rho1 is paper_rho1
-        self._buffers: dict[int, dict[str, torch.Tensor]] = {}
+        J = 0 if self.terms is None else self.terms.F.shape[0]
+        if mode == "auto":  # the factored form when its per-sample history is smaller than Θ
+            mode = "factored" if 0 < J * (2 if self.gru else 1) <= self.lay.A else "dense"
+        if mode not in ("dense", "factored") or (mode == "factored" and J == 0):
+            raise InvalidArgument("mode", mode, "must be 'auto', 'dense' or 'factored' (factored needs a reduction)")
+        self.mode = mode
+        self._reps: dict[int, _Dense | _Factored] = {}
 
     # ------------------------------------------------------------------ buffers
     def per_sample_bytes(self) -> int:
         lay, r = self.lay, self.est.rank
-        Pint = lay.G * lay.A
         item = torch.empty((), dtype=self.P.dtype).element_size()
-        return item * (r * Pint + 2 * Pint + 4 * r * self.N)
+        small = 6 * r * self.N + 4 * r
+        if self.mode == "dense":
+            return item * (r * lay.G * lay.A + lay.G * lay.A + small)
+        assert self.terms is not None
+        J = self.terms.F.shape[0]
+        return item * ((2 if self.gru else 1) * r * J * lay.G + r * (J + self.last) + small)
 
-    def _buf(self, mc: int) -> dict[str, torch.Tensor]:
-        if mc in self._buffers:
-            return self._buffers[mc]
-        r, lay, dt, dev = self.est.rank, self.lay, self.P.dtype, self.P.device
-        Pint = lay.G * lay.A
+    def _state(self, kmax: int) -> tuple[dict[str, torch.Tensor], _Dense | _Factored]:
+        rep = self._reps.get(kmax)
+        if rep is None:
+            rep = _Dense(self, kmax) if self.mode == "dense" else _Factored(self, kmax)
+            self._reps = {kmax: rep}  # one set of buffers, reused from call to call
+        return self._small(kmax), rep
 
-        def z(*shape: int) -> torch.Tensor:
-            return torch.zeros(shape, dtype=dt, device=dev)
-
-        b = {
-            "S": z(mc, r, self.N),
-            "Th": z(mc, r, lay.G, lay.A),
-            "c": z(mc, r),
-            "p0": z(mc, r),
-            "p1": z(mc, r),
-            "tot": z(mc, Pint),
-            "tmp": z(mc, Pint),
+    def _small(self, kmax: int) -> dict[str, torch.Tensor]:
+        r, dt, dev = self.est.rank, self.P.dtype, self.P.device
+        return {
+            "S": torch.zeros(kmax, r, self.N, dtype=dt, device=dev),
+            "c": torch.ones(kmax, r, dtype=dt, device=dev),
+            "p0": torch.ones(kmax, r, dtype=dt, device=dev),
+            "p1": torch.ones(kmax, r, dtype=dt, device=dev),
         }
-        self._buffers = {mc: b}  # keep one set (the chunk size is the same from call to call)
-        return b
 
     # ------------------------------------------------------------------ driver
     def __call__(self, m: int, rng: torch.Generator) -> list[torch.Tensor]:
@@ -316,41 +528,39 @@ class _UOROSampler:
         mc = m if not self.paper else (self.chunk or default_chunk(self.per_sample_bytes(), m))
         mc = min(mc, m)
         item = torch.empty((), dtype=P.dtype).element_size()
-        table_bytes = draws * m * est.rank * self.N * item
-        if table_bytes <= PREDRAW_BYTES:
+        if draws * m * est.rank * self.N * item <= PREDRAW_BYTES:
             nus = _draw_all(est, P, rng, m, draws)
-            b = self._buf(mc)
+            small, rep = self._state(mc)
             for lo in range(0, m, mc):
                 hi = min(m, lo + mc)
-                self._start(b, hi - lo)
+                self._start(small, rep, hi - lo)
                 for t in range(1, self.last + 1):
-                    nu = None
-                    if t % est.block == 0:
-                        nu = nus[t // est.block - 1][lo:hi]
-                    self._step(b, hi - lo, lo, t, nu, out_g, out_inf)
-                self._finish(b, hi - lo, lo, out_tot)
+                    nu = nus[t // est.block - 1][lo:hi] if t % est.block == 0 else None
+                    self._step(small, rep, lo, t, nu, out_g, out_inf)
+                self._finish(rep, lo, out_tot)
         else:  # time-outer: one noise draw per reduction for all m, as step() does
-            bufs = []
+            states = []
             for lo in range(0, m, mc):
                 hi = min(m, lo + mc)
-                bb = {k: v[: hi - lo].clone() for k, v in self._buf(mc).items()}
-                self._start(bb, hi - lo)
-                bufs.append((lo, hi, bb))
+                rep_i = _Dense(self, hi - lo) if self.mode == "dense" else _Factored(self, hi - lo)
+                small_i = self._small(hi - lo)
+                self._start(small_i, rep_i, hi - lo)
+                states.append((lo, small_i, rep_i))
             prev = torch.zeros((m, *est.noise_shape(P)), dtype=P.dtype, device=P.device)
             for t in range(1, self.last + 1):
                 nu_all = None
                 if t % est.block == 0:
-                    index = t // est.block - 1
-                    nu_all = est.noise.draw(rng, tuple(prev.shape), P.dtype, P.device, index, prev)
+                    nu_all = est.noise.draw(rng, tuple(prev.shape), P.dtype, P.device, t // est.block - 1, prev)
                     if tuple(nu_all.shape) != tuple(prev.shape):
                         raise InvalidArgument(
                             "noise.draw(...)", f"shape {tuple(nu_all.shape)}", f"expected {tuple(prev.shape)}"
                         )
                     prev = nu_all
-                for lo, hi, bb in bufs:
-                    self._step(bb, hi - lo, lo, t, None if nu_all is None else nu_all[lo:hi], out_g, out_inf)
-            for lo, hi, bb in bufs:
-                self._finish(bb, hi - lo, lo, out_tot)
+                for lo, small_i, rep_i in states:
+                    nu = None if nu_all is None else nu_all[lo : lo + rep_i.k]
+                    self._step(small_i, rep_i, lo, t, nu, out_g, out_inf)
+            for lo, _, rep_i in states:
+                self._finish(rep_i, lo, out_tot)
         out: list[torch.Tensor] = []
         out += [out_g[t] for t in self.steps] if out_g else []
         if out_tot is not None:
@@ -358,96 +568,77 @@ class _UOROSampler:
         out += [out_inf[t].reshape(m, -1) for t in self.steps] if out_inf else []
         return out
 
-    def _start(self, b: dict[str, torch.Tensor], k: int) -> None:
-        for key in ("S", "Th", "tot"):
-            b[key][:k].zero_()
+    def _start(self, small: dict[str, torch.Tensor], rep: _Dense | _Factored, k: int) -> None:
+        small["S"][:k].zero_()
         for key in ("c", "p0", "p1"):
-            b[key][:k].fill_(1.0)
+            small[key][:k].fill_(1.0)
+        rep.start(k)
 
-    def _finish(self, b: dict[str, torch.Tensor], k: int, lo: int, out_tot: torch.Tensor | None) -> None:
+    def _finish(self, rep: _Dense | _Factored, lo: int, out_tot: torch.Tensor | None) -> None:
         if out_tot is None:
             return
-        lay = self.lay
-        rows = out_tot[lo : lo + k]
-        rows.zero_()
-        lay.write(b["tot"][:k].view(k, lay.G, lay.A), rows)
-        if self.est.include_delta_theta:
-            rows.add_(self.delta_theta_sum)
+        dth = self.delta_theta_sum if self.est.include_delta_theta else None
+        self.lay.write_estimate(rep.total(), dth, out_tot[lo : lo + rep.k])
 
     # ------------------------------------------------------------------ one step
     def _step(
         self,
-        b: dict[str, torch.Tensor],
-        k: int,
+        small: dict[str, torch.Tensor],
+        rep: _Dense | _Factored,
         lo: int,
         t: int,
         nu: torch.Tensor | None,
         out_g: dict[int, torch.Tensor],
         out_inf: dict[int, torch.Tensor],
     ) -> None:
-        est, lay = self.est, self.lay
-        r = est.rank
-        Pint = lay.G * lay.A
-        S, Th, c = b["S"][:k], b["Th"][:k], b["c"][:k]
-        Th2 = Th.view(k, r, Pint)
+        est, lay, k = self.est, self.lay, rep.k
         want_g = t in out_g
-        # g̃_t = (1/r) Σ_pairs (δs_t · s̃) θ̃ + δθ_t,   θ̃ = c Θ   (Algorithm 1, eq. (7))
-        if t > est.block and ("total" in self.q or want_g):  # before the first reduction θ̃ = 0
-            kap = (S @ self.delta_s[t - 1]).mul_(c).div_(r)  # (k, r)
+        # g̃_t = (1/r) Σ_pairs (δs_t · s̃) θ̃ + δθ_t,   θ̃ = c Θ   (Algorithm 1, eq. (7)); θ̃ = 0 before the first reduction
+        if t > est.block and ("total" in self.q or want_g):
+            kap = (small["S"][:k] @ self.delta_s[t - 1]).mul_(small["c"][:k]).div_(est.rank)  # (k, r)
+            if "total" in self.q:
+                rep.kappa(t, kap)
             if want_g:
-                tmp = b["tmp"][:k]
-                if r == 1:
-                    torch.mul(Th2[:, 0], kap, out=tmp)
-                else:
-                    torch.bmm(kap.unsqueeze(1), Th2, out=tmp.unsqueeze(1))
-                if "total" in self.q:
-                    b["tot"][:k].add_(tmp)
-                rows = out_g[t][lo : lo + k]
-                rows.zero_()
-                lay.write(tmp.view(k, lay.G, lay.A), rows)
-            else:
-                tot = b["tot"][:k]
-                if r == 1:
-                    tot.addcmul_(Th2[:, 0], kap)
-                else:
-                    tot.unsqueeze(1).baddbmm_(kap.unsqueeze(1), Th2)
+                dth = self.delta_theta[t - 1] if est.include_delta_theta else None
+                lay.write_estimate(rep.estimate(kap), dth, out_g[t][lo : lo + k])
         elif want_g:
-            out_g[t][lo : lo + k].zero_()
-        if want_g and est.include_delta_theta:
-            out_g[t][lo : lo + k].add_(self.delta_theta[t - 1])
+            dth = self.delta_theta[t - 1] if est.include_delta_theta else None
+            lay.write_estimate(None, dth, out_g[t][lo : lo + k])
         if nu is not None:
-            self._reduce(b, k, t, nu)
+            self._reduce(small, rep, t, nu)
         if t in out_inf:
-            self._influence(b, k, lo, t, out_inf[t])
+            X = torch.einsum("mri,mrga->miga", small["S"][:k] * (small["c"][:k] / est.rank).unsqueeze(-1), rep.theta())
+            lay.write_rows(X, out_inf[t][lo : lo + k])
 
-    def _reduce(self, b: dict[str, torch.Tensor], k: int, t: int, nu: torch.Tensor) -> None:
-        est, lay, P = self.est, self.lay, self.P
-        r, nb, n, eps = est.rank, self.nb, self.n, est.eps
+    def _reduce(self, small: dict[str, torch.Tensor], rep: _Dense | _Factored, t: int, nu: torch.Tensor) -> None:
+        est = self.est
+        r, nb, n, eps, k = est.rank, self.nb, self.n, est.eps, rep.k
         red = self.reductions[t]
-        S, Th, c = b["S"][:k], b["Th"][:k], b["c"][:k]
+        S, c = small["S"][:k], small["c"][:k]
         K = k * r
-        nu3 = nu.reshape(K, nb, n)
         # (_, δθ_g) <- F_state.backprop(νᵀ): preactivation cotangents of every step of the block
         gWs, gUs = [], []
-        U: torch.Tensor | None = nu3
+        U: torch.Tensor | None = nu.reshape(K, nb, n)
         for j, lin in enumerate(reversed(red.lins)):
             assert U is not None
-            U, gW, gU = lin.vjp(U, state=j < len(red.lins) - 1)
-            gWs.append(gW)
-            gUs.append(gU)
-        gW = torch.cat(gWs[::-1], dim=1)  # (K, L, G), rows in the order of red.F
-        gU = gW if not self.gru else torch.cat(gUs[::-1], dim=1)
+            U, gW_j, gU_j = lin.vjp(U, state=j < len(red.lins) - 1)
+            gWs.append(gW_j)
+            gUs.append(gU_j)
+        gW = gWs[0] if len(gWs) == 1 else torch.cat(gWs[::-1], dim=1)  # (K, L, G), rows in the order of red.F
+        gU = gW if not self.gru else (gUs[0] if len(gUs) == 1 else torch.cat(gUs[::-1], dim=1))
         # s̃ <- F_state.forwarddiff(s̃)   (eq. (1))
         V = S.reshape(K, nb, n)
         for lin in red.lins:
             V = lin.jvp_state(V)
         s_fwd = V.reshape(k, r, self.N)
         # norms of Algorithm 1: ‖θ̃‖ = |c| ‖Θ‖, ‖νᵀ∂F/∂θ‖ from the L×L Grams (never the p-vector)
-        n_theta = torch.linalg.vector_norm(Th.view(k, r, -1), dim=-1).mul_(c.abs())
+        n_theta = rep.norm().mul_(c.abs())
         n_fwd = torch.linalg.vector_norm(s_fwd, dim=-1)
         n_nu = torch.linalg.vector_norm(nu.reshape(k, r, -1), dim=-1)
         if self.gru:
             sq = ((red.gram_W @ gW) * gW).sum((1, 2)) + ((red.gram_U @ gU) * gU).sum((1, 2))
+        elif gW.shape[1] == 1:
+            sq = (gW * gW).sum((1, 2)).mul_(red.gram_F[0, 0])
         else:
             sq = ((red.gram_F @ gW) * gW).sum((1, 2))
         n_g = sq.clamp_(min=0).sqrt_().view(k, r)
@@ -456,7 +647,7 @@ class _UOROSampler:
         if self.paper:
             rho0, rho1 = paper0, paper1
         else:
-            rho0, rho1 = self._rules(b, k, t, nu, s_fwd, gW, gU, red)
+            rho0, rho1 = self._rules(small, rep, t, nu, s_fwd, gW, gU, red)
             rho0 = paper0 if est.rho0 is paper_rho0 else rho0
             rho1 = paper1 if est.rho1 is paper_rho1 else rho1
         one = torch.ones_like(rho0)
@@ -468,27 +659,20 @@ class _UOROSampler:
         torch.add(s_fwd * r0_s.unsqueeze(-1), nu.reshape(k, r, self.N) * r1_s.unsqueeze(-1), out=S)
         # eq. (6) with θ̃ = c Θ:  c <- σ c / r0_t,  Θ += (νᵀ∂F/∂θ) σ / (r1_t c_new)   (σ = theta_tilde_scale)
         c_new = c * (est.theta_tilde_scale / r0_t)
-        f = (est.theta_tilde_scale / (r1_t * c_new)).reshape(K, 1, 1)
-        Th2 = Th.view(K * lay.G, lay.A)
-        gWt = (gW * f).transpose(1, 2).reshape(K * lay.G, -1)
-        if self.gru:
-            gUt = (gU * f).transpose(1, 2).reshape(K * lay.G, -1)
-            Th2[:, : lay.H].addmm_(gWt, red.FW)
-            Th2[:, lay.H :].addmm_(gUt, red.FU)
-        else:
-            Th2.addmm_(gWt, red.F)
+        rep.add(red, gW, gU, est.theta_tilde_scale / (r1_t * c_new), self.gru)
         c.copy_(c_new)
-        b["p0"][:k].copy_(paper0)
-        b["p1"][:k].copy_(paper1)
-        big = (c.abs() > _RESCALE) | (c.abs() < 1 / _RESCALE)
+        small["p0"][:k].copy_(paper0)
+        small["p1"][:k].copy_(paper1)
+        a = c.abs()
+        big = (a > _RESCALE) | (a < 1 / _RESCALE)
         if bool(big.any()):  # fold the scale back into Θ (rare; keeps c in range)
-            Th.mul_(torch.where(big, c, torch.ones_like(c)).view(k, r, 1, 1))
+            rep.rescale(torch.where(big, c, torch.ones_like(c)))
             c.copy_(torch.where(big, torch.ones_like(c), c))
 
     def _rules(
         self,
-        b: dict[str, torch.Tensor],
-        k: int,
+        small: dict[str, torch.Tensor],
+        rep: _Dense | _Factored,
         t: int,
         nu: torch.Tensor,
         s_fwd: torch.Tensor,
@@ -497,16 +681,13 @@ class _UOROSampler:
         red: _Reduction,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """A non-paper normalizer rule: :class:`NormalizerInputs` materialized as ``step`` builds them."""
-        est, lay, P = self.est, self.lay, self.P
+        est, lay, P, k = self.est, self.lay, self.P, rep.k
         r, K = est.rank, k * est.rank
         B = P.batch_shape
         theta_tilde = torch.zeros(K, P.p, dtype=P.dtype, device=P.device)
-        cth = b["Th"][:k].reshape(K, lay.G, lay.A) * b["c"][:k].reshape(K, 1, 1)
-        lay.write(cth, theta_tilde)
-        D = torch.zeros(K, lay.G, lay.A, dtype=P.dtype, device=P.device)
+        lay.write((rep.theta() * small["c"][:k].view(k, r, 1, 1)).reshape(K, lay.G, lay.A), theta_tilde)
         if self.gru:
-            D[..., : lay.H] = gW.transpose(1, 2) @ red.FW
-            D[..., lay.H :] = gU.transpose(1, 2) @ red.FU
+            D = torch.cat([gW.transpose(1, 2) @ red.FW, gU.transpose(1, 2) @ red.FU], dim=-1)
         else:
             D = gW.transpose(1, 2) @ red.F
         dthg = torch.zeros(K, P.p, dtype=P.dtype, device=P.device)
@@ -516,21 +697,14 @@ class _UOROSampler:
             s_forward=s_fwd.reshape(k, r, *B, self.n),
             nu=nu.reshape(k, r, *B, self.n),
             delta_theta_g=dthg.view(k, r, P.p),
-            prev_rho0=b["p0"][:k].clone(),
-            prev_rho1=b["p1"][:k].clone(),
+            prev_rho0=small["p0"][:k].clone(),
+            prev_rho1=small["p1"][:k].clone(),
             eps=est.eps,
             reduction=t // est.block - 1,
         )
         rho0 = _check_rho("rho0", est.rho0(z), (k, r))
         rho1 = _check_rho("rho1", est.rho1(z), (k, r))
         return rho0, rho1
-
-    def _influence(self, b: dict[str, torch.Tensor], k: int, lo: int, t: int, out: torch.Tensor) -> None:
-        """(1/r) Σ_pairs s̃ ⊗ θ̃ at the last reduction, (k, N, p) in θ's layout."""
-        lay, r = self.lay, self.est.rank
-        S, Th, c = b["S"][:k], b["Th"][:k], b["c"][:k]
-        X = torch.einsum("mri,mrga->miga", S * (c / r).unsqueeze(-1), Th)
-        lay.write_rows(X, out[lo : lo + k])
 
 
 # ============================================================ preactivation UORO

@@ -542,16 +542,19 @@ class PreactivationUORO(_Named):
     :math:`\beta_t = \sqrt{\|\tau_t a_t\| / (\|\tau_t \mathcal J^{s_t}_{p_t}\|_F + \varepsilon)}
     + \varepsilon` (β is even in τ, so unbiasedness is kept). For a batched problem
     each sequence carries its own :math:`\tilde H, \tilde a` (its own :math:`a_t`) and τ
-    is shared by the batch. The readout's parameters enter only through δθ.
+    is shared by the batch. The readout's parameters enter only through δθ. ``path`` as
+    for :class:`UORO` (the fast path replaces the autograd passes for δs, δθ and φ′).
     """
 
     rank: int = 1
     eps: float = 1e-7
     noise: NoiseSource = Rademacher()
     label: str = ""
+    path: str = "auto"
 
     def __post_init__(self) -> None:
         _check_size("rank", self.rank)
+        kernels.check_path(self.path)
         require_positive("eps", self.eps)
         if not isinstance(self.noise, NoiseSource):
             raise InvalidArgument("noise", type(self.noise).__name__, "must be a NoiseSource (e.g. Rademacher())")
@@ -625,20 +628,26 @@ class PreactivationUORO(_Named):
         theta, M = check_step(self.name, problem, theta, state, t, spec)
         s_prev = shared("state.s", state.s)
         x = problem.inputs[t - 1]
-        with torch.enable_grad():
-            th = theta.clone().requires_grad_(True)
-            s_in = s_prev.detach().clone().requires_grad_(True)
-            s_t = problem.transition(th, s_in, x)
-            s_leaf = s_t.detach().requires_grad_(True)
-            loss = problem.step_loss(th, s_leaf, problem.targets[t - 1])
-            dl_dth, dl_ds = torch.autograd.grad(loss, (th, s_leaf), allow_unused=True)
-            dl_dth = torch.zeros_like(theta) if dl_dth is None else dl_dth
-            dl_ds = torch.zeros_like(s_leaf) if dl_ds is None else dl_ds
-            d_th, d_s = torch.autograd.grad(s_t, (th, s_in), grad_outputs=dl_ds)
-            params = problem.cell_params(theta)
-            pre = cell.preactivation(params, s_prev, x).detach().requires_grad_(True)
-            (dphi,) = torch.autograd.grad(cell.phi(pre), pre, grad_outputs=torch.ones_like(pre))  # J^{s}_{p}: diag
-        delta_theta, delta_s = (d_th + dl_dth).detach(), d_s.detach()
+        params = problem.cell_params(theta)
+        if use_fast(self.path, problem, self.name):
+            lin = kernels.linearize(problem, theta, s_prev, x)
+            s_t, delta_theta, delta_s = kernels.window_loss_gradient(problem, theta, s_prev, t - 1, t)
+            dphi = getattr(lin, "dphi", None)
+            dphi = (torch.ones_like(lin.s_next) if dphi is None else dphi).reshape(s_prev.shape)  # J^{s}_{p}: diag
+        else:
+            with torch.enable_grad():
+                th = theta.clone().requires_grad_(True)
+                s_in = s_prev.detach().clone().requires_grad_(True)
+                s_out = problem.transition(th, s_in, x)
+                s_leaf = s_out.detach().requires_grad_(True)
+                loss = problem.step_loss(th, s_leaf, problem.targets[t - 1])
+                dl_dth, dl_ds = torch.autograd.grad(loss, (th, s_leaf), allow_unused=True)
+                dl_dth = torch.zeros_like(theta) if dl_dth is None else dl_dth
+                dl_ds = torch.zeros_like(s_leaf) if dl_ds is None else dl_ds
+                d_th, d_s = torch.autograd.grad(s_out, (th, s_in), grad_outputs=dl_ds)
+                pre = cell.preactivation(params, s_prev, x).detach().requires_grad_(True)
+                (dphi,) = torch.autograd.grad(cell.phi(pre), pre, grad_outputs=torch.ones_like(pre))  # J^{s}_{p}: diag
+            delta_theta, delta_s, s_t = (d_th + dl_dth).detach(), d_s.detach(), s_out.detach()
         # g̃_t = vec((δs H̃_{t-1})ᵀ ã_{t-1}ᵀ) + δθ, averaged over pairs, summed over the batch
         u = torch.einsum("...i,mr...ij->mr...j", delta_s, state.H)
         G = torch.einsum("mr...j,mr...k->mjk", u, state.a) / r
