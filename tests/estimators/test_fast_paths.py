@@ -159,6 +159,7 @@ def test_fused_time_outer_and_rescale(monkeypatch: pytest.MonkeyPatch, mode: str
     compare_sampler(UORO(rank=2), P, th, steps=(3, 9), chunk=3, mode=mode)
     monkeypatch.setattr(fused, "PREDRAW_BYTES", 256 * 2**20)
     monkeypatch.setattr(fused, "_RESCALE", 1.01)  # rescale at almost every reduction
+    monkeypatch.setattr(fused, "_CHECK_EVERY", 1)
     compare_sampler(UORO(rank=2, block=2), P, th, steps=(3, 8), chunk=3, mode=mode)
 
 

@@ -37,6 +37,7 @@ standard cell, with and without batch, ranks, blocks, mutant fields, float64 and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -56,7 +57,7 @@ from verify.estimators.uoro import (
 )
 from verify.problem import Problem
 
-__all__ = ["PREDRAW_BYTES", "QUANTITIES", "Sampler", "default_chunk", "fused_sampler", "supports"]
+__all__ = ["PREDRAW_BYTES", "QUANTITIES", "Sampler", "default_chunk", "fused_sampler", "sampler_for", "supports"]
 
 #: ``sampler(m, rng) -> one (m, ·) tensor per name``: the interface of :mod:`verify.stats.unbiased`
 Sampler = Callable[[int, torch.Generator], list[torch.Tensor]]
@@ -65,7 +66,8 @@ QUANTITIES = ("gradient", "total", "influence")
 PREDRAW_BYTES = 256 * 2**20
 #: target working set of one chunk (bytes): a few chunks fit the last-level cache of a small CPU
 CHUNK_BYTES = 3 * 2**20
-_RESCALE = 1e100  # renormalize Θ when the lazy scale c leaves [1/_RESCALE, _RESCALE]
+_RESCALE = 1e100  # renormalize Θ when the lazy scale c leaves [1/_RESCALE, _RESCALE] (capped at max^(1/4))
+_CHECK_EVERY = 0  # check the scale every k reductions (0: derived from the dtype's range)
 
 
 def supports(estimator: object, problem: Problem) -> str | None:
@@ -477,6 +479,10 @@ class _UOROSampler:
                 self.terms = _Terms(FWa, FUa, Fa, FWa @ FWa.T, FUa @ FUa.T, Fa @ Fa.T, [r_[2] for r_ in rows])
         self.gru = type(problem.cell).__name__ == "GRUCell"
         self.paper = est.rho0 is paper_rho0 and est.rho1 is paper_rho1
+        # lazy-scale range: R = min(_RESCALE, max^(1/4)); checked every k reductions with 1e7^k · R < max^(1/2)
+        fmax = torch.finfo(problem.dtype).max
+        self.rescale = min(_RESCALE, fmax**0.25)
+        self.check_every = _CHECK_EVERY or max(1, int((math.log(fmax) / 2 - math.log(self.rescale)) // math.log(1e7)))
         J = 0 if self.terms is None else self.terms.F.shape[0]
         if mode == "auto":  # the factored form when its per-sample history is smaller than Θ
             mode = "factored" if 0 < J * (2 if self.gru else 1) <= self.lay.A else "dense"
@@ -635,10 +641,12 @@ class _UOROSampler:
         n_theta = rep.norm().mul_(c.abs())
         n_fwd = torch.linalg.vector_norm(s_fwd, dim=-1)
         n_nu = torch.linalg.vector_norm(nu.reshape(k, r, -1), dim=-1)
-        if self.gru:
+        if gW.shape[1] == 1:  # one rank-1 term: ‖g ⊗ F‖² = ‖g‖² ‖F‖²
+            sq = (gW * gW).sum((1, 2)).mul_(red.gram_W[0, 0] if self.gru else red.gram_F[0, 0])
+            if self.gru:
+                sq.add_((gU * gU).sum((1, 2)).mul_(red.gram_U[0, 0]))
+        elif self.gru:
             sq = ((red.gram_W @ gW) * gW).sum((1, 2)) + ((red.gram_U @ gU) * gU).sum((1, 2))
-        elif gW.shape[1] == 1:
-            sq = (gW * gW).sum((1, 2)).mul_(red.gram_F[0, 0])
         else:
             sq = ((red.gram_F @ gW) * gW).sum((1, 2))
         n_g = sq.clamp_(min=0).sqrt_().view(k, r)
@@ -663,9 +671,13 @@ class _UOROSampler:
         c.copy_(c_new)
         small["p0"][:k].copy_(paper0)
         small["p1"][:k].copy_(paper1)
+        # fold the scale back into Θ when c leaves [1/R, R] (rare). 1/ρ0 ≤ 1/ε = 1e7 per reduction, so
+        # checking every few reductions keeps c far inside the dtype's range (and saves a host sync)
+        if (t // est.block) % self.check_every:
+            return
         a = c.abs()
-        big = (a > _RESCALE) | (a < 1 / _RESCALE)
-        if bool(big.any()):  # fold the scale back into Θ (rare; keeps c in range)
+        big = (a > self.rescale) | (a < 1 / self.rescale)
+        if bool(big.any()):
             rep.rescale(torch.where(big, c, torch.ones_like(c)))
             c.copy_(torch.where(big, torch.ones_like(c), c))
 
@@ -809,3 +821,26 @@ class _PreactSampler:
             out.append(out_tot)
         out += [out_inf[t].reshape(m, -1) for t in self.steps] if out_inf else []
         return out
+
+
+def sampler_for(
+    estimator: object,
+    problem: Problem,
+    theta: torch.Tensor,
+    *,
+    steps: Sequence[int],
+    quantities: Sequence[str] = ("gradient", "total"),
+) -> tuple[Sampler, list[str], str]:
+    """The fastest sampler with the draws of :func:`~verify.assertions.estimator_sampler`: ``(sampler, names, how)``.
+
+    ``how`` is ``"fused"`` where :func:`supports` says yes, else ``"step"`` (the estimator's own
+    ``init``/``step``, whatever its path) -- a user's estimator, a subclass, another cell.
+    """
+    if supports(estimator, problem) is None:
+        assert isinstance(estimator, (UORO, PreactivationUORO))
+        smp, names = fused_sampler(estimator, problem, theta, steps=steps, quantities=quantities)
+        return smp, names, "fused"
+    from verify.assertions import estimator_sampler  # the contract driver (imports the test helpers)
+
+    smp_step, names = estimator_sampler(estimator, problem, theta, steps=steps, quantities=quantities)  # type: ignore[arg-type]
+    return smp_step, names, "step"
