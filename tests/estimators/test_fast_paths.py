@@ -228,3 +228,22 @@ def test_cuda_fast_equals_generic(kind: str, dtype: torch.dtype) -> None:
         compare_sampler(est, P, th, chunk=4, device="cuda")
     if kind.startswith("elman"):
         compare_sampler(PreactivationUORO(rank=2), P, th, device="cuda")
+
+
+@pytest.mark.parametrize("kind", ["elman-tanh", "lstm", "gru"])
+@pytest.mark.parametrize("mode", ["dense", "factored"])
+def test_fused_projection_equals_projected_outputs(kind: str, mode: str) -> None:
+    """``project=Q`` returns Qᵀ g̃ without forming the p-vectors (the GPU claim's sampler)."""
+    P, th = problem(kind, T=6)
+    Q = torch.randn(P.p, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    f, _ = fused_sampler(UORO(rank=2), P, th, steps=(1, 3, 6), quantities=("gradient", "total"), chunk=4, mode=mode)
+    g, _ = fused_sampler(
+        UORO(rank=2), P, th, steps=(1, 3, 6), quantities=("gradient", "total"), chunk=4, mode=mode, project=Q
+    )
+    A, B = f(10, torch.Generator().manual_seed(0)), g(10, torch.Generator().manual_seed(0))
+    for a, b in zip(A, B, strict=True):
+        assert b.shape == (10, 5) and rel(b, a @ Q) <= 1e-13
+    with pytest.raises(InvalidArgument, match="project"):
+        fused_sampler(UORO(), P, th, steps=(2,), quantities=("influence",), project=Q)
+    with pytest.raises(InvalidArgument, match="project"):
+        fused_sampler(UORO(), P, th, steps=(2,), project=Q[:-1])

@@ -545,8 +545,8 @@ def _max_samples(config: RunConfig) -> int:
 def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     """UORO is unbiased (Tallec & Ollivier, Prop. 1, App. A; Algorithm 1): a statistical test per cell.
 
-    E[s̃_t ⊗ θ̃_t] = ∂s_t/∂θ and E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, ⌊(T+1)/2⌋+1, T} (CI: T = 3, t ∈ {2, 3};
-    full: T = 6, t ∈ {2, 4, 6}), and E Σ_t g̃_t = ∇L, on Elman-tanh, LSTM and GRU problems, by the
+    E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, ⌊(T+1)/2⌋+1, T}, E[s̃_T ⊗ θ̃_T] = ∂s_T/∂θ and E Σ_t g̃_t = ∇L on
+    Elman-tanh, LSTM and GRU problems with n·T ≥ 64 noise signs (ci; ≥ 256 full; see "claim sizes"), by the
     sequential anytime-valid test of :mod:`verify.stats.unbiased` (α = β = 1e-3 for the claim,
     split over the three problems and their quantities; δ = 0.02·‖g‖). Negative control: the mutant
     ``uoro.theta-tilde-scaled`` must FAIL.
@@ -579,7 +579,7 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
 def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     """UORO-T is unbiased (Tallec & Ollivier §3: Algorithm 1 applied to F^T, the last T steps exact).
 
-    Blocks of 2 steps on an Elman-tanh problem (full: 3): E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, 3, T}, the total
+    Blocks of 4 steps on an Elman-tanh problem (n = 4, T = 16; full: T = 64): E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, 3, T}, the total
     gradient, and E[s̃⊗θ̃] = ∂s_t/∂θ at the block boundaries; sequential test, α = β = 1e-3,
     δ = 0.02. Negative control: UORO-T with θ̃ scaled by 2 must FAIL.
     """
@@ -603,7 +603,8 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
 def check_rank_unbiased(config: RunConfig) -> CheckResult:
     """Rank-r UORO is unbiased (Tallec & Ollivier §3: r independent pairs of Algorithm 1, averaged).
 
-    r = 4 on an Elman-tanh problem (full: 8): influence (1/r Σ s̃⊗θ̃) and gradients at t ∈ {2, 3, T}, total
+    r = 4 on an Elman-tanh problem (n = 4, T = 16; full: r = 8, T = 64): gradients at t ∈ {2, ⌊(T+1)/2⌋+1, T},
+    influence (1/r Σ s̃⊗θ̃) at T, total
     gradient; sequential test, α = β = 1e-3, δ = 0.02. Negative control: rank-r UORO with ν ∈ {0, 1}
     must FAIL.
     """

@@ -66,6 +66,8 @@ QUANTITIES = ("gradient", "total", "influence")
 PREDRAW_BYTES = 256 * 2**20
 #: target working set of one chunk (bytes): a few chunks fit the last-level cache of a small CPU
 CHUNK_BYTES = 3 * 2**20
+#: the same on a CUDA device: a chunk's state in device memory (the card's parallelism wants wide chunks)
+CUDA_CHUNK_BYTES = 2 * 2**30
 _RESCALE = 1e100  # renormalize Θ when the lazy scale c leaves [1/_RESCALE, _RESCALE] (capped at max^(1/4))
 _CHECK_EVERY = 0  # check the scale every k reductions (0: derived from the dtype's range)
 
@@ -83,9 +85,11 @@ def supports(estimator: object, problem: Problem) -> str | None:
     return f"no fused sampler for {est_type.__name__} (UORO and PreactivationUORO only, not subclasses)"
 
 
-def default_chunk(per_sample_bytes: int, samples: int) -> int:
-    """Samples per chunk: :data:`CHUNK_BYTES` of working set, at least 16 (per-call overhead), at most M."""
-    return max(1, min(samples, max(16, CHUNK_BYTES // max(per_sample_bytes, 1))))
+def default_chunk(per_sample_bytes: int, samples: int, device: torch.device | None = None) -> int:
+    """Samples per chunk: :data:`CHUNK_BYTES` of working set (CPU caches; on CUDA :data:`CUDA_CHUNK_BYTES`
+    of device memory: wide enough to fill the card), at least 16 (per-call overhead), at most M."""
+    budget = CUDA_CHUNK_BYTES if device is not None and device.type == "cuda" else CHUNK_BYTES
+    return max(1, min(samples, max(16, budget // max(per_sample_bytes, 1))))
 
 
 def _names(steps: Sequence[int], quantities: Sequence[str]) -> list[str]:
@@ -118,13 +122,16 @@ def fused_sampler(
     quantities: Sequence[str] = ("gradient", "total"),
     chunk: int | None = None,
     mode: str = "auto",
+    project: torch.Tensor | None = None,
 ) -> tuple[Sampler, list[str]]:
     """A sampler of M independent runs with the interface (and draws) of :func:`~verify.assertions.estimator_sampler`.
 
     ``sampler(m, rng)`` returns one (m, ·) tensor per name, in the order of ``names``: the
     gradient estimates at ``steps``, the total Σ_t g̃_t, the influence estimates at ``steps``
-    (flattened (*B, n, p)). ``chunk`` overrides the samples per chunk. Raises
-    :class:`InvalidArgument` where :func:`supports` says no.
+    (flattened (*B, n, p)). ``chunk`` overrides the samples per chunk; ``mode`` ("auto",
+    "dense", "factored") how θ̃ is held; ``project`` (p, K): return Qᵀ g̃ (m, K) instead of the
+    p-vectors (UORO's gradients and total; the (m, p) rows are never formed beyond a chunk).
+    Raises :class:`InvalidArgument` where :func:`supports` says no.
     """
     why = supports(estimator, problem)
     if why is not None:
@@ -133,8 +140,14 @@ def fused_sampler(
     ts, qs = _check(steps, quantities, problem.T)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise InvalidArgument("chunk", chunk, "must be an integer >= 1")
+    if project is not None:
+        if not isinstance(estimator, UORO) or "influence" in qs:
+            raise InvalidArgument("project", "a projection", "projects UORO's gradients and total only")
+        if project.dim() != 2 or project.shape[0] != problem.p:
+            raise InvalidArgument("project", f"tensor of shape {tuple(project.shape)}", f"expected (p={problem.p}, K)")
+        project = project.to(dtype=problem.dtype, device=problem.device)
     if isinstance(estimator, UORO):
-        return _UOROSampler(estimator, problem, theta, ts, qs, chunk, mode), _names(ts, qs)
+        return _UOROSampler(estimator, problem, theta, ts, qs, chunk, mode, project), _names(ts, qs)
     return _PreactSampler(estimator, problem, theta, ts, qs, chunk), _names(ts, qs)
 
 
@@ -333,7 +346,34 @@ class _Factored:
         self.nrm2 = torch.zeros(kmax, r, dtype=dt, device=dev)
         self.kap = torch.zeros(kmax, r, smp.last + 1, dtype=dt, device=dev)
         self.tau = torch.tensor(terms.step, device=dev, dtype=torch.long)  # term j is in Θ_{t-1} for t > tau_j
-        self.buf = torch.zeros(kmax, lay.G, lay.A, dtype=dt, device=dev)  # outputs are formed here, then copied
+        self.kmax = kmax
+        self._buf: torch.Tensor | None = None  # (kmax, G, A): outputs in the internal layout, allocated on demand
+        self.QF: tuple[torch.Tensor, torch.Tensor] | None = None
+        if smp._q_int is not None:  # projected outputs: QF_j = Σ_a F_j[a] Q_int[:, a, :], (J, G, K) per part
+            qi = smp._q_int.view(lay.G, lay.A, -1)
+            self.QF = (
+                torch.einsum("ja,gak->jgk", terms.FW, qi[:, : lay.H]),
+                torch.einsum("ja,gak->jgk", terms.FU, qi[:, lay.H :]),
+            )
+
+    @property
+    def buf(self) -> torch.Tensor:
+        if self._buf is None:
+            self._buf = torch.zeros(self.kmax, self.G, self.A, dtype=self.f.dtype, device=self.f.device)
+        return self._buf
+
+    def combine_projected(self, w: torch.Tensor) -> torch.Tensor:
+        """Qᵀ layout(Σ_r Σ_j w_{r,j} g_{r,j} ⊗ F_j) for weights w (k, r, J): (k, K), without the (k, G, A) array."""
+        assert self.QF is not None
+        k, J = self.k, self.J
+        out = torch.einsum("krjg,jgq->kq", self.gW[:k, :, :J] * w.unsqueeze(-1), self.QF[0][:J])
+        return out.add_(torch.einsum("krjg,jgq->kq", self.gU[:k, :, :J] * w.unsqueeze(-1), self.QF[1][:J]))
+
+    def total_weights(self) -> torch.Tensor:
+        """w_j = f_j Σ_{t > t_j} κ_t (k, r, J): the total Σ_t κ_t Θ_{t-1} = Σ_j w_j g_j ⊗ F_j."""
+        k, J = self.k, self.J
+        sfx = self.kap[:k].flip(-1).cumsum(-1).flip(-1)  # sfx[..., i] = Σ_{t > i} κ_t (κ_t stored at t-1; last slot 0)
+        return sfx[:, :, self.tau[:J]] * self.f[:k, :, :J]
 
     def start(self, k: int) -> None:
         self.k, self.J = k, 0
@@ -419,12 +459,9 @@ class _Factored:
         return out
 
     def total(self) -> torch.Tensor:
-        k, J = self.k, self.J
-        if J == 0:
-            return self.buf[:k].zero_()
-        sfx = self.kap[:k].flip(-1).cumsum(-1).flip(-1)  # sfx[..., i] = Σ_{t > i} κ_t (κ_t stored at t-1; last slot 0)
-        L = sfx[:, :, self.tau[:J]]  # Σ_{t > t_j} κ_t
-        return self._combine(L * self.f[:k, :, :J])
+        if self.J == 0:
+            return self.buf[: self.k].zero_()
+        return self._combine(self.total_weights())
 
 
 class _UOROSampler:
@@ -439,8 +476,10 @@ class _UOROSampler:
         quantities: tuple[str, ...],
         chunk: int | None,
         mode: str = "auto",
+        project: torch.Tensor | None = None,
     ) -> None:
         self.est, self.P, self.steps, self.q, self.chunk = est, problem, steps, quantities, chunk
+        self.project = project
         self.last = problem.T if "total" in quantities else max(steps)
         self.nb, self.n = batch_numel(problem), problem.n
         self.N = self.nb * self.n
@@ -490,6 +529,14 @@ class _UOROSampler:
             raise InvalidArgument("mode", mode, "must be 'auto', 'dense' or 'factored' (factored needs a reduction)")
         self.mode = mode
         self._reps: dict[int, _Dense | _Factored] = {}
+        self._q_int: torch.Tensor | None = None
+        if project is not None:  # Q's cell rows in the internal (G, A) layout
+            lay, K = self.lay, project.shape[1]
+            qi = torch.empty(lay.G, lay.A, K, dtype=project.dtype, device=project.device)
+            qi[:, : lay.H] = project[lay.W].view(lay.G, lay.H, K)
+            qi[:, lay.H : lay.H + lay.d] = project[lay.U].view(lay.G, lay.d, K)
+            qi[:, lay.H + lay.d] = project[lay.b]
+            self._q_int = qi.view(lay.G * lay.A, K)
 
     # ------------------------------------------------------------------ buffers
     def per_sample_bytes(self) -> int:
@@ -524,14 +571,15 @@ class _UOROSampler:
             raise InvalidArgument("m", m, "need at least one draw")
         P, est = self.P, self.est
         draws = self.last // est.block
-        out_g = {t: torch.empty(m, P.p, dtype=P.dtype, device=P.device) for t in self.steps} if "gradient" in self.q else {}
-        out_tot = torch.empty(m, P.p, dtype=P.dtype, device=P.device) if "total" in self.q else None
+        width = P.p if self.project is None else self.project.shape[1]
+        out_g = {t: torch.empty(m, width, dtype=P.dtype, device=P.device) for t in self.steps} if "gradient" in self.q else {}
+        out_tot = torch.empty(m, width, dtype=P.dtype, device=P.device) if "total" in self.q else None
         out_inf = (
             {t: torch.empty(m, self.N, P.p, dtype=P.dtype, device=P.device) for t in self.steps}
             if "influence" in self.q
             else {}
         )
-        mc = m if not self.paper else (self.chunk or default_chunk(self.per_sample_bytes(), m))
+        mc = m if not self.paper else (self.chunk or default_chunk(self.per_sample_bytes(), m, P.device))
         mc = min(mc, m)
         item = torch.empty((), dtype=P.dtype).element_size()
         if draws * m * est.rank * self.N * item <= PREDRAW_BYTES:
@@ -580,11 +628,39 @@ class _UOROSampler:
             small[key][:k].fill_(1.0)
         rep.start(k)
 
+    def _emit(self, X: torch.Tensor | None, dth: torch.Tensor | None, out: torch.Tensor, lo: int, k: int) -> None:
+        """Write an estimate (internal X + δθ) into rows lo..lo+k of ``out``: in θ's layout, or projected on Q.
+
+        Projected: Qᵀ(layout(X) + δθ) = X·Q_int + Qᵀδθ with Q's cell rows laid out as (G·A, K): the
+        (k, p) rows are never formed.
+        """
+        if self.project is None:
+            self.lay.write_estimate(X, dth, out[lo : lo + k])
+            return
+        assert self._q_int is not None
+        dst = out[lo : lo + k]
+        if X is None:
+            dst.zero_()
+        else:
+            torch.mm(X.reshape(k, -1), self._q_int, out=dst)
+        if dth is not None:
+            dst.add_(dth @ self.project)
+
     def _finish(self, rep: _Dense | _Factored, lo: int, out_tot: torch.Tensor | None) -> None:
         if out_tot is None:
             return
         dth = self.delta_theta_sum if self.est.include_delta_theta else None
-        self.lay.write_estimate(rep.total(), dth, out_tot[lo : lo + rep.k])
+        if isinstance(rep, _Factored) and rep.QF is not None:
+            self._emit_projected(rep.combine_projected(rep.total_weights()), dth, out_tot, lo, rep.k)
+        else:
+            self._emit(rep.total(), dth, out_tot, lo, rep.k)
+
+    def _emit_projected(self, y: torch.Tensor, dth: torch.Tensor | None, out: torch.Tensor, lo: int, k: int) -> None:
+        dst = out[lo : lo + k]
+        dst.copy_(y)
+        if dth is not None:
+            assert self.project is not None
+            dst.add_(dth @ self.project)
 
     # ------------------------------------------------------------------ one step
     def _step(
@@ -606,10 +682,14 @@ class _UOROSampler:
                 rep.kappa(t, kap)
             if want_g:
                 dth = self.delta_theta[t - 1] if est.include_delta_theta else None
-                lay.write_estimate(rep.estimate(kap), dth, out_g[t][lo : lo + k])
+                if isinstance(rep, _Factored) and rep.QF is not None:
+                    w = rep.f[:k, :, : rep.J] * kap.unsqueeze(-1)
+                    self._emit_projected(rep.combine_projected(w), dth, out_g[t], lo, k)
+                else:
+                    self._emit(rep.estimate(kap), dth, out_g[t], lo, k)
         elif want_g:
             dth = self.delta_theta[t - 1] if est.include_delta_theta else None
-            lay.write_estimate(None, dth, out_g[t][lo : lo + k])
+            self._emit(None, dth, out_g[t], lo, k)
         if nu is not None:
             self._reduce(small, rep, t, nu)
         if t in out_inf:
@@ -776,7 +856,7 @@ class _PreactSampler:
             if "influence" in self.q
             else {}
         )
-        mc = min(m, self.chunk or default_chunk(self.per_sample_bytes(), m))
+        mc = min(m, self.chunk or default_chunk(self.per_sample_bytes(), m, P.device))
         eps = est.eps
         for lo in range(0, m, mc):
             hi = min(m, lo + mc)
