@@ -35,6 +35,7 @@ autograd path, which stays the reference the fast paths are tested against
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import torch
@@ -42,6 +43,7 @@ import torch
 from verify.cells import ElmanCell, GRUCell, LinearCell, LSTMCell
 from verify.errors import InvalidArgument
 from verify.losses import LinearReadout, SelectReadout, SoftmaxCrossEntropy, SquaredError
+from verify.params import ParamLayout
 from verify.problem import Problem
 
 __all__ = [
@@ -267,13 +269,20 @@ class _GRU(Linearization):
         return self._state_from(U, gW)
 
 
+@functools.lru_cache(maxsize=256)
+def cell_slices(layout: ParamLayout) -> tuple[slice, tuple[int, ...], slice, tuple[int, ...], slice]:
+    """(W slice, W shape, U slice, U shape, b slice) of a standard cell's θ layout (cached: looked up every step)."""
+    W, U, b = layout["cell.W"], layout["cell.U"], layout["cell.b"]
+    return W.slice, W.shape, U.slice, U.shape, b.slice
+
+
 def linearize(problem: Problem, theta: torch.Tensor, s: torch.Tensor, x: torch.Tensor) -> Linearization:
     """The step at (x_t = ``x`` (*B, d), s_{t-1} = ``s`` (*B, n), θ) of a recognized cell (see :func:`recognized`)."""
     cell = problem.cell
-    lay = problem.layout
-    W = theta[lay["cell.W"].slice].view(lay["cell.W"].shape)
-    U = theta[lay["cell.U"].slice].view(lay["cell.U"].shape)
-    b = theta[lay["cell.b"].slice]
+    ws, wshape, us, ushape, bs = cell_slices(problem.layout)
+    W = theta[ws].view(wshape)
+    U = theta[us].view(ushape)
+    b = theta[bs]
     nb = s.numel() // problem.n
     s2 = s.reshape(nb, problem.n)
     x2 = x.reshape(nb, cell.input_size)
@@ -297,15 +306,15 @@ def theta_grad(
     The readout's entries are 0 (F_state does not depend on them). ``out`` (K, p), if given,
     is accumulated into (``out += ...``) and returned.
     """
-    lay = problem.layout
+    ws, _, us, _, bs = cell_slices(problem.layout)
     K, nb, G = gW.shape
     H, d = lin.H, lin.x.shape[-1]
     acc = out is not None
     if out is None:
         out = torch.zeros(K, problem.p, dtype=gW.dtype, device=gW.device)
-    Wv = out[:, lay["cell.W"].slice].view(K, G, H)
-    Uv = out[:, lay["cell.U"].slice].view(K, G, d)
-    bv = out[:, lay["cell.b"].slice]
+    Wv = out[:, ws].view(K, G, H)
+    Uv = out[:, us].view(K, G, d)
+    bv = out[:, bs]
     if nb == 1:
         gw, gu = gW[:, 0, :, None], gU[:, 0, :, None]
         Wv.addcmul_(gw, lin.h[0]) if acc else torch.mul(gw, lin.h[0], out=Wv)
@@ -332,6 +341,34 @@ def theta_rows(problem: Problem, lin: Linearization) -> torch.Tensor:
         torch.mul(gU.unsqueeze(-1), lin.x[:, None, None, :], out=out[..., lay["cell.U"].slice].view(nb, n, G, d))
     out[..., lay["cell.b"].slice] = gU
     return out
+
+
+def add_theta_rows_(problem: Problem, lin: Linearization, J: torch.Tensor) -> torch.Tensor:
+    """``J += ∂F/∂θ`` in place, ``J`` (nb, n, p): RTRL's immediate term without forming the zeros of ∂F/∂θ.
+
+    Elman/linear: row i of ∂F/∂θ is φ'_i (h, x, 1) in the i-th rows of W, U, b only, added on the
+    diagonal of the (n × n) row blocks (n·(n + d + 1) entries touched, not n·p); LSTM/GRU: the
+    outer products of the gate cotangents with (h, x, 1), added in place.
+    """
+    lay = problem.layout
+    nb, n, _ = J.shape
+    H, d = lin.H, lin.x.shape[-1]
+    Wv = J[..., lay["cell.W"].slice].view(nb, n, lin.G, H)
+    Uv = J[..., lay["cell.U"].slice].view(nb, n, lin.G, d)
+    bv = J[..., lay["cell.b"].slice]
+    if isinstance(lin, _Elman):
+        dphi = torch.ones_like(lin.s_next) if lin.dphi is None else lin.dphi  # (nb, n)
+        Wv.diagonal(dim1=1, dim2=2).add_((lin.h.unsqueeze(-1) * dphi.unsqueeze(1)))  # (nb, H, n): φ'_i h_j
+        if d:
+            Uv.diagonal(dim1=1, dim2=2).add_((lin.x.unsqueeze(-1) * dphi.unsqueeze(1)))
+        bv.diagonal(dim1=1, dim2=2).add_(dphi)
+        return J
+    gW, gU = lin.state_rows_pre()  # (nb, n, G)
+    Wv.addcmul_(gW.unsqueeze(-1), lin.h[:, None, None, :])
+    if d:
+        Uv.addcmul_(gU.unsqueeze(-1), lin.x[:, None, None, :])
+    bv.add_(gU)
+    return J
 
 
 # ------------------------------------------------------------------------ the loss
@@ -405,13 +442,29 @@ def backprop_window(
     :math:`u^\top\partial s_{stop}/\partial s_{start}` (K, nb, n), or ``None`` with ``state=False``
     (the last state product is then skipped).
     """
+    if len(lins) == 1:
+        U_prev, gW, gU = lins[0].vjp(U, state=state)
+        theta_grad(problem, lins[0], gW, gU, out=out)
+        return U_prev
+    # collect the gate cotangents of every step, then form Σ_j g_j ⊗ (h_j, x_j, 1) with one product per block
+    gWs, gUs = [], []
     for j, lin in enumerate(reversed(lins)):
         need = state or j < len(lins) - 1
         U_prev, gW, gU = lin.vjp(U, state=need)
-        theta_grad(problem, lin, gW, gU, out=out)
-        if U_prev is None:
-            return None
-        U = U_prev
+        gWs.append(gW)
+        gUs.append(gU)
+        if U_prev is not None:
+            U = U_prev
+    ws, _, us, _, bs = cell_slices(problem.layout)
+    K, G, H, d = U.shape[0], lins[0].G, lins[0].H, lins[0].x.shape[-1]
+    gW = torch.cat(gWs, dim=1).transpose(1, 2)  # (K, G, L), L = steps × nb (latest step first)
+    gU = torch.cat(gUs, dim=1).transpose(1, 2)
+    hs = torch.cat([lin.h for lin in reversed(lins)])  # (L, H), rows in the same order
+    out[:, ws].view(K, G, H).add_(gW @ hs)
+    if d:
+        xs = torch.cat([lin.x for lin in reversed(lins)])
+        out[:, us].view(K, G, d).add_(gU @ xs)
+    out[:, bs].add_(gU.sum(-1))
     return U if state else None
 
 

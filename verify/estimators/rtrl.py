@@ -98,8 +98,14 @@ class RTRL(_Named):
         J_prev = shared("state.influence", state.influence)
         nb = batch_numel(problem)
         if kernels.use_fast(self.path, problem, self.name):
-            s_next, J_s, J_th = self.transition_jacobians(problem, theta, s_prev, problem.inputs[t - 1])
-            J = torch.baddbmm(J_th, J_s, J_prev.reshape(nb, n, p))  # eq. (4), one fused product
+            if type(self).transition_jacobians is RTRL.transition_jacobians:
+                # eq. (4) with the structure of ∂F/∂θ: J = ∂F/∂s J_{t-1} (one product), then += ∂F/∂θ in place
+                lin = kernels.linearize(problem, theta, s_prev, problem.inputs[t - 1])
+                s_next = lin.s_next.reshape(s_prev.shape)
+                J = kernels.add_theta_rows_(problem, lin, torch.bmm(lin.jac_state(), J_prev.reshape(nb, n, p)))
+            else:  # a subclass's own Jacobians (the mutant catalog overrides them)
+                s_next, J_s, J_th = self.transition_jacobians(problem, theta, s_prev, problem.inputs[t - 1])
+                J = torch.baddbmm(J_th, J_s, J_prev.reshape(nb, n, p))  # eq. (4)
             dl_ds, dl_dth = kernels.loss_gradients(problem, theta, s_next, problem.targets[t - 1])
         else:
             with torch.enable_grad():
