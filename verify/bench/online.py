@@ -12,7 +12,9 @@ the same process. Also the FPP learners of :mod:`verify.fpp.online` (FPP and onl
 run), which keep their ``torch.func`` implementation (reported for reference, not changed).
 
 Per row: milliseconds per step (median over ``--repeats`` passes), the speed-up, and for RTRL the
-time of its O(n²p) product alone (the work) as a share of the step (the rest is dispatch).
+time of its O(n²p) product alone (the work) as a share of the step (the rest is dispatch). A second
+table times RTRL's step alone: eager fast path, CUDA-graph replay (:mod:`verify.estimators.graphs`;
+CUDA only, "off" elsewhere), generic, and the product's share of the best of them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import torch
 
 from verify.bench._timing import machine
 from verify.estimators import RTRL, TBPTT, UORO, RobbinsMonroSGD, TruncatedModel, run_online
+from verify.estimators.graphs import GraphedStep
 from verify.strategies import random_problem
 
 TOOL = "verify.bench.online"
@@ -104,6 +107,45 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(
                 f"{name:22s} {n:4d} {row['fast_ms']:13.3f} {row['generic_ms']:16.3f} {row['speedup']:9.1f}  {note}"
             )
+    # RTRL's step alone (no online loop): eager fast path, CUDA-graph replay (CUDA only), generic; the product's share
+    print(f"{'RTRL step only':22s} {'n':>4s} {'fast ms':>8s} {'graphed ms':>11s} {'generic ms':>11s} {'product ms':>11s}  work share")
+    for n in args.ns:
+        P, th = random_problem("elman-tanh", n=n, d=3, T=args.steps, k=2, generator=torch.Generator().manual_seed(n))
+        P, th = P.to(device=device), th.to(device)
+        g = torch.Generator(device=device)
+        res: dict[str, float] = {}
+        for label, est in (("fast", RTRL()), ("generic", RTRL(path="generic"))):
+            st0 = est.init(P, th, g)
+
+            def loop(est: Any = est, st0: Any = st0) -> None:
+                st = st0
+                for t in range(1, P.T + 1):
+                    st, _ = est.step(P, th, st, t, g)
+
+            res[label] = _per_step(loop, P.T, args.repeats, device)
+        gs = GraphedStep(RTRL(), P, th)
+        if gs.enabled:
+            st0 = RTRL().init(P, th, g)
+
+            def gloop(st0: Any = st0) -> None:
+                st = st0
+                for t in range(1, P.T + 1):
+                    st, _ = gs.step(P, th, st, t, g)
+
+            res["graphed"] = _per_step(gloop, P.T, args.repeats, device)
+        J = torch.randn(1, n, P.p, dtype=P.dtype, device=device)
+        Js = torch.randn(1, n, n, dtype=P.dtype, device=device)
+        res["product"] = _per_step(lambda: torch.bmm(Js, J), 1, 5 * args.repeats, device)
+        best = min(res["fast"], res.get("graphed", float("inf")))
+        row = {"estimator": "rtrl-step", "n": n, **{f"{k}_ms": 1e3 * v for k, v in res.items()}}
+        row["work_share"] = res["product"] / best
+        row["graphs"] = gs.enabled or gs.reason
+        rows.append(row)
+        gr = f"{1e3 * res['graphed']:11.3f}" if "graphed" in res else f"{'off':>11s}"
+        print(
+            f"{'rtrl-step':22s} {n:4d} {1e3 * res['fast']:8.3f} {gr} {1e3 * res['generic']:11.3f} "
+            f"{1e3 * res['product']:11.4f}  {row['work_share']:.0%}"
+        )
     if args.fpp:
         from verify.fpp.online import OnlineConfig, model_problem
         from verify.fpp.online import run_online as fpp_run

@@ -1,4 +1,4 @@
-"""Roofline benchmark of the samplers: sample-steps/s, bytes/s and FLOP/s against this machine's limits.
+r"""Roofline benchmark of the samplers: sample-steps/s, bytes/s and FLOP/s against this machine's limits.
 
 ``python -m verify.bench.samplers [--device cpu|cuda] [--quick] [--ns 8 32 64 256 1024]
 [--ms 1 1000 10000 100000] [--T 16] [--dtype float64] [--threads N] [--json PATH]``
@@ -40,7 +40,9 @@ G×H the recurrent matrix, N the state size, r the rank):
 * preactivation UORO: bytes = item·r·(4 N² + 4 A), FLOPs = r·(2 N³ + 4 N²) (A = n + d + 1);
 * RTRL: bytes = item·(2 N p + 2 p) per step, FLOPs = 2 N² p + 2 N p.
 
-Sizes that would not finish on a small machine are skipped and say so: the outputs (M, p)
+``--project K``: the UORO samplers return :math:`Q^\top\sum_t\tilde g_t` on K random directions
+(the GPU claim's output; the (M, p) estimates are never formed), the generic path projects its
+p-vectors. Sizes that would not finish on a small machine are skipped and say so: the outputs
 above ``--max-output-mb``, the generic path above ``--max-generic-s`` (estimated from a
 small pilot) and everything above ``--max-s`` per measurement. ``--quick`` keeps n ≤ 64,
 M ≤ 10⁴ and fewer samplers. Without CUDA, ``--device cuda`` prints that it is SKIPPED and why.
@@ -174,7 +176,14 @@ def measure(
     """One row: the sampler and its generic baseline at (n, M)."""
     T = P.T
     row: dict[str, Any] = {"sampler": name, "n": P.n, "p": P.p, "M": M, "T": T}
-    out_mb = M * P.p * torch.empty((), dtype=P.dtype).element_size() / 2**20
+    Q = None
+    if args.project and name in ("uoro", "uoro-T4", "uoro-r4"):
+        gq = torch.Generator().manual_seed(1)
+        Q = torch.linalg.qr(torch.randn(P.p, args.project, generator=gq, dtype=torch.float64))[0]
+        Q = Q.to(dtype=P.dtype, device=device)
+        row["projected_on"] = args.project
+    width = P.p if Q is None else Q.shape[1]
+    out_mb = M * width * torch.empty((), dtype=P.dtype).element_size() / 2**20
     if name == "rtrl":
         bytes_, flops = model("rtrl", P, 1)
         row.update(model_bytes=bytes_, model_flops=flops)
@@ -202,7 +211,7 @@ def measure(
         else:
             make, rank = SAMPLERS[name]
             est = make()
-            fast, _ = fused_sampler(est, P, th, steps=(T,), quantities=("total",))
+            fast, _ = fused_sampler(est, P, th, steps=(T,), quantities=("total",), project=Q)
         bytes_, flops = model(name, P, rank)
         row.update(model_bytes=bytes_, model_flops=flops)
         generic, _ = estimator_sampler(_generic(est), P, th, steps=(T,), quantities=("total",))
@@ -211,7 +220,8 @@ def measure(
             return fast(M, torch.Generator(device=device).manual_seed(0))
 
         def gen_fn() -> object:
-            return generic(M, torch.Generator(device=device).manual_seed(0))
+            out = generic(M, torch.Generator(device=device).manual_seed(0))
+            return out if Q is None else [x @ Q for x in out]
 
         n_steps = M * T
     t_fast = _timed(fast_fn, device, args.repeats, args.max_s)
@@ -298,6 +308,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--max-s", type=float, default=20.0, help="time budget per measurement (s)")
     ap.add_argument("--max-generic-s", type=float, default=20.0, help="skip a generic baseline estimated slower (s)")
     ap.add_argument("--max-output-mb", type=float, default=1024.0, help="skip M*p outputs larger than this (MB)")
+    ap.add_argument(
+        "--project", type=int, default=0, help="UORO samplers return Q^T g (M, K) on K random directions (0: off)"
+    )
     ap.add_argument("--bandwidth-mb", type=int, default=None, help="MB per triad array (default 256 CPU, 1024 CUDA)")
     ap.add_argument("--json", default=None, help="write the results here (default bench-samplers.json)")
     args = ap.parse_args(argv)
@@ -328,7 +341,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         P, th = P.to(device=device), th.to(device)
         for name in names:
             for M in [1] if name == "rtrl" else ms:
-                if name == "rtrl" and n * P.p * 8 * 5 > 4 * 2**30:
+                if name == "rtrl" and n * P.p * 8 * 5 > (16 if device.type == "cuda" else 4) * 2**30:
                     rows.append({"sampler": name, "n": n, "M": 1, "skipped": "influence matrix > 4 GiB"})
                     continue
                 t0 = time.perf_counter()
