@@ -143,11 +143,25 @@ def test_rounded_problem_and_bad_precision() -> None:
     assert torch.equal(P64.inputs, P32.inputs.double()) and torch.equal(th64, th32.double())
     with pytest.raises(InvalidArgument, match="precision"):
         sequential_test_with_precision(
-            UORO(), P, th, steps=(2,), quantities=("total",), options=TestOptions(),
-            generator=torch.Generator(), max_samples=10, precision="half",
+            UORO(),
+            P,
+            th,
+            steps=(2,),
+            quantities=("total",),
+            options=TestOptions(),
+            generator=torch.Generator(),
+            max_samples=10,
+            precision="half",
         )
     out = sequential_test_with_precision(
-        UORO(), P, th, steps=(2,), quantities=("total",), options=TestOptions(),
-        generator=torch.Generator(), max_samples=2000, precision="auto",
+        UORO(),
+        P,
+        th,
+        steps=(2,),
+        quantities=("total",),
+        options=TestOptions(),
+        generator=torch.Generator(),
+        max_samples=2000,
+        precision="auto",
     )
     assert out.precision == "float64"  # auto: float32 on CUDA only

@@ -67,8 +67,8 @@ __all__ = [
     "parity_factor",
     "rounded",
     "rounding_allowance",
-    "sequential_test_with_precision",
     "run_with_precision",
+    "sequential_test_with_precision",
 ]
 
 #: safety factor on the measured rounding (the parity budget's calibration margin)

@@ -98,7 +98,13 @@ def test_gpu_unbiasedness_standin() -> None:
 def test_gpu_unbiasedness_standin_float32() -> None:
     """The float32 branch of the GPU claim on the CPU: PASS with the rounding allowance reported, control caught."""
     res = _run(
-        "device.gpu-unbiasedness", standin=True, n=3, T=4, max_samples=200_000, directions=8, chunk=4096,
+        "device.gpu-unbiasedness",
+        standin=True,
+        n=3,
+        T=4,
+        max_samples=200_000,
+        directions=8,
+        chunk=4096,
         precision="float32",
     )
     assert res.verdict is Verdict.PASS, res.summary

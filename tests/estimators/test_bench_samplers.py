@@ -28,12 +28,44 @@ def test_samplers_bench_writes_rows_with_baseline_and_limits(tmp_path: Path, cap
         assert "speedup_vs_generic" in r or "speedup_vs_generic_estimated" in r
     text = capsys.readouterr().out
     assert "streaming bandwidth" in text and "speed-up" in text
-    samplers.main(["--ns", "4", "--ms", "20", "--T", "2", "--samplers", "uoro", "--project", "3", "--repeats", "1",
-                   "--bandwidth-mb", "4", "--json", str(out)])  # rewrites its own file
+    samplers.main(
+        [
+            "--ns",
+            "4",
+            "--ms",
+            "20",
+            "--T",
+            "2",
+            "--samplers",
+            "uoro",
+            "--project",
+            "3",
+            "--repeats",
+            "1",
+            "--bandwidth-mb",
+            "4",
+            "--json",
+            str(out),
+        ]
+    )  # rewrites its own file
     (tmp_path / "foreign.json").write_text("{}")
     with pytest.raises(SystemExit, match="refusing"):
-        samplers.main(["--ns", "4", "--ms", "1", "--T", "2", "--samplers", "rtrl", "--bandwidth-mb", "4",
-                       "--json", str(tmp_path / "foreign.json")])
+        samplers.main(
+            [
+                "--ns",
+                "4",
+                "--ms",
+                "1",
+                "--T",
+                "2",
+                "--samplers",
+                "rtrl",
+                "--bandwidth-mb",
+                "4",
+                "--json",
+                str(tmp_path / "foreign.json"),
+            ]
+        )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message printed without CUDA")

@@ -181,7 +181,7 @@ def test_fused_sampler_refuses_what_it_does_not_cover() -> None:
     Pe, the = problem("elman-tanh")
     assert "generic" in (supports(UORO(path="generic"), Pe) or "")
     assert supports(est_mutants.RTRLWithoutImmediateTerm(), Pe) is not None
-    Pl, thl = problem("lstm")
+    Pl, _ = problem("lstm")
     assert supports(PreactivationUORO(), Pl) is not None
     with pytest.raises(InvalidArgument, match="quantity"):
         fused_sampler(UORO(), Pe, the, steps=(2,), quantities=("bogus",))

@@ -20,6 +20,7 @@ CUDA only, "off" elsewhere), generic, and the product's share of the best of the
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import time
@@ -54,6 +55,15 @@ def _per_step(fn: Callable[[], object], steps: int, repeats: int, device: torch.
     return statistics.median(out)
 
 
+def _online(est: Any, P: Any, th: torch.Tensor, opt: Any, device: torch.device) -> object:
+    return run_online(est, P, th, opt, torch.Generator(device=device).manual_seed(0))
+
+
+def _steps(step: Callable[..., Any], P: Any, th: torch.Tensor, st: Any, g: torch.Generator) -> None:
+    for t in range(1, P.T + 1):
+        st, _ = step(P, th, st, t, g)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ns", type=int, nargs="+", default=[16, 64])
@@ -77,15 +87,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         P, th = random_problem("elman-tanh", n=n, d=3, T=args.steps, k=2, generator=torch.Generator().manual_seed(n))
         P, th = P.to(device=device), th.to(device)
         opt = RobbinsMonroSGD(lr=0.01)
-        for make in (lambda path: RTRL(path=path), lambda path: TBPTT(8, path=path),
-                     lambda path: TruncatedModel(8, path=path), lambda path: UORO(path=path)):
+        for make in (
+            lambda path: RTRL(path=path),
+            lambda path: TBPTT(8, path=path),
+            lambda path: TruncatedModel(8, path=path),
+            lambda path: UORO(path=path),
+        ):
             times = {}
             for path in ("auto", "generic"):
-                est = make(path)
-
-                def go(est: Any = est) -> object:
-                    return run_online(est, P, th, opt, torch.Generator(device=device).manual_seed(0))
-
+                go = functools.partial(_online, make(path), P, th, opt, device)
                 times[path] = _per_step(go, P.T, args.repeats, device)
             name = make("auto").name
             row: dict[str, Any] = {
@@ -99,43 +109,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if name == "rtrl":
                 J = torch.randn(1, n, P.p, dtype=P.dtype, device=device)
                 Js = torch.randn(1, n, n, dtype=P.dtype, device=device)
-                t_prod = _per_step(lambda: torch.bmm(Js, J), 1, 5 * args.repeats, device)
+                t_prod = _per_step(functools.partial(torch.bmm, Js, J), 1, 5 * args.repeats, device)
                 row["product_ms"] = 1e3 * t_prod
                 row["work_share"] = t_prod / times["auto"]
                 note = f"O(n^2 p) product {1e3 * t_prod:.3f} ms = {row['work_share']:.0%} of the fast step"
             rows.append(row)
-            print(
-                f"{name:22s} {n:4d} {row['fast_ms']:13.3f} {row['generic_ms']:16.3f} {row['speedup']:9.1f}  {note}"
-            )
+            print(f"{name:22s} {n:4d} {row['fast_ms']:13.3f} {row['generic_ms']:16.3f} {row['speedup']:9.1f}  {note}")
     # RTRL's step alone (no online loop): eager fast path, CUDA-graph replay (CUDA only), generic; the product's share
-    print(f"{'RTRL step only':22s} {'n':>4s} {'fast ms':>8s} {'graphed ms':>11s} {'generic ms':>11s} {'product ms':>11s}  work share")
+    print(
+        f"{'RTRL step only':22s} {'n':>4s} {'fast ms':>8s} {'graphed ms':>11s} {'generic ms':>11s} "
+        f"{'product ms':>11s}  work share"
+    )
     for n in args.ns:
         P, th = random_problem("elman-tanh", n=n, d=3, T=args.steps, k=2, generator=torch.Generator().manual_seed(n))
         P, th = P.to(device=device), th.to(device)
         g = torch.Generator(device=device)
         res: dict[str, float] = {}
         for label, est in (("fast", RTRL()), ("generic", RTRL(path="generic"))):
-            st0 = est.init(P, th, g)
-
-            def loop(est: Any = est, st0: Any = st0) -> None:
-                st = st0
-                for t in range(1, P.T + 1):
-                    st, _ = est.step(P, th, st, t, g)
-
+            loop = functools.partial(_steps, est.step, P, th, est.init(P, th, g), g)
             res[label] = _per_step(loop, P.T, args.repeats, device)
         gs = GraphedStep(RTRL(), P, th)
         if gs.enabled:
-            st0 = RTRL().init(P, th, g)
-
-            def gloop(st0: Any = st0) -> None:
-                st = st0
-                for t in range(1, P.T + 1):
-                    st, _ = gs.step(P, th, st, t, g)
-
-            res["graphed"] = _per_step(gloop, P.T, args.repeats, device)
+            loop = functools.partial(_steps, gs.step, P, th, RTRL().init(P, th, g), g)
+            res["graphed"] = _per_step(loop, P.T, args.repeats, device)
         J = torch.randn(1, n, P.p, dtype=P.dtype, device=device)
         Js = torch.randn(1, n, n, dtype=P.dtype, device=device)
-        res["product"] = _per_step(lambda: torch.bmm(Js, J), 1, 5 * args.repeats, device)
+        res["product"] = _per_step(functools.partial(torch.bmm, Js, J), 1, 5 * args.repeats, device)
         best = min(res["fast"], res.get("graphed", float("inf")))
         row = {"estimator": "rtrl-step", "n": n, **{f"{k}_ms": 1e3 * v for k, v in res.items()}}
         row["work_share"] = res["product"] / best
@@ -157,28 +156,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             x = torch.randn(1, args.steps, 3, dtype=torch.float64)
             y = torch.randn(1, args.steps, 2, dtype=torch.float64)
             for method in ("fpp", "tbptt"):
-                t = _per_step(
-                    lambda method=method: fpp_run(
-                        method, model, cfg, x, y, th[None], torch.tensor([0.01]), torch.Generator().manual_seed(0)
-                    ),
-                    args.steps,
-                    args.repeats,
-                    torch.device("cpu"),
+                run = functools.partial(
+                    fpp_run, method, model, cfg, x, y, th[None], torch.tensor([0.01]), torch.Generator().manual_seed(0)
                 )
+                t = _per_step(run, args.steps, args.repeats, torch.device("cpu"))
                 rows.append({"estimator": f"fpp-learner-{method}", "n": n, "fast_ms": 1e3 * t})
-                print(f"{'fpp-learner-' + method:22s} {n:4d} {1e3 * t:13.3f} {'-':>16s} {'-':>9s}  unchanged (torch.func)")
+                name = f"fpp-learner-{method}"
+                print(f"{name:22s} {n:4d} {1e3 * t:13.3f} {'-':>16s} {'-':>9s}  unchanged (torch.func)")
     result = {"tool": TOOL, "machine": machine(), "device": str(device), "rows": rows}
     if args.json:
-        path = Path(args.json)
-        if path.exists():
+        out_path = Path(args.json)
+        if out_path.exists():
             try:
-                ok = json.loads(path.read_text()).get("tool") == TOOL
+                ok = json.loads(out_path.read_text()).get("tool") == TOOL
             except (OSError, ValueError, AttributeError):
                 ok = False
             if not ok:
-                raise SystemExit(f"refusing to overwrite {path}: not a file written by {TOOL}")
-        path.write_text(json.dumps(result, indent=1))
-        print(f"wrote {path}")
+                raise SystemExit(f"refusing to overwrite {out_path}: not a file written by {TOOL}")
+        out_path.write_text(json.dumps(result, indent=1))
+        print(f"wrote {out_path}")
     return result
 
 

@@ -79,10 +79,10 @@ __all__ = [
     "CUDA_CLAIMS",
     "ParityCase",
     "ScaleRun",
+    "fused_projection_sampler",
     "gpu_scale_unbiasedness",
     "parity_suite",
     "run_parity",
-    "fused_projection_sampler",
     "uoro_projection_sampler",
 ]
 

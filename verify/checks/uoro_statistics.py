@@ -579,8 +579,9 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
 def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     """UORO-T is unbiased (Tallec & Ollivier §3: Algorithm 1 applied to F^T, the last T steps exact).
 
-    Blocks of 4 steps on an Elman-tanh problem (n = 4, T = 16; full: T = 64): E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, 3, T}, the total
-    gradient, and E[s̃⊗θ̃] = ∂s_t/∂θ at the block boundaries; sequential test, α = β = 1e-3,
+    Blocks of 4 steps on an Elman-tanh problem (n = 4, T = 16; full: T = 64): E g̃_t = ∂ℓ_t/∂θ at
+    t ∈ {2, 3, T}, the total gradient, and E[s̃⊗θ̃] = ∂s_t/∂θ at the block boundaries T/2 and T;
+    sequential test, α = β = 1e-3,
     δ = 0.02. Negative control: UORO-T with θ̃ scaled by 2 must FAIL.
     """
     t0 = time.perf_counter()
@@ -740,7 +741,9 @@ def check_preactivation(config: RunConfig) -> CheckResult:
     case = _case("elman-tanh", n, T, config, salt=450)
     opts = TestOptions(alpha=alpha / 2, beta=float(config.option("beta", 1e-3)), delta=_options(config).delta)
     est = factory()
-    res = _unbiased_family(est, case, (2, 3, T), opts, config.generator(451), _max_samples(config), influence_steps=(T,))
+    res = _unbiased_family(
+        est, case, (2, 3, T), opts, config.generator(451), _max_samples(config), influence_steps=(T,)
+    )
     P, th = case.problem, case.theta
     g = per_step_gradients(P, th).sum(0)
     gen = config.generator(452)

@@ -301,7 +301,8 @@ class _Dense:
 
     def norm(self) -> torch.Tensor:
         k = self.k
-        return torch.linalg.vector_norm(self.Th[:k].view(k, self.Th.shape[1], -1), dim=-1)
+        out: torch.Tensor = torch.linalg.vector_norm(self.Th[:k].view(k, self.Th.shape[1], -1), dim=-1)
+        return out
 
     def add(self, red: _Reduction, gW: torch.Tensor, gU: torch.Tensor, f: torch.Tensor, gru: bool) -> None:
         """Θ += f Σ_l g_l ⊗ F_l: one in-place GEMM (two for the GRU) over the chunk."""
@@ -572,7 +573,11 @@ class _UOROSampler:
         P, est = self.P, self.est
         draws = self.last // est.block
         width = P.p if self.project is None else self.project.shape[1]
-        out_g = {t: torch.empty(m, width, dtype=P.dtype, device=P.device) for t in self.steps} if "gradient" in self.q else {}
+        out_g = (
+            {t: torch.empty(m, width, dtype=P.dtype, device=P.device) for t in self.steps}
+            if "gradient" in self.q
+            else {}
+        )
         out_tot = torch.empty(m, width, dtype=P.dtype, device=P.device) if "total" in self.q else None
         out_inf = (
             {t: torch.empty(m, self.N, P.p, dtype=P.dtype, device=P.device) for t in self.steps}
@@ -849,7 +854,9 @@ class _PreactSampler:
         P, est, lay = self.P, self.est, self.lay
         r, nb, n, A = est.rank, self.nb, self.n, lay.A
         taus = _draw_all(est, P, rng, m, self.last)  # one τ (m, r) per step, as step() draws them
-        out_g = {t: torch.empty(m, P.p, dtype=P.dtype, device=P.device) for t in self.steps} if "gradient" in self.q else {}
+        out_g = (
+            {t: torch.empty(m, P.p, dtype=P.dtype, device=P.device) for t in self.steps} if "gradient" in self.q else {}
+        )
         out_tot = torch.zeros(m, P.p, dtype=P.dtype, device=P.device) if "total" in self.q else None
         out_inf = (
             {t: torch.empty(m, nb * n, P.p, dtype=P.dtype, device=P.device) for t in self.steps}
@@ -880,9 +887,13 @@ class _PreactSampler:
                 tau = taus[t - 1][lo:hi]  # (k, r)
                 dphi, a_t = self.dphi[t - 1], self.a[t - 1]
                 JH = torch.matmul(self.W, H).mul_(dphi.unsqueeze(-1))  # J^{s_t}_{s_{t-1}} H̃_{t-1}
-                gamma = torch.sqrt(
-                    torch.linalg.vector_norm(a.flatten(2), dim=-1) / (torch.linalg.vector_norm(JH.flatten(2), dim=-1) + eps)
-                ) + eps
+                gamma = (
+                    torch.sqrt(
+                        torch.linalg.vector_norm(a.flatten(2), dim=-1)
+                        / (torch.linalg.vector_norm(JH.flatten(2), dim=-1) + eps)
+                    )
+                    + eps
+                )
                 ta = tau.abs()
                 beta = torch.sqrt(ta * self.anorm[t - 1] / (ta * self.dnorm[t - 1] + eps)) + eps
                 H = JH.mul_(gamma.view(k, r, 1, 1, 1))

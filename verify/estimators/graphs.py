@@ -57,7 +57,7 @@ class GraphedStep:
         self.J = torch.zeros(*B, n, p, dtype=P.dtype, device=P.device)
         state = RTRLState(expand_samples(self.s, self.samples), expand_samples(self.J, self.samples))
         rng = torch.Generator(device=P.device)
-        stream = torch.cuda.Stream(device=P.device)
+        stream = torch.cuda.Stream(device=P.device)  # type: ignore[no-untyped-call]
         stream.wait_stream(torch.cuda.current_stream(P.device))
         with torch.cuda.stream(stream):
             for _ in range(3):  # warm-up outside the graph (allocator, kernels' lazy initialisation)
@@ -79,5 +79,7 @@ class GraphedStep:
         self.J.copy_(state.influence[0])
         self.graph.replay()
         M = state.s.shape[0]
-        new = RTRLState(expand_samples(self.out_state.s[0].clone(), M), expand_samples(self.out_state.influence[0].clone(), M))
+        new = RTRLState(
+            expand_samples(self.out_state.s[0].clone(), M), expand_samples(self.out_state.influence[0].clone(), M)
+        )
         return new, expand_samples(self.out_g[0].clone(), M)

@@ -358,9 +358,9 @@ def add_theta_rows_(problem: Problem, lin: Linearization, J: torch.Tensor) -> to
     bv = J[..., lay["cell.b"].slice]
     if isinstance(lin, _Elman):
         dphi = torch.ones_like(lin.s_next) if lin.dphi is None else lin.dphi  # (nb, n)
-        Wv.diagonal(dim1=1, dim2=2).add_((lin.h.unsqueeze(-1) * dphi.unsqueeze(1)))  # (nb, H, n): φ'_i h_j
+        Wv.diagonal(dim1=1, dim2=2).add_(lin.h.unsqueeze(-1) * dphi.unsqueeze(1))  # (nb, H, n): φ'_i h_j
         if d:
-            Uv.diagonal(dim1=1, dim2=2).add_((lin.x.unsqueeze(-1) * dphi.unsqueeze(1)))
+            Uv.diagonal(dim1=1, dim2=2).add_(lin.x.unsqueeze(-1) * dphi.unsqueeze(1))
         bv.diagonal(dim1=1, dim2=2).add_(dphi)
         return J
     gW, gU = lin.state_rows_pre()  # (nb, n, G)
