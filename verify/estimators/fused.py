@@ -15,7 +15,13 @@ same arithmetic up to round-off -- without the per-step contract's costs:
   (h, x, 1) of the L = |B|·block rows, g the preactivation cotangents scaled by
   :math:`r_0/(r_1 c)`): a single GEMM per step over the chunk, 2 passes over θ̃ instead of ~8
   allocations; :math:`\|\nu^\top\partial F/\partial\theta\|` comes from the L×L Gram matrices of g
-  and F, never from the p-vector;
+  and F, never from the p-vector ("dense" mode);
+* when the run adds fewer rank-1 terms than Θ has columns (J ≤ A = H + d + 1: T small against n),
+  Θ is not even formed ("factored" mode, :class:`_Factored`): Θ = Σ_j f_j g_j ⊗ F_j is kept as its
+  per-sample cotangents g_j (J×G per sample instead of G×A), ‖Θ‖² is updated from the Grams of the
+  g_j and of the shared F_j, and the estimates Σ_r κ_r Θ_r and the total Σ_t κ_t Θ_{t-1} (with
+  suffix sums of κ) are single GEMMs formed only for an output -- or projected straight onto K
+  directions (``project=``) without ever forming a p-vector;
 * the M samples are processed in chunks sized to the cache, **chunk-outer, time-inner**: a
   chunk's θ̃ stays in cache for all T steps, so throughput does not fall as M grows. The ν of
   all steps are drawn first, in the estimator's order (one ``noise.draw`` of shape (M, r, *B, n)
