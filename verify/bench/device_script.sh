@@ -39,7 +39,7 @@ run bench_samplers_n256_T4_f32 90 python -m verify.bench.samplers --device cuda 
   --T 4 --samplers uoro uoro-r4 --project 32 --dtype float32 --max-s 5 --max-generic-s 10 \
   --json "$OUT/bench_samplers_n256_T4_f32.json"
 #    2b. the grid n in {8, 64, 256, 1024} x M in {1, 1e3, 1e4, 1e5}, T = 16, float64             [~90 s]
-run bench_samplers_grid_f64 150 python -m verify.bench.samplers --device cuda --ns 8 64 256 1024 \
+run bench_samplers_grid_f64 150 python -m verify.bench.samplers --device cuda --ns 8 64 256 1024 --samplers uoro uoro-r4 uoro-preact rtrl \
   --ms 1 1000 10000 100000 --T 16 --project 32 --max-s 4 --max-generic-s 6 --json "$OUT/bench_samplers_grid_f64.json"
 
 # 3. batch-1 online runs: fast vs generic; RTRL step eager vs CUDA graph vs its O(n^2 p) product    [~30 s]

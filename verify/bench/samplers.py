@@ -335,6 +335,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "bandwidth_array_mb": bw_mb,
     }
     rows: list[dict[str, Any]] = []
+    path = Path(args.json or "bench-samplers.json")
+    _writable(path)
+
+    def save() -> dict[str, Any]:  # after every row: a run cut short by a time limit keeps what it measured
+        result = {
+            "tool": TOOL,
+            "machine": machine(),
+            "device": device_record(device),
+            "threads": torch.get_num_threads(),
+            "T": args.T,
+            "limits": limits,
+            "rows": rows,
+            "models": {
+                "uoro-family": "bytes = item*r*(4p + 6N), FLOPs = r*(4GH + 6 p_cell) per sample-step",
+                "uoro-preact": "bytes = item*r*(4N^2 + 4A), FLOPs = r*(2N^3 + 4N^2)",
+                "rtrl": "bytes = item*(2Np + 2p), FLOPs = 2N^2 p + 2Np per step",
+            },
+        }
+        path.write_text(json.dumps(result, indent=1, default=str))
+        return result
+
     for n in ns:
         gen = torch.Generator().manual_seed(n)
         P, th = random_problem("elman-tanh", n=n, d=3, T=args.T, k=2, generator=gen, dtype=dtype)
@@ -348,25 +369,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 row = measure(name, P, th, M, device, args, limits)
                 row["wall_s"] = time.perf_counter() - t0
                 rows.append(row)
+                save()
                 print(f"  measured {name} n={n} M={M} in {row['wall_s']:.1f} s", file=sys.stderr, flush=True)
     print_table(rows, limits)
-    result = {
-        "tool": TOOL,
-        "machine": machine(),
-        "device": device_record(device),
-        "threads": torch.get_num_threads(),
-        "T": args.T,
-        "limits": limits,
-        "rows": rows,
-        "models": {
-            "uoro-family": "bytes = item*r*(4p + 6N), FLOPs = r*(4GH + 6 p_cell) per sample-step",
-            "uoro-preact": "bytes = item*r*(4N^2 + 4A), FLOPs = r*(2N^3 + 4N^2)",
-            "rtrl": "bytes = item*(2Np + 2p), FLOPs = 2N^2 p + 2Np per step",
-        },
-    }
-    path = Path(args.json or "bench-samplers.json")
-    _writable(path)
-    path.write_text(json.dumps(result, indent=1, default=str))
+    result = save()
     print(f"wrote {path}")
     return result
 
