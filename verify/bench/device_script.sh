@@ -2,7 +2,7 @@
 # Issue 15: every CUDA measurement in one run (~4-5 min typical, at most ~7 min: per-step time limits;
 # one H100/H200, 16 CPU cores).
 # Usage (repository root, on the device):  OUT=/some/dir bash verify/bench/device_script.sh
-# Writes into $OUT: env.json, nvidia-smi.txt, pytest_cuda.log, bench_samplers_*.{txt,json},
+# Writes into $OUT: env.json, nvidia-smi.txt, pip.log, pytest_cuda.txt, bench_samplers_*.{txt,json},
 # bench_online_cuda.{txt,json}, gpu_unbiasedness.{txt,json}, steps.log (what ran, how long, exit codes).
 set -u
 OUT=${OUT:-$PWD/device-out}
