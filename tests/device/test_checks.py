@@ -82,12 +82,32 @@ def test_cuda_parity_bad_device_option() -> None:
 @pytest.mark.statistical
 def test_gpu_unbiasedness_standin() -> None:
     """The GPU-scale statistics path at a CPU size: correct UORO PASSes (false-fail <= 1e-3), {0,1} noise FAILs."""
-    res = _run("device.gpu-unbiasedness", standin=True, n=3, T=3, max_samples=100_000, directions=8, chunk=4096)
+    res = _run("device.gpu-unbiasedness", standin=True, n=3, T=3, max_samples=200_000, directions=8, chunk=4096)
     assert res.verdict is Verdict.PASS, res.summary
     assert res.summary.startswith("STAND-IN on cpu")
     assert res.controls and all(c.ok for c in res.controls)
-    assert res.alpha == 1e-3 and res.beta == 1e-3 and res.delta == 0.05
-    assert res.samples_used is not None and res.samples_used <= 100_000
+    assert res.alpha == 1e-3 and res.beta == 1e-3 and res.delta == 0.02
+    assert res.data["sampling"]["sampling_precision"] == "float64"  # "auto" samples in float32 on CUDA only
+    assert res.samples_used is not None and res.samples_used <= 200_000
     json.dumps(res.to_dict())
     for fig in res.data["figures"]:
         normalize_figure(fig)
+
+
+@pytest.mark.statistical
+def test_gpu_unbiasedness_standin_float32() -> None:
+    """The float32 branch of the GPU claim on the CPU: PASS with the rounding allowance reported, control caught."""
+    res = _run(
+        "device.gpu-unbiasedness",
+        standin=True,
+        n=3,
+        T=4,
+        max_samples=200_000,
+        directions=8,
+        chunk=4096,
+        precision="float32",
+    )
+    assert res.verdict is Verdict.PASS, res.summary
+    assert res.data["sampling"]["sampling_precision"] == "float32"
+    assert 0 < res.data["sampling"]["rounding_allowance"]["relative"][0] < 0.1 * res.delta
+    assert res.controls and all(c.ok for c in res.controls)

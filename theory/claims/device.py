@@ -66,7 +66,7 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         id="device.gpu-unbiasedness",
-        title="UORO is unbiased at GPU scale (Elman-tanh n = 256, up to 10^6 vectorized draws)",
+        title="UORO is unbiased at GPU scale (Elman-tanh n = 256, T = 16, delta = 0.02, up to 4e6 draws)",
         paper="Tallec & Ollivier 2017",
         where="Prop. 1, Algorithm 1",
         statement="With frozen parameters, UORO's gradient estimates of the last step and of the whole "
@@ -78,6 +78,9 @@ CLAIMS: tuple[Claim, ...] = (
             "frozen theta (Prop. 1); i.i.d. draws with finite covariance (Rademacher nu, finite T)",
             "K random directions drawn before the data: the certificate bounds the bias in their span, "
             "||Q^T (E g_tilde - g)|| < delta ||Q^T g||",
+            "n = 256, T = 16 (n*T = 4096 noise signs), delta = 0.02; draws from the fused sampler in float32 "
+            "where its rounding allowance (paired pilot x margin 4) is below delta/10 -- the truth is float64 on "
+            "the float32-rounded problem and the allowance is subtracted from delta (verify.float32_sampling)",
             "a CUDA device (SKIPPED without); profile full only",
         ),
         check="verify.checks.device.gpu_unbiasedness",

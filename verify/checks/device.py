@@ -21,9 +21,10 @@ comparison machinery are in :mod:`verify.parity`:
   the CPU float64 reference; the card, its compute capability, the dtype and the TF32
   settings are in the result. SKIPPED with the reason where there is no CUDA.
 * ``device.gpu-unbiasedness`` -- UORO's unbiasedness (Tallec & Ollivier Prop. 1) at a
-  size a CPU cannot afford (Elman-tanh n = 256, up to 10⁶ draws in vectorized
-  chunks on the GPU) through the sequential test of :mod:`verify.stats.unbiased`;
-  profile ``full``, SKIPPED without CUDA.
+  size a CPU cannot afford (Elman-tanh n = 256, T = 16, δ = 0.02, up to 4·10⁶ draws from
+  the fused sampler of :mod:`verify.estimators.fused` in float32 with the rounding
+  accounted, :mod:`verify.float32_sampling`) through the sequential test of
+  :mod:`verify.stats.unbiased`; profile ``full``, SKIPPED without CUDA.
 
 Which device the GPU claims use: :func:`verify.device.parity_device` -- an explicit
 ``cuda_device`` option, else the run's ``--device`` when it names CUDA, else
@@ -34,14 +35,15 @@ Options (``RunConfig.options``): ``mutant`` (name in :mod:`verify.mutants.device
 inject it as the candidate; the check must then FAIL), ``controls`` (False skips
 the negative controls), ``cuda_device``; for ``device.gpu-unbiasedness`` also
 ``standin`` (True: run on the CPU at the given small size, to test the path; the
-result says so), ``n``, ``T``, ``max_samples``, ``delta``, ``directions``, ``chunk``.
+result says so), ``n``, ``T``, ``max_samples``, ``delta``, ``directions``, ``chunk``, ``precision``
+("auto": float32 draws on CUDA where the rounding allowance is below δ/10; "float64"; "float32").
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -50,6 +52,8 @@ from verify.budget import C_PARITY, CALIBRATED_MAX_RATIO, CALIBRATION_MARGIN, U_
 from verify.checks import register
 from verify.device import NO_CUDA_REASON, describe_device, device_record, matmul_tf32, parity_device
 from verify.estimators import UORO, NoiseSource, Rademacher
+from verify.estimators.fused import fused_sampler
+from verify.float32_sampling import rounded, run_with_precision
 from verify.mutants.device import MUTANTS as DEVICE_MUTANTS
 from verify.mutants.device import get as get_mutant
 from verify.parity import (
@@ -68,13 +72,14 @@ from verify.parity import (
 from verify.problem import Problem
 from verify.reference import bptt_gradient, per_step_gradients
 from verify.results import CheckResult, Control, RunConfig, Verdict
-from verify.stats.unbiased import TestOptions, UnbiasednessResult, sequential_test
+from verify.stats.unbiased import TestOptions, UnbiasednessResult
 from verify.strategies import random_problem
 
 __all__ = [
     "CUDA_CLAIMS",
     "ParityCase",
     "ScaleRun",
+    "fused_projection_sampler",
     "gpu_scale_unbiasedness",
     "parity_suite",
     "run_parity",
@@ -434,6 +439,7 @@ class ScaleRun:
     chunk: int
     samples_per_second: float
     device: str
+    sampling: dict[str, Any] = field(default_factory=dict)
 
 
 def uoro_projection_sampler(
@@ -467,6 +473,29 @@ def _scale_problem(n: int, T: int, device: torch.device, gen: torch.Generator) -
     return P.to(torch.float64, device), th.to(device)
 
 
+def fused_projection_sampler(
+    estimator: UORO, problem: Problem, theta: torch.Tensor, Q: torch.Tensor, device: torch.device
+) -> Callable[[int, torch.Generator], list[torch.Tensor]]:
+    r"""Like :func:`uoro_projection_sampler` with the fused sampler of :mod:`verify.estimators.fused`.
+
+    :math:`Q^\top\tilde g_T` and :math:`Q^\top\sum_t\tilde g_t` (m, K) straight from θ̃'s factors (the
+    (m, p) estimates are never formed), in the problem's dtype on ``device``; the noise comes from
+    a generator on ``device`` seeded from the engine's CPU generator (the same seed gives the same
+    ν in float32 and float64: the paired pilot of :mod:`verify.float32_sampling` relies on it).
+    """
+    P = problem.to(device=device)
+    smp, _ = fused_sampler(
+        estimator, P, theta.to(device), steps=(P.T,), quantities=("gradient", "total"), project=Q.to(device)
+    )
+
+    def sampler(m: int, gen: torch.Generator) -> list[torch.Tensor]:
+        seed = int(torch.randint(0, 2**62, (1,), generator=gen))
+        rng = torch.Generator(device=device).manual_seed(seed)
+        return [x.to(device="cpu", dtype=torch.float64) for x in smp(m, rng)]
+
+    return sampler
+
+
 def gpu_scale_unbiasedness(
     device: torch.device,
     *,
@@ -480,6 +509,7 @@ def gpu_scale_unbiasedness(
     chunk: int | None = None,
     alpha: float = 1e-3,
     beta: float = 1e-3,
+    precision: str = "auto",
 ) -> ScaleRun:
     r"""UORO (Algorithm 1) unbiasedness on Elman-tanh at state size n, vectorized on ``device``.
 
@@ -490,38 +520,54 @@ def gpu_scale_unbiasedness(
     ``max_samples`` draws. A PASS certifies :math:`\|Q^\top(E\tilde g - g)\| <
     \delta\|Q^\top g\|` at 1 − β for both quantities; FAIL has false-fail rate ≤ α.
     ``noise`` replaces the Rademacher law (the negative control uses {0, 1}).
+
+    Draws come from the fused sampler (issue 15) with ``precision`` as in
+    :mod:`verify.float32_sampling`: ``"auto"`` draws in float32 on CUDA with the rounding
+    accounted (the truth is float64 on the float32-rounded problem; the allowance shrinks δ),
+    float64 elsewhere or where the allowance would exceed a tenth of δ.
     """
     P, th = _scale_problem(n, T, device, generator)
     p = P.p
     q = torch.linalg.qr(torch.randn(p, directions, generator=generator, dtype=torch.float64))[0]
-    Q = q.to(device)
-    P64, th64 = P.to(torch.float64, "cpu"), th.cpu()
+    prec = precision if precision != "auto" else ("float32" if device.type == "cuda" else "float64")
+    P_cpu, th_cpu = P.to(torch.float64, "cpu"), th.cpu()
+    P32, th32, P64, th64 = rounded(P_cpu, th_cpu)
+    if prec == "float64":
+        P64, th64 = P_cpu, th_cpu
     truths = [per_step_gradients(P64, th64)[-1] @ q, bptt_gradient(P64, th64) @ q]
-    if chunk is None:
-        # ~12 live (chunk, p) float64 tensors per step; use at most a quarter of the device's free memory
-        free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 2 * 2**30
-        chunk = int(max(256, min(65536, free // 4 // (12 * 8 * p))))
     est = UORO(noise=noise if noise is not None else Rademacher())
-    sampler = uoro_projection_sampler(est, P, th, Q, device)
+
+    def make(dtype: torch.dtype) -> Callable[[int, torch.Generator], list[torch.Tensor]]:
+        Pd, thd = (P32, th32) if dtype == torch.float32 else (P64, th64)
+        return fused_projection_sampler(est, Pd, thd, q.to(dtype), device)
+
+    if chunk is None:
+        chunk = 65536 if device.type == "cuda" else 4096
     opts = TestOptions(alpha=alpha, beta=beta, delta=delta)
     t0 = time.perf_counter()
-    res = sequential_test(
-        sampler,
+    out = run_with_precision(
+        make,
         truths,
+        [f"Q^T dl_{T}/dtheta", "Q^T dL/dtheta"],
         options=opts,
         generator=generator,
         max_samples=max_samples,
+        precision=prec,
         first=min(max_samples, max(2000, chunk)),
+        growth=1.3,
+        min_step=chunk,
         chunk=chunk,
-        names=[f"Q^T dl_{T}/dtheta", "Q^T dL/dtheta"],
     )
     wall = time.perf_counter() - t0
-    return ScaleRun(res, n, p, T, directions, chunk, res.samples_used / max(wall, 1e-9), describe_device(device))
+    res = out.result
+    return ScaleRun(
+        res, n, p, T, directions, chunk, res.samples_used / max(wall, 1e-9), describe_device(device), out.to_data()
+    )
 
 
 @register("device.gpu-unbiasedness")
 def gpu_unbiasedness(config: RunConfig) -> CheckResult:
-    """UORO Prop. 1 at GPU scale (Elman-tanh n = 256, up to 10⁶ draws), sequential test of issue 4.
+    """UORO Prop. 1 at GPU scale (Elman-tanh n = 256, T = 16, δ = 0.02, up to 4·10⁶ draws), sequential test.
 
     Source: uoro-tallec-ollivier.md Prop. 1 (unbiasedness for frozen θ),
     Algorithm 1; engine :mod:`verify.stats.unbiased` (anytime-valid).
@@ -535,7 +581,7 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
         return CheckResult(
             "device.gpu-unbiasedness",
             Verdict.SKIPPED,
-            f"SKIPPED: {NO_CUDA_REASON}; needs a GPU (n = 256, 10^6 draws). On a CUDA machine: "
+            f"SKIPPED: {NO_CUDA_REASON}; needs a GPU (n = 256, T = 16, up to 4e6 draws). On a CUDA machine: "
             "rnn-verify run --profile full --device cuda --claims device.gpu-unbiasedness",
             reason=NO_CUDA_REASON,
             seed=config.seed,
@@ -543,11 +589,12 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
             wall_time=time.perf_counter() - t0,
         )
     n = int(config.option("n", 256))
-    T = int(config.option("T", 4))
-    max_samples = int(config.option("max_samples", 1_000_000))
-    delta = float(config.option("delta", 0.05))
+    T = int(config.option("T", 16))
+    max_samples = int(config.option("max_samples", 4_000_000))
+    delta = float(config.option("delta", 0.02))
     K = int(config.option("directions", 32))
     chunk = config.option("chunk")
+    precision = str(config.option("precision", "auto"))
     alpha, beta = 1e-3, 1e-3
     gen = config.generator(salt=804)
     run = gpu_scale_unbiasedness(
@@ -561,6 +608,7 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
         chunk=chunk,
         alpha=alpha,
         beta=beta,
+        precision=precision,
     )
     controls: list[Control] = []
     ctrl_data: dict[str, Any] = {}
@@ -579,6 +627,7 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
             chunk=chunk,
             alpha=alpha,
             beta=beta,
+            precision=precision,
         )
         controls.append(
             Control(
@@ -595,8 +644,9 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
         verdict = Verdict.FAIL
     prefix = "STAND-IN on cpu (not a GPU-scale result): " if standin else f"{run.device}: "
     summary = (
-        f"{prefix}UORO on Elman-tanh n={n} (p={run.p}), T={T}, K={K} random directions, chunks of {run.chunk}: "
-        f"{res.summary()}; {run.samples_per_second:.3g} draws/s"
+        f"{prefix}UORO on Elman-tanh n={n} (p={run.p}), T={T}, K={K} random directions, chunks of {run.chunk}, "
+        f"{run.sampling.get('sampling_precision', 'float64')} draws: {res.summary()}; "
+        f"{run.samples_per_second:.3g} draws/s; {run.sampling.get('note', '')}"
     )
     bad_ctrl = [c.name for c in controls if not c.ok]
     if bad_ctrl:
@@ -610,7 +660,7 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
         threshold=delta,
         comparison="<",
         seed=config.seed,
-        dtype="float64",
+        dtype=str(run.sampling.get("sampling_precision", "float64")),
         device=run.device,
         alpha=alpha,
         beta=beta,
@@ -623,6 +673,7 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
             "test": res.to_data(),
             "control": ctrl_data,
             "sizes": {"n": n, "p": run.p, "T": T, "directions": K, "chunk": run.chunk},
+            "sampling": run.sampling,
             "samples_per_second": run.samples_per_second,
             "device_record": device_record(dev),
             "standin": standin,

@@ -40,13 +40,14 @@ from scipy import stats
 from torch.func import grad, vmap
 
 from verify._func import vjp
-from verify.assertions import estimator_sampler, reference_truths
+from verify.assertions import reference_truths
 from verify.budget import step_jacobians as budget_step_jacobians
 from verify.checks import register, registry
 from verify.checks._figures import preactivation_variance_figure
 from verify.errors import InvalidArgument
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.estimators.enumerate import sign_patterns
+from verify.estimators.fused import sampler_for
 from verify.estimators.uoro import UORO, PreactivationUORO, Tabulated
 from verify.mutants.estimators import ZeroOne
 from verify.mutants.estimators import rho0_inverted as _rho0_inverted_rule
@@ -208,7 +209,8 @@ def _unbiased_family(
     isteps = tuple(steps if influence_steps is None else influence_steps)
     allsteps = sorted(set(steps) | set(isteps))
     quantities = ("gradient", "total", "influence")
-    both, names_all = estimator_sampler(est, P, th, steps=allsteps, quantities=quantities)
+    # the fused sampler where it covers the estimator (same draws as init/step, issue 15), else init/step
+    both, names_all, _ = sampler_for(est, P, th, steps=allsteps, quantities=quantities)
     truths_all = _cached_truths(case, tuple(allsteps), quantities)
     k = len(allsteps)
     idx = [allsteps.index(t) for t in steps] + [k] + [k + 1 + allsteps.index(t) for t in isteps]
@@ -519,10 +521,20 @@ class Reinforce:
 
 
 # ================================================================ claim sizes
+# Issue 15: the certified claims run where exact enumeration cannot decide: n·T ≥ 64 noise signs
+# per run in the ci profile (2^64 sign patterns), n·T ≥ 256 in full (n the state size: 2H for the
+# LSTM). Feasibility: the draws a δ = 0.02 certificate needs grow with trΣ/‖g‖² of the worst
+# quantity -- always the influence matrix s̃⊗θ̃ -- and the engine's cost per draw with the square of
+# its n·p entries (a p×p scatter). Measured (2·10⁴ draws, default scales: recurrent spectral norm
+# ≈ 0.45, contractive, so the variance grows slowly in T): trΣ/‖g‖² ≈ 6-9 at n = 4, T = 16
+# (elman-tanh, lstm H = 2), 3-4 for the GRU at n = 2, T = 32, but 15-19 at n = 8, T = 8 with 8·p ≥ 850
+# influence entries. So the problems are long and narrow: ~2·10⁵ draws per problem, seconds with the
+# fused sampler (:mod:`verify.estimators.fused`). The influence is tested at t = T (the longest
+# chain), the gradients at t ∈ {2, ⌊(T+1)/2⌋+1, T} and the total.
 def _prop1_cells(config: RunConfig) -> list[tuple[str, int, int]]:
     if config.full:
-        return [("elman-tanh", 4, 6), ("lstm", 2, 6), ("gru", 4, 6)]
-    return [("elman-tanh", 2, 3), ("lstm", 1, 3), ("gru", 2, 3)]
+        return [("elman-tanh", 4, 64), ("lstm", 2, 64), ("gru", 4, 64)]
+    return [("elman-tanh", 4, 16), ("lstm", 2, 16), ("gru", 2, 32)]
 
 
 def _max_samples(config: RunConfig) -> int:
@@ -534,8 +546,8 @@ def _max_samples(config: RunConfig) -> int:
 def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     """UORO is unbiased (Tallec & Ollivier, Prop. 1, App. A; Algorithm 1): a statistical test per cell.
 
-    E[s̃_t ⊗ θ̃_t] = ∂s_t/∂θ and E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, ⌊(T+1)/2⌋+1, T} (CI: T = 3, t ∈ {2, 3};
-    full: T = 6, t ∈ {2, 4, 6}), and E Σ_t g̃_t = ∇L, on Elman-tanh, LSTM and GRU problems, by the
+    E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, ⌊(T+1)/2⌋+1, T}, E[s̃_T ⊗ θ̃_T] = ∂s_T/∂θ and E Σ_t g̃_t = ∇L on
+    Elman-tanh, LSTM and GRU problems with n·T ≥ 64 noise signs (ci; ≥ 256 full; see "claim sizes"), by the
     sequential anytime-valid test of :mod:`verify.stats.unbiased` (α = β = 1e-3 for the claim,
     split over the three problems and their quantities; δ = 0.02·‖g‖). Negative control: the mutant
     ``uoro.theta-tilde-scaled`` must FAIL.
@@ -546,7 +558,7 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     for i, (kind, n, T) in enumerate(_prop1_cells(config)):
         case = _case(kind, n, T, config, salt=410 + i)
         steps = tuple(sorted({2, (T + 1) // 2 + 1, T}))
-        runs.append((case, factory(), steps, None))
+        runs.append((case, factory(), steps, (T,)))  # the influence at the end of the run (the longest chain)
 
     def control() -> Control:
         case, _, steps, _ = runs[0]
@@ -568,15 +580,16 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
 def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     """UORO-T is unbiased (Tallec & Ollivier §3: Algorithm 1 applied to F^T, the last T steps exact).
 
-    Blocks of 2 steps on an Elman-tanh problem (full: 3): E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, 3, T}, the total
-    gradient, and E[s̃⊗θ̃] = ∂s_t/∂θ at the block boundaries; sequential test, α = β = 1e-3,
+    Blocks of 4 steps on an Elman-tanh problem (n = 4, T = 16; full: T = 64): E g̃_t = ∂ℓ_t/∂θ at
+    t ∈ {2, 3, T}, the total gradient, and E[s̃⊗θ̃] = ∂s_t/∂θ at the block boundaries T/2 and T;
+    sequential test, α = β = 1e-3,
     δ = 0.02. Negative control: UORO-T with θ̃ scaled by 2 must FAIL.
     """
     t0 = time.perf_counter()
     factory = _impl(config, "uoro", UORO)
-    n, T, block = (4, 6, 3) if config.full else (2, 4, 2)
+    n, T, block = (4, 64, 4) if config.full else (4, 16, 4)
     case = _case("elman-tanh", n, T, config, salt=420)
-    bounds = tuple(range(block, T + 1, block))
+    bounds = (block * (T // 2 // block), T)  # the influence at two block boundaries: mid-run and the end
     runs = [(case, factory(block=block), (2, 3, T), bounds)]
 
     def control() -> Control:
@@ -592,16 +605,17 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
 def check_rank_unbiased(config: RunConfig) -> CheckResult:
     """Rank-r UORO is unbiased (Tallec & Ollivier §3: r independent pairs of Algorithm 1, averaged).
 
-    r = 4 on an Elman-tanh problem (full: 8): influence (1/r Σ s̃⊗θ̃) and gradients at t ∈ {2, 3, T}, total
+    r = 4 on an Elman-tanh problem (n = 4, T = 16; full: r = 8, T = 64): gradients at t ∈ {2, ⌊(T+1)/2⌋+1, T},
+    influence (1/r Σ s̃⊗θ̃) at T, total
     gradient; sequential test, α = β = 1e-3, δ = 0.02. Negative control: rank-r UORO with ν ∈ {0, 1}
     must FAIL.
     """
     t0 = time.perf_counter()
     factory = _impl(config, "uoro", UORO)
-    n, T, r = (4, 6, 8) if config.full else (2, 3, 4)
+    n, T, r = (4, 64, 8) if config.full else (4, 16, 4)
     case = _case("elman-tanh", n, T, config, salt=430)
     steps = tuple(sorted({2, (T + 1) // 2 + 1, T}))
-    runs = [(case, factory(rank=r), steps, None)]
+    runs = [(case, factory(rank=r), steps, (T,))]
 
     def control() -> Control:
         bad = UORO(rank=r, noise=ZeroOne(), label="uoro-rank[noise-zero-one]")
@@ -724,11 +738,13 @@ def check_preactivation(config: RunConfig) -> CheckResult:
     t0 = time.perf_counter()
     alpha = float(config.option("alpha", 1e-3))
     factory = _impl(config, "uoro-preact", PreactivationUORO)
-    n, T, draws = (6, 8, 20_000) if config.full else (3, 5, 4000)
+    n, T, draws = (4, 64, 20_000) if config.full else (4, 16, 4000)
     case = _case("elman-tanh", n, T, config, salt=450)
     opts = TestOptions(alpha=alpha / 2, beta=float(config.option("beta", 1e-3)), delta=_options(config).delta)
     est = factory()
-    res = _unbiased_family(est, case, (2, 3, T), opts, config.generator(451), _max_samples(config))
+    res = _unbiased_family(
+        est, case, (2, 3, T), opts, config.generator(451), _max_samples(config), influence_steps=(T,)
+    )
     P, th = case.problem, case.theta
     g = per_step_gradients(P, th).sum(0)
     gen = config.generator(452)

@@ -37,6 +37,7 @@ from typing import NamedTuple
 import torch
 
 from verify._validate import require_memory, require_positive_int
+from verify.estimators import kernels
 from verify.estimators.online import (
     _Named,
     batch_numel,
@@ -64,11 +65,17 @@ class RTRL(_Named):
 
     ``label`` overrides the estimator's ``name`` (default ``"rtrl"``).
     Subclasses may override :meth:`transition_jacobians` (the mutant catalog does).
+    ``path``: ``"auto"`` (default) computes the one-step Jacobians and the loss gradient
+    from the cell's structured derivatives (:mod:`verify.estimators.kernels`: no autograd
+    graph, a handful of fused operations per step) for the standard cells and by autograd
+    otherwise; ``"generic"`` forces autograd (the reference); ``"fast"`` refuses other cells.
     """
 
     label: str = ""
+    path: str = "auto"
 
     def __post_init__(self) -> None:
+        kernels.check_path(self.path)
         object.__setattr__(self, "name", self.label or "rtrl")
 
     # ---------------------------------------------------------------- contract
@@ -90,17 +97,28 @@ class RTRL(_Named):
         s_prev = shared("state.s", state.s)
         J_prev = shared("state.influence", state.influence)
         nb = batch_numel(problem)
-        with torch.enable_grad():
-            th = theta.clone().requires_grad_(True)
-            s_in = s_prev.detach().clone().requires_grad_(True)
-            s_next, J_s, J_th = self.transition_jacobians(problem, th, s_in, problem.inputs[t - 1])
-            # eq. (4): ds_t/dθ = ∂F/∂s · ds_{t-1}/dθ + ∂F/∂θ
-            J = torch.bmm(J_s, J_prev.reshape(nb, n, p)) + J_th  # eq. (4)
-            s_leaf = s_next.detach().requires_grad_(True)
-            loss = problem.step_loss(th, s_leaf, problem.targets[t - 1])
-            dl_dth, dl_ds = torch.autograd.grad(loss, (th, s_leaf), allow_unused=True)
-        dl_dth = torch.zeros_like(theta) if dl_dth is None else dl_dth
-        dl_ds = torch.zeros_like(s_leaf) if dl_ds is None else dl_ds
+        if kernels.use_fast(self.path, problem, self.name):
+            if type(self).transition_jacobians is RTRL.transition_jacobians:
+                # eq. (4) with the structure of ∂F/∂θ: J = ∂F/∂s J_{t-1} (one product), then += ∂F/∂θ in place
+                lin = kernels.linearize(problem, theta, s_prev, problem.inputs[t - 1])
+                s_next = lin.s_next.reshape(s_prev.shape)
+                J = kernels.add_theta_rows_(problem, lin, torch.bmm(lin.jac_state(), J_prev.reshape(nb, n, p)))
+            else:  # a subclass's own Jacobians (the mutant catalog overrides them)
+                s_next, J_s, J_th = self.transition_jacobians(problem, theta, s_prev, problem.inputs[t - 1])
+                J = torch.baddbmm(J_th, J_s, J_prev.reshape(nb, n, p))  # eq. (4)
+            dl_ds, dl_dth = kernels.loss_gradients(problem, theta, s_next, problem.targets[t - 1])
+        else:
+            with torch.enable_grad():
+                th = theta.clone().requires_grad_(True)
+                s_in = s_prev.detach().clone().requires_grad_(True)
+                s_next, J_s, J_th = self.transition_jacobians(problem, th, s_in, problem.inputs[t - 1])
+                # eq. (4): ds_t/dθ = ∂F/∂s · ds_{t-1}/dθ + ∂F/∂θ
+                J = torch.bmm(J_s, J_prev.reshape(nb, n, p)) + J_th  # eq. (4)
+                s_leaf = s_next.detach().requires_grad_(True)
+                loss = problem.step_loss(th, s_leaf, problem.targets[t - 1])
+                d_th, d_s = torch.autograd.grad(loss, (th, s_leaf), allow_unused=True)
+            dl_dth = torch.zeros_like(theta) if d_th is None else d_th
+            dl_ds = torch.zeros_like(s_leaf) if d_s is None else d_s
         # eq. (7) with the exact influence: dl_t/dθ = dl_t/ds_t · ds_t/dθ + ∂l_t/∂θ|_{s_t}
         g = torch.einsum("bi,bip->p", dl_ds.reshape(nb, n), J) + dl_dth  # eq. (7)
         J = J.reshape(*B, n, p).detach()
@@ -113,10 +131,15 @@ class RTRL(_Named):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         r"""One step's value and Jacobians at (x_t, s_{t-1}, θ): (s_t, ∂F/∂s (|B|,n,n), ∂F/∂θ (|B|,n,p)).
 
-        One reverse pass with the n·|B| basis cotangents of the (flattened) batched
-        state; ∂F/∂s of a batched transition is block diagonal, and its |B| blocks
-        are read off. ``theta`` and ``s`` must require grad.
+        Generic path: one reverse pass with the n·|B| basis cotangents of the (flattened)
+        batched state; ∂F/∂s of a batched transition is block diagonal, and its |B| blocks
+        are read off; ``theta`` and ``s`` must require grad. Fast path (standard cells):
+        ∂F/∂s from the cell's tangent map and ∂F/∂θ from the outer products of the gate
+        cotangents with (h, x, 1) (:mod:`verify.estimators.kernels`).
         """
+        if kernels.use_fast(self.path, problem, self.name):
+            lin = kernels.linearize(problem, theta.detach(), s.detach(), x)
+            return lin.s_next.reshape(s.shape), lin.jac_state(), kernels.theta_rows(problem, lin)
         n, nb = problem.n, batch_numel(problem)
         s_next = problem.transition(theta, s, x)
         N = nb * n

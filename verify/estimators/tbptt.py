@@ -35,6 +35,7 @@ import torch
 
 from verify._validate import require_positive_int
 from verify.errors import InvalidArgument
+from verify.estimators import kernels
 from verify.estimators.online import (
     _Named,
     check_problem_theta,
@@ -66,13 +67,17 @@ class TBPTT(_Named):
 
     Miller & Hardt (stable-recurrent-models-miller-hardt.md) §3 and rtrl-convergence-analysis.md
     §1: the forward state exact, the gradient truncated to the last k transitions.
+    ``path``: ``"auto"`` backpropagates through the window with the cell's structured derivatives
+    (:mod:`verify.estimators.kernels`) for the standard cells, ``"generic"`` with autograd.
     """
 
     k: int
     label: str = ""
+    path: str = "auto"
 
     def __post_init__(self) -> None:
         _require_k(self.k)
+        kernels.check_path(self.path)
         object.__setattr__(self, "name", self.label or f"tbptt(k={self.k})")
 
     def window_start(self, t: int) -> int:
@@ -96,11 +101,14 @@ class TBPTT(_Named):
         offset = k - (t - start)  # position of s_start in the window
         if not 0 <= offset < k:
             raise InvalidArgument("window_start(t)", start, f"must lie in [t-k, t-1] = [{t - k}, {t - 1}]")
-        with torch.enable_grad():
-            th = theta.clone().requires_grad_(True)
-            s_t = rollout(problem, th, win[offset].detach(), start, t)  # the last t-start transitions
-            loss = problem.step_loss(th, s_t, problem.targets[t - 1])
-            (g,) = torch.autograd.grad(loss, th)
+        if kernels.use_fast(self.path, problem, self.name):
+            _, g, _ = kernels.window_loss_gradient(problem, theta, win[offset], start, t)
+        else:
+            with torch.enable_grad():
+                th = theta.clone().requires_grad_(True)
+                s_t = rollout(problem, th, win[offset].detach(), start, t)  # the last t-start transitions
+                loss = problem.step_loss(th, s_t, problem.targets[t - 1])
+                (g,) = torch.autograd.grad(loss, th)
         # the exact forward state s_t, computed from s_{t-1}
         with torch.no_grad():
             s_exact = problem.transition(theta, win[-1], problem.inputs[t - 1])
@@ -116,13 +124,18 @@ class TruncatedModelState(NamedTuple):
 
 @dataclass(frozen=True)
 class TruncatedModel(_Named):
-    r"""Gradient of the truncated model's loss :math:`\nabla_\theta\ell_t(h^k_t)` (Miller & Hardt eq. (3))."""
+    r"""Gradient of the truncated model's loss :math:`\nabla_\theta\ell_t(h^k_t)` (Miller & Hardt eq. (3)).
+
+    ``path`` as for :class:`TBPTT`.
+    """
 
     k: int
     label: str = ""
+    path: str = "auto"
 
     def __post_init__(self) -> None:
         _require_k(self.k)
+        kernels.check_path(self.path)
         object.__setattr__(self, "name", self.label or f"truncated-model(k={self.k})")
 
     def init(
@@ -138,11 +151,14 @@ class TruncatedModel(_Named):
         theta, M = check_step(self.name, problem, theta, state, t, {"s": (*problem.batch_shape, problem.n)})
         s_prev = shared("state.s", state.s)
         start = t - self.k
-        with torch.enable_grad():
-            th = theta.clone().requires_grad_(True)
-            h0 = problem.s0 if start <= 0 else torch.zeros_like(problem.s0)  # eq. (3): h^k_{t-k} = 0
-            h = rollout(problem, th, h0, max(start, 0), t)
-            (g,) = torch.autograd.grad(problem.step_loss(th, h, problem.targets[t - 1]), th)
+        h0 = problem.s0 if start <= 0 else torch.zeros_like(problem.s0)  # eq. (3): h^k_{t-k} = 0
+        if kernels.use_fast(self.path, problem, self.name):
+            _, g, _ = kernels.window_loss_gradient(problem, theta, h0, max(start, 0), t)
+        else:
+            with torch.enable_grad():
+                th = theta.clone().requires_grad_(True)
+                h = rollout(problem, th, h0, max(start, 0), t)
+                (g,) = torch.autograd.grad(problem.step_loss(th, h, problem.targets[t - 1]), th)
         with torch.no_grad():
             s_t = problem.transition(theta, s_prev, problem.inputs[t - 1])
         return TruncatedModelState(expand_samples(s_t, M)), expand_samples(g.detach(), M)

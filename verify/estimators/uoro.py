@@ -69,8 +69,11 @@ import torch
 from verify._validate import require_positive, require_positive_int
 from verify.cells import ElmanCell
 from verify.errors import InvalidArgument
+from verify.estimators import kernels
+from verify.estimators.kernels import use_fast
 from verify.estimators.online import (
     _Named,
+    batch_numel,
     check_problem_theta,
     check_step,
     expand_samples,
@@ -288,6 +291,12 @@ class UORO(_Named):
     (the factor(s) a normalizer scales: "state" applies it to s̃ only, "theta" to θ̃
     only), ``include_delta_theta`` (the δθ term of g̃), ``theta_tilde_scale`` (a
     factor on the new θ̃). ``label`` overrides ``name``.
+
+    ``path``: how the Jacobian products of a step are computed. ``"auto"`` (default) uses the
+    structured fast path of :mod:`verify.estimators.kernels` for the standard cells (Elman
+    tanh/relu, linear, LSTM, GRU; float64/float32) and autograd otherwise; ``"generic"`` forces
+    autograd (the reference the fast path is tested against); ``"fast"`` refuses a cell without
+    a fast path. Both paths consume the generator identically: the same ν for the same generator.
     """
 
     rank: int = 1
@@ -301,10 +310,12 @@ class UORO(_Named):
     include_delta_theta: bool = True
     theta_tilde_scale: float = 1.0
     label: str = ""
+    path: str = "auto"
 
     def __post_init__(self) -> None:
         _check_size("rank", self.rank)
         _check_size("block", self.block)
+        kernels.check_path(self.path)
         require_positive("eps", self.eps)
         if not isinstance(self.noise, NoiseSource):
             raise InvalidArgument("noise", type(self.noise).__name__, "must be a NoiseSource (e.g. Rademacher())")
@@ -340,6 +351,78 @@ class UORO(_Named):
         :math:`t_0` (every step for block = 1; block boundaries for UORO-T).
         """
         return torch.einsum("mr...i,mrp->m...ip", state.s_tilde, state.theta_tilde) / self.rank
+
+    # ------------------------------------------------------- Jacobian products
+    def _generic_products(
+        self,
+        problem: Problem,
+        theta: torch.Tensor,
+        s_blk: torch.Tensor,
+        t0: int,
+        t: int,
+        nu: torch.Tensor | None,
+        s_tilde: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """(s_t, δs, δθ, νᵀ∂F/∂θ (M·r, p) or None, ∂F/∂s·s̃ (M, r, *B, n) or None) by autograd (any cell)."""
+        B, n = problem.batch_shape, problem.n
+        K = s_tilde.shape[0] * s_tilde.shape[1]
+        with torch.enable_grad():
+            th = theta.clone().requires_grad_(True)
+            s_in = s_blk.detach().clone().requires_grad_(True)
+            s_t = rollout(problem, th, s_in, t0, t)  # F_state (of F^T since the block start)
+            loss = problem.step_loss(th, s_t, problem.targets[t - 1])  # through F_out
+            # Algorithm 1: (δs, δθ) <- F_out.backprop((x, s, θ), ∂ℓ/∂o)
+            d_th, d_s = torch.autograd.grad(loss, (th, s_in), retain_graph=nu is not None, allow_unused=True)
+            delta_theta = torch.zeros_like(theta) if d_th is None else d_th
+            delta_s = torch.zeros_like(s_in) if d_s is None else d_s
+            s_fwd: torch.Tensor | None = None
+            dthg: torch.Tensor | None = None
+            if nu is not None:
+                # (_, δθ_g) <- F_state.backprop((x, s, θ), νᵀ), all M·r noise vectors in one pass
+                (dthg,) = grad_batched(s_t, (th,), nu.reshape(K, *B, n), retain_graph=True)
+                # s̃ <- F_state.forwarddiff((x, s, θ), (0, s̃, 0))   (eq. (1))
+                s_fwd = state_jvp(s_t, s_in, s_tilde.reshape(K, *B, n)).reshape(s_tilde.shape)
+        return (
+            s_t.detach(),
+            delta_s.detach(),
+            delta_theta.detach(),
+            None if dthg is None else dthg.detach(),
+            None if s_fwd is None else s_fwd.detach(),
+        )
+
+    def _fast_products(
+        self,
+        problem: Problem,
+        theta: torch.Tensor,
+        s_blk: torch.Tensor,
+        t0: int,
+        t: int,
+        nu: torch.Tensor | None,
+        s_tilde: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """The same products from the cell's structured derivatives (:mod:`verify.estimators.kernels`).
+
+        νᵀ∂F/∂θ is assembled from outer products of the preactivation cotangents with the
+        features (h, x, 1); no per-sample Jacobian and no autograd graph.
+        """
+        n, nb, p = problem.n, batch_numel(problem), problem.p
+        lins, s_t = kernels.forward_window(problem, theta, s_blk, t0, t)  # F_state (of F^T since the block start)
+        # Algorithm 1: (δs, δθ) <- F_out.backprop((x, s, θ), ∂ℓ/∂o)
+        dl_ds, delta_theta = kernels.loss_gradients(problem, theta, s_t, problem.targets[t - 1])
+        u = kernels.backprop_window(problem, lins, dl_ds.reshape(1, nb, n), delta_theta.view(1, p))
+        assert u is not None
+        delta_s = u.reshape(s_blk.shape)
+        if nu is None:
+            return s_t, delta_s, delta_theta, None, None
+        K = s_tilde.shape[0] * s_tilde.shape[1]
+        # (_, δθ_g) <- F_state.backprop((x, s, θ), νᵀ): Σ outer products, all M·r noise vectors at once
+        dthg = torch.zeros(K, p, dtype=theta.dtype, device=theta.device)
+        kernels.backprop_window(problem, lins, nu.reshape(K, nb, n), dthg, state=False)
+        # s̃ <- F_state.forwarddiff((x, s, θ), (0, s̃, 0))   (eq. (1))
+        V = s_tilde.reshape(K, nb, n)
+        for lin in lins:
+            V = lin.jvp_state(V)
+        return s_t, delta_s, delta_theta, dthg, V.reshape(s_tilde.shape)
 
     # ---------------------------------------------------------------- contract
     def init(self, problem: Problem, theta: torch.Tensor, rng: torch.Generator, *, samples: int = 1) -> UOROState:
@@ -385,22 +468,8 @@ class UORO(_Named):
             nu = self.noise.draw(rng, (M, *self.noise_shape(problem)), problem.dtype, problem.device, index, state.nu)
             if tuple(nu.shape) != (M, r, *B, n):
                 raise InvalidArgument("noise.draw(...)", f"shape {tuple(nu.shape)}", f"expected {(M, r, *B, n)}")
-        with torch.enable_grad():
-            th = theta.clone().requires_grad_(True)
-            s_in = s_blk.detach().clone().requires_grad_(True)
-            s_t = rollout(problem, th, s_in, t0, t)  # F_state (of F^T since the block start)
-            loss = problem.step_loss(th, s_t, problem.targets[t - 1])  # through F_out
-            # Algorithm 1: (δs, δθ) <- F_out.backprop((x, s, θ), ∂ℓ/∂o)
-            d_th, d_s = torch.autograd.grad(loss, (th, s_in), retain_graph=nu is not None, allow_unused=True)
-            delta_theta = torch.zeros_like(theta) if d_th is None else d_th
-            delta_s = torch.zeros_like(s_in) if d_s is None else d_s
-            s_fwd: torch.Tensor | None = None
-            dthg: torch.Tensor | None = None
-            if nu is not None:
-                # (_, δθ_g) <- F_state.backprop((x, s, θ), νᵀ), all M·r noise vectors in one pass
-                (dthg,) = grad_batched(s_t, (th,), nu.reshape(M * r, *B, n), retain_graph=True)
-                # s̃ <- F_state.forwarddiff((x, s, θ), (0, s̃, 0))   (eq. (1))
-                s_fwd = state_jvp(s_t, s_in, state.s_tilde.reshape(M * r, *B, n)).reshape(M, r, *B, n)
+        products = self._fast_products if use_fast(self.path, problem, self.name) else self._generic_products
+        s_t, delta_s, delta_theta, dthg, s_fwd = products(problem, theta, s_blk, t0, t, nu, state.s_tilde)
         # g̃ = (δs · s̃) θ̃ + δθ, averaged over the r pairs
         coef = (delta_s.detach() * state.s_tilde).flatten(2).sum(-1)  # (M, r)
         g = (coef.unsqueeze(-1) * state.theta_tilde).mean(1)  # Algorithm 1, g̃ (eq. (7))
@@ -409,7 +478,7 @@ class UORO(_Named):
         s_now = expand_samples(s_t.detach(), M)
         if nu is None or s_fwd is None or dthg is None:
             return state._replace(s=s_now), g
-        dthg = dthg.detach().reshape(M, r, p)
+        dthg = dthg.reshape(M, r, p)
         z = NormalizerInputs(
             theta_tilde=state.theta_tilde,
             s_forward=s_fwd.detach(),
@@ -473,16 +542,19 @@ class PreactivationUORO(_Named):
     :math:`\beta_t = \sqrt{\|\tau_t a_t\| / (\|\tau_t \mathcal J^{s_t}_{p_t}\|_F + \varepsilon)}
     + \varepsilon` (β is even in τ, so unbiasedness is kept). For a batched problem
     each sequence carries its own :math:`\tilde H, \tilde a` (its own :math:`a_t`) and τ
-    is shared by the batch. The readout's parameters enter only through δθ.
+    is shared by the batch. The readout's parameters enter only through δθ. ``path`` as
+    for :class:`UORO` (the fast path replaces the autograd passes for δs, δθ and φ′).
     """
 
     rank: int = 1
     eps: float = 1e-7
     noise: NoiseSource = Rademacher()
     label: str = ""
+    path: str = "auto"
 
     def __post_init__(self) -> None:
         _check_size("rank", self.rank)
+        kernels.check_path(self.path)
         require_positive("eps", self.eps)
         if not isinstance(self.noise, NoiseSource):
             raise InvalidArgument("noise", type(self.noise).__name__, "must be a NoiseSource (e.g. Rademacher())")
@@ -556,20 +628,26 @@ class PreactivationUORO(_Named):
         theta, M = check_step(self.name, problem, theta, state, t, spec)
         s_prev = shared("state.s", state.s)
         x = problem.inputs[t - 1]
-        with torch.enable_grad():
-            th = theta.clone().requires_grad_(True)
-            s_in = s_prev.detach().clone().requires_grad_(True)
-            s_t = problem.transition(th, s_in, x)
-            s_leaf = s_t.detach().requires_grad_(True)
-            loss = problem.step_loss(th, s_leaf, problem.targets[t - 1])
-            dl_dth, dl_ds = torch.autograd.grad(loss, (th, s_leaf), allow_unused=True)
-            dl_dth = torch.zeros_like(theta) if dl_dth is None else dl_dth
-            dl_ds = torch.zeros_like(s_leaf) if dl_ds is None else dl_ds
-            d_th, d_s = torch.autograd.grad(s_t, (th, s_in), grad_outputs=dl_ds)
-            params = problem.cell_params(theta)
-            pre = cell.preactivation(params, s_prev, x).detach().requires_grad_(True)
-            (dphi,) = torch.autograd.grad(cell.phi(pre), pre, grad_outputs=torch.ones_like(pre))  # J^{s}_{p}: diag
-        delta_theta, delta_s = (d_th + dl_dth).detach(), d_s.detach()
+        params = problem.cell_params(theta)
+        if use_fast(self.path, problem, self.name):
+            lin = kernels.linearize(problem, theta, s_prev, x)
+            s_t, delta_theta, delta_s = kernels.window_loss_gradient(problem, theta, s_prev, t - 1, t)
+            dphi = getattr(lin, "dphi", None)
+            dphi = (torch.ones_like(lin.s_next) if dphi is None else dphi).reshape(s_prev.shape)  # J^{s}_{p}: diag
+        else:
+            with torch.enable_grad():
+                th = theta.clone().requires_grad_(True)
+                s_in = s_prev.detach().clone().requires_grad_(True)
+                s_out = problem.transition(th, s_in, x)
+                s_leaf = s_out.detach().requires_grad_(True)
+                loss = problem.step_loss(th, s_leaf, problem.targets[t - 1])
+                dl_dth, dl_ds = torch.autograd.grad(loss, (th, s_leaf), allow_unused=True)
+                dl_dth = torch.zeros_like(theta) if dl_dth is None else dl_dth
+                dl_ds = torch.zeros_like(s_leaf) if dl_ds is None else dl_ds
+                d_th, d_s = torch.autograd.grad(s_out, (th, s_in), grad_outputs=dl_ds)
+                pre = cell.preactivation(params, s_prev, x).detach().requires_grad_(True)
+                (dphi,) = torch.autograd.grad(cell.phi(pre), pre, grad_outputs=torch.ones_like(pre))  # J^{s}_{p}: diag
+            delta_theta, delta_s, s_t = (d_th + dl_dth).detach(), d_s.detach(), s_out.detach()
         # g̃_t = vec((δs H̃_{t-1})ᵀ ã_{t-1}ᵀ) + δθ, averaged over pairs, summed over the batch
         u = torch.einsum("...i,mr...ij->mr...j", delta_s, state.H)
         G = torch.einsum("mr...j,mr...k->mjk", u, state.a) / r
