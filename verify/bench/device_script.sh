@@ -33,7 +33,7 @@ run pytest_cuda 70 python -m pytest -p no:benchmark -p no:cacheprovider -q -rs \
   tests/estimators/test_fast_paths.py tests/estimators/test_graphs.py -k "cuda"
 
 # 2. the claim: UORO unbiased at n = 256, T = 16, delta = 0.02 (float32 draws, rounding accounted)  [~60-100 s]
-run gpu_unbiasedness 130 rnn-verify run --profile full --device cuda --claims device.gpu-unbiasedness \
+run gpu_unbiasedness 130 python -m verify run --profile full --device cuda --claims device.gpu-unbiasedness \
   --no-report --json "$OUT/gpu_unbiasedness.json"
 
 # 3. roofline: sample-steps/s, GB/s and GFLOP/s vs the card's triad bandwidth and matmul peak (TF32 off)

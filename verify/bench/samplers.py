@@ -243,12 +243,23 @@ def measure(
         generic_small, _ = estimator_sampler(_generic(est), P, th, steps=(T,), quantities=("total",))
         t_pilot = _timed(lambda: generic_small(pilot_m, torch.Generator(device=device).manual_seed(0)), device, 1, 1)
         est_s = t_pilot * M / pilot_m
-    if est_s > args.max_generic_s:
-        row["generic_skipped"] = f"estimated {est_s:.0f} s > --max-generic-s {args.max_generic_s}"
+
+    def estimated(why: str) -> dict[str, Any]:
+        row["generic_skipped"] = why
         row["generic_estimated_sample_steps_per_s"] = n_steps / est_s
         row["speedup_vs_generic_estimated"] = rate / (n_steps / est_s)
         return row
-    t_gen = _timed(gen_fn, device, args.repeats, args.max_s)
+
+    if est_s > args.max_generic_s:
+        return estimated(f"estimated {est_s:.0f} s > --max-generic-s {args.max_generic_s}")
+    try:
+        t_gen = _timed(gen_fn, device, args.repeats, args.max_s)
+    except (torch.OutOfMemoryError, MemoryError):
+        # the generic path materializes (M, p) estimates per step: at large M it need not fit the
+        # device; its rate is then the pilot's, linear in M (as above the time cap)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        return estimated(f"out of memory at M = {M}; estimated from a pilot of {pilot_m} draws")
     row["generic_sample_steps_per_s"] = n_steps / t_gen
     row["speedup_vs_generic"] = t_gen / t_fast
     return row
@@ -280,7 +291,7 @@ def print_table(rows: Sequence[dict[str, Any]], limits: dict[str, float]) -> Non
             f"{r['frac_bandwidth']:6.2f} {r['gflops']:8.3g} {r['frac_matmul_peak']:6.3f} "
             f"{_fmt(gen, '14.4g')} {mark}{_fmt(sp, '8.1f')}"
         )
-    print("(~: generic path estimated from a pilot of 64 draws, above --max-generic-s)")
+    print("(~: generic path estimated from a pilot of 64 draws: above --max-generic-s, or out of memory)")
 
 
 def _writable(path: Path) -> None:
