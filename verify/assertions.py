@@ -215,7 +215,6 @@ def assert_unbiased(
         alpha=require_probability("alpha", alpha),
         beta=require_probability("beta", beta),
         delta=delta,
-        det_rtol=1e-9 if problem.dtype == torch.float64 else 1e-4,
     )
     if method not in ("sequential", "fixed"):
         raise InvalidArgument("method", method, "must be 'sequential' or 'fixed'")

@@ -146,7 +146,8 @@ def test_noiseless_coordinates_are_checked_exactly() -> None:
     x[:, 3] += 1e-7
     res = fixed_sample_test(x, g)
     assert res.verdict is Verdict.FAIL
-    assert "deterministic-subspace" in [s.name for s in res.quantities[0].subtests if s.rejected]
+    assert [s.name for s in res.quantities[0].subtests if s.rejected] == ["deterministic-coordinates(k=2)"]
+    assert "deterministic offset" in res.summary() and "certified" not in res.summary()
 
 
 def test_clear_bias_fails_fast_and_unbiased_passes() -> None:
