@@ -41,7 +41,7 @@ from verify.errors import InvalidArgument
 from verify.estimators.base import OnlineEstimator
 from verify.problem import Problem
 from verify.reference import influence_matrices, per_step_gradients
-from verify.stats.unbiased import TestOptions, UnbiasednessResult, planned_test, sequential_test
+from verify.stats.unbiased import TestOptions, UnbiasednessResult, planned_test, sequential_test, validate_seed
 from verify.strategies import ProblemCase, problems
 
 __all__ = [
@@ -219,6 +219,7 @@ def assert_unbiased(
     if method not in ("sequential", "fixed"):
         raise InvalidArgument("method", method, "must be 'sequential' or 'fixed'")
     require_positive_int("max_samples", max_samples, minimum=2)
+    seed = validate_seed("seed", seed)
     theta = problem.check_theta(theta)
     ts = _check_steps(steps, problem.T)
     sampler, names = estimator_sampler(estimator, problem, theta, steps=ts, quantities=quantities, influence=influence)

@@ -102,9 +102,7 @@ def test_case4_rho1_that_cancels_at_n1_T1_is_not_bias(kind: str, loss: str) -> N
     est = UORO(rho1=_rho1_when_positive, label="uoro[rho1-when-nu1-positive]")
     for seed in SEEDS:
         P, th = random_problem(kind, n=1, d=2, T=1, loss=loss, generator=torch.Generator().manual_seed(seed))
-        res = assert_unbiased(
-            est, P, th, seed=seed, quantity=("gradient", "total", "influence"), max_samples=20_000
-        )
+        res = assert_unbiased(est, P, th, seed=seed, quantity=("gradient", "total", "influence"), max_samples=20_000)
         assert res.passed
 
 
@@ -114,3 +112,38 @@ def test_a_fail_never_certifies() -> None:
     assert res.verdict is Verdict.FAIL
     text = res.summary()
     assert "certified" not in text and "deterministic offset" in text
+
+
+def test_case1_sequential_without_anomaly_stop_tests_the_unresolved_directions() -> None:
+    """With ``stop_on_anomaly=False`` the sequential test runs its whole budget through the floor tests."""
+    opts = TestOptions(alpha=1e-3, beta=1e-3, delta=0.02, stop_on_anomaly=False)
+    for seed in range(3):
+        sampler, g, gen = ill_conditioned(1e8, True, seed)
+        res = sequential_test(sampler, g, options=opts, generator=gen, max_samples=20_000)
+        assert res.verdict is not Verdict.FAIL and res.samples_used == 20_000, res.summary()
+        assert any(s.name.startswith("unresolved-directions") for s in res.quantities[0].subtests)
+
+
+def test_large_p_diagonal_mode() -> None:
+    """p > dense_max: no p×p matrix; unbiased draws do not FAIL, a mean shift and a deterministic offset do."""
+    gen = torch.Generator().manual_seed(3)
+    p = 1500
+    g = torch.randn(p, generator=gen, dtype=F64)
+    scale = torch.ones(p, dtype=F64)
+    scale[:10] = 0.0  # ten exact coordinates
+
+    def draws(m: int, bias: torch.Tensor | None = None) -> torch.Tensor:
+        x = g + torch.randn(m, p, generator=gen, dtype=F64) * scale
+        return x if bias is None else x + bias
+
+    opts = TestOptions(delta=0.5)
+    ok = fixed_sample_test(draws(3000), g, options=opts)
+    assert ok.verdict is Verdict.PASS and ok.quantities[0].relative_bound < 0.5, ok.summary()
+    shifted = fixed_sample_test(draws(3000, 0.3 * g), g, options=opts)
+    assert shifted.verdict is Verdict.FAIL and "mean shift" in shifted.summary()
+    offset = torch.zeros(p, dtype=F64)
+    offset[3] = 1e-9
+    det = fixed_sample_test(draws(3000, offset), g, options=opts)
+    assert det.verdict is Verdict.FAIL and "deterministic offset" in det.summary()
+    seq = sequential_test(lambda m, _gen: draws(m), g, options=opts, generator=gen, max_samples=20_000, first=1000)
+    assert seq.verdict is Verdict.PASS, seq.summary()

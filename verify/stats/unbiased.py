@@ -144,6 +144,7 @@ __all__ = [
     "fixed_sample_test",
     "planned_test",
     "sequential_test",
+    "validate_seed",
 ]
 
 #: ``sampler(m, generator)`` -> m i.i.d. draws: a tensor (m, p) or a sequence of J tensors (m, p_j).
@@ -393,8 +394,13 @@ def _compact(rejected: list[str], subs: tuple[SubTest, ...]) -> str:
 
 
 # ------------------------------------------------------------------ plumbing
-def check_seed(name: str, value: object) -> int:
-    """An integer seed accepted by ``torch.Generator.manual_seed`` (else :class:`InvalidArgument`)."""
+def validate_seed(name: str, value: object) -> int:
+    """``value`` if it is an integer seed in [0, 2**64 − 1] (what ``torch.Generator.manual_seed`` takes).
+
+    Else :class:`InvalidArgument` naming ``name``, the value and the accepted range (not torch's raw
+    ``ValueError: Overflow when unpacking long long``). (Issue 12 adds a shared ``validate_seed`` to
+    ``verify._validate``; this one has the same signature and can be replaced by it.)
+    """
     lo, hi = SEED_RANGE
     if isinstance(value, bool) or not isinstance(value, int) or not (lo <= value <= hi):
         raise InvalidArgument(name, value, f"must be an integer in [{lo}, 2**64 - 1]")
