@@ -135,7 +135,8 @@ def pilot_spectrum(pilot: Moments) -> torch.Tensor | Spectrum:
         var = pilot.variances().clamp(min=0.0)
         frob = math.sqrt(pilot.frobenius2_upper())
         return Spectrum(float(var.sum()), frob, max(frob, float(var.max())), pilot.p)
-    return torch.linalg.eigvalsh(pilot.covariance())
+    eigs: torch.Tensor = torch.linalg.eigvalsh(pilot.covariance())
+    return eigs
 
 
 def plan_from_pilot(
