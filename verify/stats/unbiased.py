@@ -29,8 +29,12 @@ Mechanisms
 *Fixed-sample* (:func:`fixed_sample_test`, :func:`planned_test`): the FAIL side is
 a family of K + 3 tests of :math:`H_0: |v^\top(E X - g)| \le \tau(v)` for every unit v
 (τ: the round-off budget of :mod:`verify.stats.roundoff` -- a deviation within the
-truth's and the draws' round-off is not bias), combined by Holm's step-down (or
-Bonferroni) at level α:
+truth's and the draws' round-off is not bias), combined by a weighted Bonferroni split
+fixed in advance: **α/4 per kind of test** -- Hotelling's T², the K directions (Holm's
+step-down, or Bonferroni, inside their share; α/2 when Hotelling does not apply), the
+deterministic coordinates, the unresolved directions. A share whose test does not apply
+is not spent, so an estimator whose draws are noisy in every direction is FAILed with
+probability about α/2 (the calibration suite, :mod:`verify.stats.calibration`, measures it):
 
 * *mean shift along noisy directions*: Student-t tests of the projections
   :math:`u_k^\top(X-g)` on K random unit directions (drawn before the data), and
@@ -52,8 +56,8 @@ after every batch evaluates **time-uniform** boundaries (confidence sequences),
 so stopping as soon as the verdict is clear keeps both error rates: Robbins'
 normal-mixture boundary per direction and per deterministic coordinate, a
 Mahalanobis mixture on the resolved range and one on the unresolved directions
-(Bonferroni over the K + 3 members, at α), and the vector normal-mixture radius for
-the ball (at β), see :mod:`verify.stats.bounds`.
+(the same α/4 shares: α/(4K) per direction, α/(4p) per deterministic coordinate), and
+the vector normal-mixture radius for the ball (at β), see :mod:`verify.stats.bounds`.
 
 *One story per verdict.* A FAIL names its evidence (mean shift along noisy
 directions, or deterministic offset beyond the round-off budget) and certifies
@@ -168,7 +172,7 @@ class TestOptions:
     ``alpha``: false-FAIL rate for an unbiased estimator (per call, split over the
     J quantities). ``beta``: probability that a PASS certificate is wrong.
     ``delta``: PASS requires the certified bias bound below δ·‖g‖. ``directions``:
-    K random projections. ``correction``: ``"holm"`` or ``"bonferroni"``.
+    K random projections. ``correction``: ``"holm"`` or ``"bonferroni"`` (among the K directions).
     ``miss``: planner's probability that a correct estimator misses PASS (default β).
     ``roundoff_ulps`` (κ) and ``truth_rtol``: the round-off model of
     :mod:`verify.stats.roundoff` (each draw coordinate may carry κ units of round-off of
@@ -678,14 +682,16 @@ def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions) -> list[SubTes
         fstat = (n - r) / (r * (n - 1)) * t2
         subs.append(SubTest(f"hotelling-T2(r={r})", t2, float(stats.f.sf(fstat, r, n - r)), False))
     mu, var, tau_u = _direction_stats(acc, geo)
-    for k in range(acc.dirs.shape[0]):
-        ex = max(abs(float(mu[k])) - float(tau_u[k]), 0.0)
-        sd = math.sqrt(float(var[k]) / n)
-        if sd == 0.0:  # no noise along u: exact comparison with the budget
-            subs.append(SubTest(f"direction-{k}", float(mu[k]), 0.0 if ex > 0 else 1.0, False, float(tau_u[k])))
-        else:
-            t = ex / sd
-            subs.append(SubTest(f"direction-{k}", t, float(2.0 * stats.t.sf(t, n - 1)), False))
+    if acc.dirs.shape[0]:
+        ex = _shrink(mu, tau_u)
+        sd = torch.sqrt(var / n)
+        t = torch.where(sd > 0, ex / sd.clamp(min=1e-300), torch.zeros_like(ex))
+        pv = torch.as_tensor(2.0 * stats.t.sf(t.numpy(), n - 1), dtype=torch.float64)
+        pv = torch.where(sd > 0, pv, (ex <= 0).to(torch.float64))  # no noise along u: exact comparison
+        for k in range(acc.dirs.shape[0]):
+            stat = float(t[k]) if float(sd[k]) > 0 else float(mu[k])
+            thr = None if float(sd[k]) > 0 else float(tau_u[k])
+            subs.append(SubTest(f"direction-{k}", stat, float(pv[k]), False, thr))
     return subs
 
 
@@ -704,8 +710,17 @@ def _evaluate_fixed(
     n = m.n
     geo = _geometry(m, truth, opts)
     subs = _fixed_subtests(acc, geo, opts)
-    adj = adjusted_pvalues([s.pvalue for s in subs], opts.correction) if subs else []
-    subs = [SubTest(s.name, s.statistic, s.pvalue, a <= alpha, s.threshold) for s, a in zip(subs, adj, strict=True)]
+    has_h = any(s.name.startswith("hotelling") for s in subs)
+    share = alpha / 4.0  # one share per kind of evidence (weighted Bonferroni, see the module docstring)
+    dirs = [s for s in subs if s.name.startswith("direction-")]
+    adj = iter(adjusted_pvalues([s.pvalue for s in dirs], opts.correction) if dirs else [])
+    level_dirs = share if has_h else 2.0 * share
+    subs = [
+        SubTest(
+            s.name, s.statistic, s.pvalue, (next(adj) <= level_dirs) if s in dirs else s.pvalue <= share, s.threshold
+        )
+        for s in subs
+    ]
     failed = any(s.rejected for s in subs)
     radius = norm_quantile_bound(geo.spectrum, math.log(1.0 / beta)) / math.sqrt(n)  # Laurent-Massart ball
     bias = float(torch.linalg.vector_norm(m.mean))
@@ -756,15 +771,11 @@ def _mixture_coordinates(
 ) -> SubTest:
     """Per-component normal-mixture boundaries (exact where the s.d. is 0), Bonferroni over ``err``."""
     k = int(excess.numel())
-    worst, rej, thr = -math.inf, False, 0.0
-    for i in range(k):
-        s = float(sd[i])
-        hw = 0.0 if s == 0.0 else normal_mixture_halfwidth(n, s, err, rho)
-        ex = float(excess[i])
-        if ex - hw > worst:
-            worst, thr = ex - hw, hw + float(budget[i])
-        rej = rej or (ex > hw if s == 0.0 else ex >= hw)
-    return SubTest(f"{name}(k={k})", worst + thr, 1.0, rej, thr)
+    hw = sd * normal_mixture_halfwidth(n, 1.0, err, rho)  # the boundary is linear in the s.d.
+    rej = torch.where(sd > 0, excess >= hw, excess > 0)
+    i = int(torch.argmax(excess - hw))
+    thr = float(hw[i] + budget[i])
+    return SubTest(f"{name}(k={k})", float(excess[i] + budget[i]), 1.0, bool(rej.any()), thr)
 
 
 def _evaluate_sequential(
@@ -781,8 +792,9 @@ def _evaluate_sequential(
     m = acc.mom
     n = m.n
     geo = _geometry(m, truth, opts)
-    n_tests = acc.dirs.shape[0] + 3
-    err = alpha / n_tests  # Bonferroni over the anytime-valid family
+    err = alpha / 4.0  # one share per kind of evidence (weighted Bonferroni over the anytime-valid family)
+    k_dirs = max(acc.dirs.shape[0], 1)
+    err_dir = (err if opts.hotelling else 2.0 * err) / k_dirs
     subs: list[SubTest] = []
     if bool(geo.det.any()):
         b = geo.tau[geo.det] + geo.tau_truth
@@ -805,14 +817,13 @@ def _evaluate_sequential(
         thr = mahalanobis_mixture_threshold(n, r, err, scales.rho_mahal)
         subs.append(SubTest(f"mahalanobis-mixture(r={r})", stat, 1.0, stat >= thr, thr))
     mu, var, tau_u = _direction_stats(acc, geo)
-    for k in range(acc.dirs.shape[0]):
-        ex = max(abs(float(mu[k])) - float(tau_u[k]), 0.0)
-        sd = math.sqrt(float(var[k]))
-        if sd == 0.0:
-            subs.append(SubTest(f"direction-{k}", float(mu[k]), 1.0, ex > 0, float(tau_u[k])))
-        else:
-            hw = normal_mixture_halfwidth(n, sd, err, scales.rho_dir)  # Robbins normal mixture
-            subs.append(SubTest(f"direction-{k}", ex, 1.0, ex >= hw, hw))
+    if acc.dirs.shape[0]:
+        ex = _shrink(mu, tau_u)
+        sd = torch.sqrt(var)
+        hw = sd * normal_mixture_halfwidth(n, 1.0, err_dir, scales.rho_dir)  # Robbins normal mixture
+        rej = torch.where(sd > 0, ex >= hw, ex > 0)  # no noise along u: exact comparison with the budget
+        for k in range(acc.dirs.shape[0]):
+            subs.append(SubTest(f"direction-{k}", float(ex[k]), 1.0, bool(rej[k]), float(hw[k] + tau_u[k])))
     failed = any(s.rejected for s in subs)
     radius = vector_mixture_radius(n, geo.spectrum, beta, scales.rho_vec)  # time-uniform ball
     bias = float(torch.linalg.vector_norm(m.mean))
@@ -1015,10 +1026,11 @@ def sequential_test(
     scales = []
     for j in range(J):
         geo = _geometry(acc[j].mom, truths[j], opts)
-        err = a_js[j] / (opts.directions + 3)
+        err = a_js[j] / 4.0
+        err_dir = (err if opts.hotelling else 2.0 * err) / max(opts.directions, 1)
         scales.append(
             _SeqScales(
-                rho_dir=_best_scalar_rho(target, err),
+                rho_dir=_best_scalar_rho(target, err_dir),
                 rho_mahal=_best_mahal_rho(target, max(geo.rank, 1), err),
                 rho_vec=best_mixture_rho(target, geo.spectrum, b_js[j]),
             )
