@@ -203,10 +203,14 @@ def assert_unbiased(
     or ``influence=``). ``method``: ``"sequential"`` (anytime-valid, stops early) or
     ``"fixed"`` (pilot + planned size). Error rates: FAIL for an unbiased estimator
     with probability ≤ ``alpha``; a PASS certifies ‖E ĝ − g‖ < ``delta``·‖g‖ for
-    every quantity with probability ≥ 1 − ``beta``. Raises ``AssertionError`` on
-    FAIL, and on INCONCLUSIVE unless ``allow_inconclusive``; ``InvalidArgument`` on
-    bad input (α, β ∉ (0, 1), δ ≤ 0, an estimate with NaN or the wrong shape, a
-    quantity whose exact value is the zero vector).
+    every quantity with probability ≥ 1 − ``beta``. A deviation within the round-off
+    budget of the draws and of the float64 truth (:mod:`verify.stats.roundoff`) is
+    never called bias; a variance absurd for the mean it estimates (certifying δ would
+    need ≥ 10³ × ``max_samples`` draws) is INCONCLUSIVE with the reason "variance anomaly".
+    Raises ``AssertionError`` on FAIL (naming its evidence), and on INCONCLUSIVE unless
+    ``allow_inconclusive``; ``InvalidArgument`` on bad input (α, β ∉ (0, 1), δ ≤ 0, a
+    ``seed`` outside [0, 2**64 − 1], an estimate with NaN or the wrong shape, a quantity
+    whose exact value is the zero vector).
     """
     quantities = (quantity,) if isinstance(quantity, str) else tuple(quantity)
     if not quantities:

@@ -331,7 +331,6 @@ def smoke_suite() -> list[Cell]:
         "rank-half-rot",
         "roundoff-bernoulli",
         "exact",
-        "case1-anomaly-rot",
         "gauss-p1000",
         "biased-gauss-top",
     }
