@@ -201,6 +201,7 @@ def _unbiased_family(
     max_samples: int,
     *,
     influence_steps: Sequence[int] | None = None,
+    first: int = 1000,
 ) -> UnbiasednessResult:
     """Sequential test of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) for one problem."""
     P, th = case.problem, case.theta
@@ -222,7 +223,7 @@ def _unbiased_family(
         options=opts,
         generator=gen,
         max_samples=max_samples,
-        first=1000,
+        first=first,
         growth=1.1,
         min_step=4000,  # the estimators are ~2x faster per draw in batches of >= 4000 than of 1000
         names=[names_all[i] for i in idx],
@@ -296,7 +297,9 @@ def _unbiased_claim(
     gen = config.generator(salt=401)
     results: list[tuple[str, UnbiasednessResult]] = []
     for case, est, steps, isteps in runs:
-        res = _unbiased_family(est, case, steps, opts, gen, max_samples, influence_steps=isteps)
+        res = _unbiased_family(
+            est, case, steps, opts, gen, max_samples, influence_steps=isteps, first=int(config.option("first", 1000))
+        )
         results.append((f"{getattr(est, 'name', 'estimator')} on {case.label}", res))
         if res.verdict is Verdict.FAIL:
             break  # bias detected: the claim fails, the remaining problems add nothing
@@ -1319,7 +1322,9 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
 
 # ----------------------------------------------------------------- kill table
 #: draws per problem of a must-not-FAIL run: a false FAIL would show at any look, a PASS is not required
-_NOT_FAIL_BUDGET = {"ci": 5_000, "full": 50_000}
+_NOT_FAIL_BUDGET = {"ci": 2_000, "full": 50_000}
+#: the kill table's first look of a sequential unbiasedness test (a biased mutant FAILs there; claims: 1000)
+_KILL_FIRST = 250
 #: biased mutants whose operating characteristic (bias vs draws to FAIL) the kill table measures
 POWER_MUTANTS = ("uoro.no-delta-theta", "uoro.theta-tilde-scaled", "uoro.noise-zero-one")
 #: contamination λ: each draw is the mutant's with probability λ, else correct UORO's (bias = λ·b₁ exactly)
@@ -1356,7 +1361,7 @@ def power_curve(mutant: str, case: _Case, config: RunConfig, budget: int) -> lis
 
         res = sequential_test(
             sampler, g, options=_options(config), generator=config.generator(470 + i), max_samples=budget,
-            first=100, growth=1.25, names=["dL/dtheta"],
+            first=100, growth=1.5, names=["dL/dtheta"],
         )  # fmt: skip
         rows.append(
             {
@@ -1477,7 +1482,7 @@ def check_mutants_caught(config: RunConfig) -> CheckResult:
         }
         targets = [c for c in m.visible_to if c in mine]
         for cid in targets:
-            row["checks"][cid] = run(cid, m.name)[0]
+            row["checks"][cid] = run(cid, m.name, (("first", _KILL_FIRST),))[0]
             report_rows.append({"mutant": m.name, "expected": "FAIL", "observed": row["checks"][cid], "detail": cid})
         for cid in must_not:
             verdict, summary = run(cid, m.name, (("max_samples", nf_budget),))

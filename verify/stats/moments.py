@@ -33,7 +33,7 @@ import torch
 from verify._validate import require_finite
 from verify.errors import InvalidArgument
 
-__all__ = ["Moments", "empty_moments", "update_moments"]
+__all__ = ["Moments", "empty_moments", "fold_deviations", "update_moments"]
 
 U64 = 2.0**-53  # unit round-off of float64
 
@@ -124,18 +124,24 @@ def update_moments(m: Moments, chunk: torch.Tensor, truth: torch.Tensor, name: s
     if chunk.is_complex() or not chunk.is_floating_point():
         raise InvalidArgument(name, f"dtype {chunk.dtype}", "draws must be real floating point")
     require_finite(name, chunk)
-    k = int(chunk.shape[0])
+    u = max(m.unit_roundoff, _unit_roundoff(chunk.dtype))
+    return fold_deviations(m, chunk.detach().to(device="cpu", dtype=torch.float64) - truth, u)
+
+
+def fold_deviations(m: Moments, y: torch.Tensor, unit_roundoff: float = U64) -> Moments:
+    """Fold already checked float64 deviations ``y = X - g`` (k, p) into ``m`` (internal fast path)."""
+    k = int(y.shape[0])
     if k == 0:
         return m
-    u = max(m.unit_roundoff, _unit_roundoff(chunk.dtype))
-    y = chunk.detach().to(device="cpu", dtype=torch.float64) - truth
+    u = max(m.unit_roundoff, unit_roundoff)
     mean_b = y.mean(0)
     dev = y - mean_b
-    scatter_b = (dev * dev).sum(0) if m.diagonal else dev.T @ dev
+    dev2 = dev * dev
+    scatter_b = dev2.sum(0) if m.diagonal else dev.T @ dev
     q = (y * y).sum(1)
     q_mean_b = float(q.mean())
     q_m2_b = float(((q - q_mean_b) ** 2).sum())
-    max_dev2 = max(m.max_dev2, float((dev * dev).sum(1).max()))
+    max_dev2 = max(m.max_dev2, float(dev2.sum(1).max()))
     fro_n, fro_mean, fro_m2 = m.fro_n, m.fro_mean, m.fro_m2
     if m.diagonal and k >= 4:
         quad = y[: 4 * (k // 4)].reshape(k // 4, 4, -1)

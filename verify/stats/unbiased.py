@@ -126,7 +126,7 @@ from verify.stats.bounds import (
     normal_mixture_halfwidth,
     vector_mixture_radius,
 )
-from verify.stats.moments import U64, Moments, empty_moments, update_moments
+from verify.stats.moments import U64, Moments, empty_moments, fold_deviations, update_moments
 from verify.stats.multiple import adjusted_pvalues
 from verify.stats.planner import SamplePlan, plan_from_pilot
 from verify.stats.roundoff import (
@@ -483,12 +483,16 @@ def _new_acc(truth: torch.Tensor, dirs: torch.Tensor, opts: TestOptions) -> _Acc
 
 
 def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str) -> _Acc:
-    mom = update_moments(acc.mom, x, truth, name=name)
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != acc.mom.p:
+        return _Acc(update_moments(acc.mom, x, truth, name=name), acc.proj, acc.dirs)  # raises the right error
+    if x.is_complex() or not x.is_floating_point():
+        return _Acc(update_moments(acc.mom, x, truth, name=name), acc.proj, acc.dirs)
+    require_finite(name, x)
+    y = x.detach().to(device="cpu", dtype=torch.float64) - truth  # once for both: the moments and the projections
+    mom = fold_deviations(acc.mom, y, float(torch.finfo(x.dtype).eps) / 2.0)
     if acc.dirs.shape[0] == 0 or x.shape[0] == 0:
         return _Acc(mom, acc.proj, acc.dirs)
-    y = x.detach().to(device="cpu", dtype=torch.float64) - truth
-    zero = torch.zeros(acc.dirs.shape[0], dtype=torch.float64)
-    return _Acc(mom, update_moments(acc.proj, y @ acc.dirs.T, zero, name=name), acc.dirs)
+    return _Acc(mom, fold_deviations(acc.proj, y @ acc.dirs.T), acc.dirs)
 
 
 def _draw(
