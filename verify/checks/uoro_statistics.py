@@ -1388,7 +1388,7 @@ def _power_figure(rows: Sequence[dict[str, Any]], budget: int) -> dict[str, Any]
     if cens:
         series.append(
             {
-                "label": "no FAIL within the budget (censored)",
+                "label": "no FAIL: PASS (bias below delta, certified) or budget spent",
                 "x": [r["relative_bias"] for r in cens],
                 "y": [r["draws"] for r in cens],
                 "style": "markers",
