@@ -98,6 +98,10 @@ def test_bad_input_is_invalid_argument_never_pass() -> None:
         assert_unbiased(UORO(), P, th, steps=(0, 9))
     with pytest.raises(InvalidArgument):
         assert_unbiased(UORO(), P, th, method="bayesian")
+    for bad in (2**70, -1, 1.5, True):  # issue 12: not torch's raw "Overflow when unpacking long long"
+        with pytest.raises(InvalidArgument, match=r"seed=.*\[0, 2\*\*64 - 1\]") as info:
+            assert_unbiased(UORO(), P, th, seed=bad)  # type: ignore[arg-type]
+        assert info.value.argument == "seed" and info.value.value == bad
 
     class NoInfluence:
         name = "no-influence"

@@ -34,6 +34,7 @@ from verify.stats.bounds import (
     normal_mixture_halfwidth,
     vector_mixture_radius,
 )
+from verify.stats.unbiased import validate_seed
 
 F64 = torch.float64
 
@@ -146,7 +147,8 @@ def test_noiseless_coordinates_are_checked_exactly() -> None:
     x[:, 3] += 1e-7
     res = fixed_sample_test(x, g)
     assert res.verdict is Verdict.FAIL
-    assert "deterministic-subspace" in [s.name for s in res.quantities[0].subtests if s.rejected]
+    assert [s.name for s in res.quantities[0].subtests if s.rejected] == ["deterministic-coordinates(k=2)"]
+    assert "deterministic offset" in res.summary() and "certified" not in res.summary()
 
 
 def test_clear_bias_fails_fast_and_unbiased_passes() -> None:
@@ -269,6 +271,13 @@ def test_bad_truth_and_budget_arguments() -> None:
         sequential_test(lambda m, gen: g.expand(m, 3), g, generator=torch.Generator(), max_samples=10, growth=1.0)
     with pytest.raises(InvalidArgument):
         plan_samples(delta=0.1, alpha=1e-3, beta=1e-3, truth_norm=0.0, eigenvalues=torch.ones(2, dtype=F64))
+    with pytest.raises(InvalidArgument, match="generator"):
+        sequential_test(lambda m, gen: g.expand(m, 3), g, generator=0, max_samples=10)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="generator"):
+        planned_test(lambda m, gen: g.expand(m, 3), g, generator=None, max_samples=10)  # type: ignore[arg-type]
+    assert validate_seed("seed", 2**64 - 1) == 2**64 - 1
+    with pytest.raises(InvalidArgument, match=r"invalid argument seed=1180591620717411303424: .*\[0, 2\*\*64 - 1\]"):
+        validate_seed("seed", 2**70)
 
 
 def test_second_moment_comparison_basic() -> None:

@@ -17,7 +17,7 @@ from verify.checks import registry
 from verify.checks._figures import WITHOUT_FIGURE
 from verify.checks.uoro_statistics import Reinforce, algorithm1_reference, step_jacobians
 from verify.estimators.enumerate import sign_patterns
-from verify.mutants.uoro import CONFORMANCE, MUTANTS, UNBIASED, VARIANCE
+from verify.mutants.uoro import CONFORMANCE, MUST_NOT_FAIL, MUTANTS, UNBIASED, VARIANCE
 from verify.reference import per_step_gradients
 from verify.report.figures import claim_figures
 from verify.results import RunConfig, Verdict
@@ -57,11 +57,26 @@ def test_kill_table_catches_every_mutant() -> None:
     assert res.verdict is Verdict.PASS, res.summary
     assert len([r for r in table if r["target"] == "uoro"]) >= 10
     assert all(r["killed"] for r in table)
-    # the mean-invisible normalizer mutants are caught by the checks that can see them
+    # the mean-invisible normalizer mutants are caught by the checks that can see them ...
     for name in ("uoro.rho0-inverted", "uoro.rho0-previous-step", "uoro.rho1-constant", "uoro.rho1-no-sqrt"):
         row = next(r for r in table if r["mutant"] == name)
         assert row["checks"] == {CONFORMANCE: "FAIL", VARIANCE: "FAIL"}
         assert UNBIASED not in row["checks"]
+        # ... and the unbiasedness test must NOT FAIL them (issue 14: both sides of the kill table)
+        assert row["class"] == "unbiased" and row["must_not_fail"][UNBIASED] in ("PASS", "INCONCLUSIVE"), row
+    assert all(r["clean"] for r in table) and {r["mutant"] for r in table if r["must_not_fail"]} == set(MUST_NOT_FAIL)
+    assert all(r["class"] == "biased" for r in table if r["mutant"] not in MUST_NOT_FAIL)
+    not_fail = [m for m in res.data["mutants"] if m["expected"] == "not FAIL"]
+    assert len(not_fail) == len(MUST_NOT_FAIL) and all(m["observed"] == "not FAIL" for m in not_fail)
+    stale = next(m for m in not_fail if m["mutant"] == "uoro.rho0-previous-step")
+    assert "INCONCLUSIVE" in stale["detail"]
+    # the operating characteristic: the largest bias FAILs no later than the smallest one that FAILs
+    curves = res.data["power_curves"]
+    for name in {r["mutant"] for r in curves}:
+        hit = sorted((r["relative_bias"], r["draws"]) for r in curves if r["mutant"] == name and not r["censored"])
+        assert hit and hit[-1][1] <= hit[0][1] and hit[-1][0] > 0.05, hit
+    kinds = [f["kind"] for f in res.data["figures"]]
+    assert kinds == ["table", "line"]
 
 
 def test_catalog_names_are_unique_and_visible_somewhere() -> None:

@@ -175,14 +175,23 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         id="uoro.mutants-caught",
-        title="every UORO-family mutant FAILs the checks it is visible to (kill table)",
+        title="every UORO-family mutant FAILs the checks it is visible to, and no unbiased one FAILs an "
+        "unbiasedness test (kill table, both sides)",
         paper="rnn-verify design notes",
         where="'Numerical policy' (the tester is tested); Tallec & Ollivier 2017 Algorithm 1, App. A",
         statement="Each mutant of verify.mutants.uoro (wrong noise laws, normalizers breaking the ν → −ν symmetry, "
         "missing δθ, reused or shared ν, scaled θ̃, and the mean-invisible ρ₀/ρ₁ alternatives) gets FAIL from every "
-        "check named in its visible_to.",
-        math="for all mutants m, for all c in visible_to(m): verdict(c, m) = FAIL",
-        assumptions=("each check runs with its own error rates; the biased mutants are far outside δ",),
+        "check named in its visible_to; the unbiased ones (stale or inverted ρ₀: variance ×1e13; ρ₁ ≡ 1, ρ₁ without "
+        "its square root, rank-r with shared ν) get PASS or INCONCLUSIVE, never FAIL, from the unbiasedness test "
+        "(verify.mutants.uoro.MUST_NOT_FAIL). The data carry the sequential test's operating characteristic on "
+        "three biased mutants (bias/‖g‖ vs draws to FAIL).",
+        math="for all m, c in visible_to(m): verdict(c, m) = FAIL; for all m, c in MUST_NOT_FAIL(m): "
+        "verdict(c, m) ≠ FAIL",
+        assumptions=(
+            "each check runs with its own error rates; the biased mutants are far outside δ",
+            "the must-not-FAIL runs use a small budget of draws: a false FAIL can happen at any look, a PASS is "
+            "not required",
+        ),
         check="verify.checks.uoro_statistics.check_mutants_caught",
         kind="statistical",
     ),

@@ -17,13 +17,24 @@
     * ``variance``    -- ``uoro.variance-matches-algorithm-1`` (two-sample tests);
     * ``conformance`` -- ``uoro.algorithm-1-conformance`` (noise-law binomial tests);
     * ``rank``, ``reinforce``, ``growth`` -- the corresponding checks (slower).
+
+``python -m verify.bench.uoro_statistics --calibrate 1000 --what adversarial [--levels 1e-3,0.05] [--jobs 2]``
+    the adversarial calibration suite of the statistics engine (:mod:`verify.stats.calibration`,
+    issue 14): false-FAIL and false-certificate rates with Clopper–Pearson bounds for the fixed,
+    planned and sequential mechanisms in every cell (ill-conditioned, rotated, rank-deficient,
+    round-off-level, exact, heavy-tailed, p = 1 … 10⁴, biased at 1.01 δ‖g‖); writes
+    ``reports/calibration/calibration.md`` and ``.json`` (``--out``) with the command line and
+    the wall time. ``--cells a,b`` runs a subset.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -33,6 +44,7 @@ from verify.checks.uoro_statistics import _case, _options, _unbiased_family
 from verify.estimators.uoro import UORO
 from verify.results import RunConfig, Verdict
 from verify.runner import run_check
+from verify.stats import calibration as adversarial
 from verify.stats import clopper_pearson, clopper_pearson_upper
 
 TARGET_S = 45.0
@@ -126,19 +138,83 @@ def calibrate(n: int, alpha: float, what: list[str], first_seed: int) -> dict[st
     return out
 
 
+def calibrate_adversarial(
+    n: int, first_seed: int, levels: list[float], cells: list[str], jobs: int, out: Path, command: str
+) -> list[adversarial.CellResult]:
+    """Run :func:`verify.stats.calibration.run_suite` and write ``calibration.md`` / ``.json`` under ``out``."""
+    suite = adversarial.suite()
+    if cells:
+        unknown = sorted(set(cells) - {c.name for c in suite})
+        if unknown:
+            raise SystemExit(f"unknown cells {unknown}; known: {[c.name for c in suite]}")
+        suite = [c for c in suite if c.name in cells]
+    seeds = range(first_seed, first_seed + n)
+    print(f"machine: {machine()}")
+    print(f"adversarial calibration: {len(suite)} cells x {len(levels)} levels x 3 mechanisms, {n} seeds each")
+    t0 = time.perf_counter()
+
+    def progress(r: adversarial.CellResult) -> None:
+        kind = "false cert" if r.biased else "false FAIL"
+        print(
+            f"{r.cell:30s} level {r.level:<6g} {r.mechanism:10s} {kind} {r.errors}/{r.seeds} "
+            f"(CP95 {r.cp_upper:.4f}) {'ok' if r.ok else 'NOT OK'}  F{r.fails} P{r.passes} I{r.inconclusive} "
+            f"{r.mean_draws:.0f} draws  {r.wall_s:.0f} s",
+            flush=True,
+        )
+
+    results = adversarial.run_suite(suite, seeds=seeds, levels=levels, jobs=jobs, progress=progress)
+    wall = time.perf_counter() - t0
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "calibration.md").write_text(
+        adversarial.markdown_table(results, command=command, wall_s=wall, machine=machine()), encoding="utf-8"
+    )
+    payload = {
+        "command": command,
+        "wall_s": wall,
+        "machine": machine(),
+        "seeds": [seeds.start, seeds.stop - 1],
+        "levels": levels,
+        "summary": adversarial.summarize(results),
+        "cells": [r.to_data() for r in results],
+    }
+    (out / "calibration.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    bad = [r for r in results if not r.ok]
+    print(f"wrote {out / 'calibration.md'} and .json; wall {wall:.0f} s; cells over their level: {len(bad)}")
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="ci", choices=("ci", "full"))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--calibrate", type=int, default=0, metavar="N", help="false-fail calibration over N seeds")
+    ap.add_argument(
+        "--calibrate", type=int, nargs="?", const=1000, default=0, metavar="N", help="calibration over N seeds"
+    )
     ap.add_argument("--alpha", type=float, default=1e-3)
-    ap.add_argument("--what", default="unbiased,variance,conformance")
+    ap.add_argument("--what", default="unbiased,variance,conformance", help="... or 'adversarial' (the suite)")
     ap.add_argument("--first-seed", type=int, default=1000)
+    ap.add_argument("--levels", default="1e-3,0.05", help="adversarial: alpha = beta levels")
+    ap.add_argument("--cells", default="", help="adversarial: a comma-separated subset of the cells")
+    ap.add_argument("--jobs", type=int, default=1, help="adversarial: worker processes")
+    ap.add_argument("--out", default="reports/calibration", help="adversarial: output folder")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    if args.calibrate:
-        calibrate(args.calibrate, args.alpha, [w.strip() for w in args.what.split(",") if w.strip()], args.first_seed)
-    else:
+    what = [w.strip() for w in args.what.split(",") if w.strip()]
+    if args.calibrate and "adversarial" in what:
+        raw = sys.argv[1:] if argv is None else argv
+        calibrate_adversarial(
+            args.calibrate,
+            args.first_seed,
+            [float(v) for v in args.levels.split(",") if v.strip()],
+            [c.strip() for c in args.cells.split(",") if c.strip()],
+            args.jobs,
+            Path(args.out),
+            "python -m verify.bench.uoro_statistics " + " ".join(raw),
+        )
+        what = [w for w in what if w != "adversarial"]
+    if args.calibrate and what:
+        calibrate(args.calibrate, args.alpha, what, args.first_seed)
+    elif not args.calibrate:
         run_group(args.profile, args.seed)
 
 

@@ -51,7 +51,7 @@ from verify.estimators.fused import sampler_for
 from verify.estimators.uoro import UORO, PreactivationUORO, Tabulated
 from verify.mutants.estimators import ZeroOne
 from verify.mutants.estimators import rho0_inverted as _rho0_inverted_rule
-from verify.mutants.uoro import MUTANTS, SharedAcrossPairs, get
+from verify.mutants.uoro import MUST_NOT_FAIL, MUTANTS, SharedAcrossPairs, get
 from verify.problem import Problem
 from verify.reference import per_step_gradients
 from verify.results import CheckResult, Control, RunConfig, Verdict
@@ -203,6 +203,7 @@ def _unbiased_family(
     max_samples: int,
     *,
     influence_steps: Sequence[int] | None = None,
+    first: int = 1000,
 ) -> UnbiasednessResult:
     """Sequential test of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) for one problem."""
     P, th = case.problem, case.theta
@@ -225,7 +226,7 @@ def _unbiased_family(
         options=opts,
         generator=gen,
         max_samples=max_samples,
-        first=1000,
+        first=first,
         growth=1.1,
         min_step=4000,  # the estimators are ~2x faster per draw in batches of >= 4000 than of 1000
         names=[names_all[i] for i in idx],
@@ -299,7 +300,9 @@ def _unbiased_claim(
     gen = config.generator(salt=401)
     results: list[tuple[str, UnbiasednessResult]] = []
     for case, est, steps, isteps in runs:
-        res = _unbiased_family(est, case, steps, opts, gen, max_samples, influence_steps=isteps)
+        res = _unbiased_family(
+            est, case, steps, opts, gen, max_samples, influence_steps=isteps, first=int(config.option("first", 1000))
+        )
         results.append((f"{getattr(est, 'name', 'estimator')} on {case.label}", res))
         if res.verdict is Verdict.FAIL:
             break  # bias detected: the claim fails, the remaining problems add nothing
@@ -308,12 +311,19 @@ def _unbiased_claim(
     used = sum(r.samples_used for _, r in results)
     planned = sum(r.samples_planned or 0 for _, r in results)
     worst = max(r.relative_bound for _, r in results)
+    if verdict is Verdict.PASS:  # one story per verdict: only a PASS certifies
+        level = 1 - opts.beta * len(runs)
+        story = f"certified ||E g^ - g|| <= {worst:.3g}*||g|| (delta={opts.delta:g}) at 1-beta = {level:g}"
+    elif verdict is Verdict.FAIL:
+        story = "bias detected: " + "; ".join(r.summary() for _, r in results if r.failed)
+    else:
+        story = f"no bias detected, no certificate (bound reached {worst:.3g}*||g|| vs delta={opts.delta:g})"
     parts = "; ".join(
-        f"{lab}: {r.verdict.value}, bound {r.relative_bound:.3g}, M={r.samples_used}" for lab, r in results
+        f"{lab}: {r.verdict.value}" + ("" if r.failed else f", bound {r.relative_bound:.3g}") + f", M={r.samples_used}"
+        for lab, r in results
     )
     summary = (
-        f"{what}: {verdict.value}; certified ||E g^ - g|| <= {worst:.3g}*||g|| (delta={opts.delta:g}) at "
-        f"1-beta = {1 - opts.beta * len(runs):g}, alpha = {opts.alpha * len(runs):g}; sequential used {used} draws vs "
+        f"{what}: {verdict.value}; {story}, alpha = {opts.alpha * len(runs):g}; sequential used {used} draws vs "
         f"fixed-sample plan {planned} (ratio {used / max(planned, 1):.2f}); {parts}"
     )
     reason = None
@@ -1332,57 +1342,212 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
 
 
 # ----------------------------------------------------------------- kill table
+#: draws per problem of a must-not-FAIL run: a false FAIL would show at any look, a PASS is not required
+_NOT_FAIL_BUDGET = {"ci": 2_000, "full": 50_000}
+#: the kill table's first look of a sequential unbiasedness test (a biased mutant FAILs there; claims: 1000)
+_KILL_FIRST = 250
+#: biased mutants whose operating characteristic (bias vs draws to FAIL) the kill table measures
+POWER_MUTANTS = ("uoro.no-delta-theta", "uoro.theta-tilde-scaled", "uoro.noise-zero-one")
+#: contamination λ: each draw is the mutant's with probability λ, else correct UORO's (bias = λ·b₁ exactly)
+POWER_FRACTIONS = (1.0, 0.3, 0.1, 0.03, 0.01)
+_POWER_BUDGET = {"ci": 20_000, "full": 400_000}
+
+
+def power_curve(mutant: str, case: _Case, config: RunConfig, budget: int) -> list[dict[str, Any]]:
+    r"""Operating characteristic of the sequential test on one biased mutant: bias/‖g‖ against draws to FAIL.
+
+    The sampler returns the mutant's estimate of :math:`\sum_t \tilde g_t` with probability λ and correct
+    UORO's otherwise, so :math:`E = g + \lambda\,(E\hat g_{mut} - g)`: the relative bias is λ·b₁ with b₁
+    the mutant's exact relative bias (enumeration over every noise pattern,
+    :func:`verify.estimators.enumerate.enumerate_expectation`). One sequential test (α, β of the claim,
+    first look at 250 draws, ×1.25) per λ; a run that has not FAILed within ``budget`` is censored there.
+    """
+    from verify.estimators.enumerate import enumerate_expectation
+
+    bad, good = get(mutant).impl(), UORO()
+    P, th = case.problem, case.theta
+    T = P.T
+    g = _cached_truths(case, (T,), ("total",))[0]
+    exact = enumerate_expectation(bad, P.to(dtype=torch.float64), th)
+    b1 = float(torch.linalg.vector_norm(exact.gradients.sum(0) - g) / torch.linalg.vector_norm(g))
+    s_good, _ = estimator_sampler(good, P, th, steps=(T,), quantities=("total",))
+    s_bad, _ = estimator_sampler(bad, P, th, steps=(T,), quantities=("total",))
+    rows = []
+    for i, lam in enumerate(POWER_FRACTIONS):
+
+        def sampler(m: int, rng: torch.Generator, lam: float = lam) -> torch.Tensor:
+            a, b = s_good(m, rng)[0], s_bad(m, rng)[0]
+            pick = torch.rand(m, 1, generator=rng, dtype=torch.float64) < lam
+            return torch.where(pick, b, a)
+
+        res = sequential_test(
+            sampler, g, options=_options(config), generator=config.generator(470 + i), max_samples=budget,
+            first=100, growth=1.5, names=["dL/dtheta"],
+        )  # fmt: skip
+        rows.append(
+            {
+                "mutant": mutant,
+                "problem": case.label,
+                "fraction": lam,
+                "relative_bias": lam * b1,
+                "verdict": res.verdict.value,
+                "draws": res.samples_used,
+                "censored": not res.failed,
+            }
+        )
+    return rows
+
+
+def _power_figure(rows: Sequence[dict[str, Any]], budget: int) -> dict[str, Any]:
+    series: list[dict[str, Any]] = []
+    for name in dict.fromkeys(r["mutant"] for r in rows):
+        hit = [r for r in rows if r["mutant"] == name and not r["censored"]]
+        series.append(
+            {"label": name, "x": [r["relative_bias"] for r in hit], "y": [r["draws"] for r in hit], "style": "solid"}
+        )
+    cens = [r for r in rows if r["censored"]]
+    if cens:
+        series.append(
+            {
+                "label": "no FAIL: PASS (bias below delta, certified) or budget spent",
+                "x": [r["relative_bias"] for r in cens],
+                "y": [r["draws"] for r in cens],
+                "style": "markers",
+            }
+        )
+    return {
+        "kind": "line",
+        "title": "operating characteristic of the sequential unbiasedness test: draws to FAIL vs bias",
+        "series": series,
+        "xlabel": "||E g^ - g|| / ||g|| (exact, by enumeration; mutant mixed in with probability lambda)",
+        "ylabel": "draws to FAIL",
+        "logx": True,
+        "logy": True,
+        "hlines": [{"y": budget, "label": "budget"}],
+        "caption": (
+            "each point: one sequential test (alpha = beta = 1e-3, first look at 100 draws) of the total gradient on "
+            "a UORO whose draws come from the biased mutant with probability lambda (bias = lambda * b1 exactly); "
+            "for a mean shift b the draws needed grow like (sd/b)^2, slope -2 on these axes"
+        ),
+    }
+
+
+def _kill_table_figure(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def fmt(d: dict[str, str]) -> str:
+        return "; ".join(f"{cid}: {v}" for cid, v in d.items()) or "-"
+
+    return {
+        "kind": "table",
+        "title": "UORO kill table, both sides: what each test must and must not see",
+        "columns": ["mutant", "class", "must FAIL", "must not FAIL (PASS or INCONCLUSIVE)", "as expected"],
+        "rows": [
+            [
+                r["mutant"],
+                r["class"],
+                fmt(r["checks"]),
+                fmt(r["must_not_fail"]),
+                "yes" if r["killed"] and r["clean"] else "NO",
+            ]
+            for r in rows
+        ],
+        "caption": (
+            "biased mutants must FAIL every check they are visible to; the unbiased ones (high variance, near-"
+            "identical variance) must FAIL their conformance/variance checks and must NOT FAIL the unbiasedness "
+            "test (a FAIL there would be a false alarm)"
+        ),
+    }
+
+
 @register("uoro.mutants-caught")
 def check_mutants_caught(config: RunConfig) -> CheckResult:
-    """Every mutant of the UORO catalog FAILs the checks it is visible to (DESIGN.md 'Numerical policy': the tester is
-    tested; Tallec & Ollivier Algorithm 1 and App. A for what each mutant breaks).
+    """Every mutant of the UORO catalog FAILs the checks it is visible to, and no unbiased mutant FAILs an
+    unbiasedness test (DESIGN.md 'Numerical policy': the tester is tested; Tallec & Ollivier Algorithm 1 and
+    App. A for what each mutant breaks; issue 14: both sides of the kill table).
 
     For each mutant of :mod:`verify.mutants.uoro`, every check of this module named in its
     ``visible_to`` runs with the mutant injected (option ``mutant``, controls off) and must
-    report FAIL; the kill table is in ``data["kill_table"]``. (Claims of other modules in
-    ``visible_to``, e.g. ``uoro.exact-expectation``, are run by their own tests.)
+    report FAIL; every check named in :data:`verify.mutants.uoro.MUST_NOT_FAIL` for it (the
+    unbiasedness tests of the unbiased mutants) runs with a small budget of draws and must *not*
+    FAIL (PASS or INCONCLUSIVE). The kill table is in ``data["kill_table"]``. (Claims of other
+    modules in ``visible_to``, e.g. ``uoro.exact-expectation``, are run by their own tests.) The
+    data also hold the operating characteristic of the sequential test on three biased mutants
+    (:func:`power_curve`): bias/‖g‖ against draws to FAIL, as a figure.
     """
     t0 = time.perf_counter()
     checks = registry()
     mine = {cid for cid in checks if checks[cid].__module__ == __name__ and cid != "uoro.mutants-caught"}
     rows: list[dict[str, Any]] = []
-    killed_all = True
+    report_rows: list[dict[str, Any]] = []
+    nf_budget = _NOT_FAIL_BUDGET["full" if config.full else "ci"]
+
+    def run(cid: str, name: str, extra: tuple[tuple[str, Any], ...] = ()) -> tuple[str, str]:
+        cfg = RunConfig(
+            profile=config.profile,
+            seed=config.seed,
+            options=(*config.options, ("mutant", name), ("controls", False), *extra),
+        )
+        try:
+            res = checks[cid](cfg)
+            return res.verdict.value, res.summary
+        except Exception as exc:  # a crash is neither a kill nor a clean run: the table shows it
+            return f"ERROR {type(exc).__name__}: {exc}", ""
+
     for m in MUTANTS:
-        row: dict[str, Any] = {"mutant": m.name, "target": m.target, "checks": {}}
+        must_not = tuple(c for c in MUST_NOT_FAIL.get(m.name, ()) if c in mine)
+        row: dict[str, Any] = {
+            "mutant": m.name,
+            "target": m.target,
+            "class": "unbiased" if m.name in MUST_NOT_FAIL else "biased",
+            "checks": {},
+            "must_not_fail": {},
+        }
         targets = [c for c in m.visible_to if c in mine]
         for cid in targets:
-            cfg = RunConfig(
-                profile=config.profile,
-                seed=config.seed,
-                options=(*config.options, ("mutant", m.name), ("controls", False)),
+            row["checks"][cid] = run(cid, m.name, (("first", _KILL_FIRST),))[0]
+            report_rows.append({"mutant": m.name, "expected": "FAIL", "observed": row["checks"][cid], "detail": cid})
+        for cid in must_not:
+            verdict, summary = run(cid, m.name, (("max_samples", nf_budget),))
+            row["must_not_fail"][cid] = verdict
+            report_rows.append(
+                {
+                    "mutant": m.name,
+                    "expected": "not FAIL",
+                    "observed": "not FAIL" if verdict in ("PASS", "INCONCLUSIVE") else verdict,
+                    "detail": f"{cid}: {verdict} ({summary[:160]})",
+                }
             )
-            try:
-                row["checks"][cid] = checks[cid](cfg).verdict.value
-            except Exception as exc:  # a crash is not a kill: the table shows it
-                row["checks"][cid] = f"ERROR {type(exc).__name__}: {exc}"
         row["killed"] = bool(targets) and all(v == "FAIL" for v in row["checks"].values())
-        killed_all = killed_all and row["killed"]
+        row["clean"] = all(v in ("PASS", "INCONCLUSIVE") for v in row["must_not_fail"].values())
         rows.append(row)
+    power_budget = _POWER_BUDGET["full" if config.full else "ci"]
+    case = _case("elman-tanh", 2, 3, config, salt=410)
+    curves = [r for name in POWER_MUTANTS for r in power_curve(name, case, config, power_budget)]
     n_killed = sum(r["killed"] for r in rows)
+    nf_rows = [r for r in rows if r["must_not_fail"]]
+    n_clean = sum(r["clean"] for r in nf_rows)
     missed = [r["mutant"] for r in rows if not r["killed"]]
-    summary = f"{n_killed}/{len(rows)} mutants FAIL every check they are visible to" + (
-        f"; NOT caught: {', '.join(missed)}" if missed else ""
+    false_alarms = [r["mutant"] for r in nf_rows if not r["clean"]]
+    ok = not missed and not false_alarms
+    summary = (
+        f"{n_killed}/{len(rows)} mutants FAIL every check they are visible to; {n_clean}/{len(nf_rows)} unbiased "
+        f"mutants not FAILed by the unbiasedness test (PASS or INCONCLUSIVE, {nf_budget} draws per problem)"
+        + (f"; NOT caught: {', '.join(missed)}" if missed else "")
+        + (f"; FALSE ALARM on unbiased: {', '.join(false_alarms)}" if false_alarms else "")
+        + f"; operating characteristic on {len(POWER_MUTANTS)} biased mutants in data['power_curves']"
     )
     return _finish(
         "uoro.mutants-caught",
         config,
         t0,
-        Verdict.PASS if killed_all else Verdict.FAIL,
+        Verdict.PASS if ok else Verdict.FAIL,
         summary,
-        statistic=float(n_killed),
-        threshold=float(len(rows)),
+        statistic=float(n_killed + n_clean),
+        threshold=float(len(rows) + len(nf_rows)),
         comparison=">=",
         data={
             "kill_table": rows,
-            "mutants": [
-                {"mutant": r["mutant"], "expected": "FAIL", "observed": v, "detail": cid}
-                for r in rows
-                for cid, v in r["checks"].items()
-            ],
+            "mutants": report_rows,
+            "power_curves": curves,
+            "figures": [_kill_table_figure(rows), _power_figure(curves, power_budget)],
         },
     )

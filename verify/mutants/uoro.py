@@ -53,8 +53,10 @@ from verify.mutants.estimators import ZeroOne
 
 __all__ = [
     "CONFORMANCE",
+    "MUST_NOT_FAIL",
     "MUTANTS",
     "PREACTIVATION",
+    "RANK_UNBIASED",
     "RANK_VARIANCE",
     "REINFORCE",
     "UNBIASED",
@@ -68,6 +70,7 @@ __all__ = [
 ]
 
 UNBIASED = "uoro.unbiased-statistical"
+RANK_UNBIASED = "uoro.rank-unbiased"
 CONFORMANCE = "uoro.algorithm-1-conformance"
 VARIANCE = "uoro.variance-matches-algorithm-1"
 RANK_VARIANCE = "uoro.rank-variance"
@@ -254,6 +257,19 @@ MUTANTS: tuple[Mutant, ...] = (
         (REINFORCE,),
     ),
 )
+
+
+#: The other side of the kill table (issue 14): **unbiased** mutants and the unbiasedness tests that must
+#: *not* FAIL them (PASS or INCONCLUSIVE). A FAIL there is a false alarm of the statistics engine.
+#: High variance (a variance anomaly, not bias): a stale or inverted ρ₀; near-identical variance: ρ₁ ≡ 1,
+#: ρ₁ without its square root; rank-r UORO whose pairs share ν (variance not divided by r).
+MUST_NOT_FAIL: dict[str, tuple[str, ...]] = {
+    "uoro.rho0-previous-step": (UNBIASED,),  # E q ×1e13 (exact enumeration: bias ≤ 1.3e-10, round-off)
+    "uoro.rho0-inverted": (UNBIASED,),  # E q ×6.7e13
+    "uoro.rho1-constant": (UNBIASED,),  # E q ×2-3
+    "uoro.rho1-no-sqrt": (UNBIASED,),  # E q ×1.3: near-identical
+    "uoro.rank-shared-noise": (RANK_UNBIASED,),  # rank-r variance not divided by r
+}
 
 
 def get(name: str) -> Mutant:

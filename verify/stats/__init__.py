@@ -2,7 +2,10 @@
 
 * :mod:`verify.stats.unbiased` -- fixed-sample, planned and sequential (anytime-valid)
   unbiasedness tests: FAIL (false-fail rate ≤ α), PASS (certified bias bound
-  δ·‖g‖ at confidence 1 − β), INCONCLUSIVE (budget exhausted).
+  δ·‖g‖ at confidence 1 − β), INCONCLUSIVE (budget exhausted, premise, variance anomaly).
+* :mod:`verify.stats.roundoff` -- the round-off model: what "no noise" and "no deviation"
+  mean in floating point (deterministic coordinates, eigen resolution, the mean's budget).
+* :mod:`verify.stats.calibration` -- the adversarial calibration suite of both error rates.
 * :mod:`verify.stats.planner` -- sample-size planner from (δ, α, β, pilot covariance).
 * :mod:`verify.stats.bounds` -- Laurent–Massart norm bounds and normal-mixture
   confidence sequences.

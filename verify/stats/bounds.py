@@ -38,10 +38,12 @@ plug-in covariance S (assumption stated in :mod:`verify.stats.unbiased`).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
 __all__ = [
+    "Spectrum",
     "best_mixture_rho",
     "mahalanobis_mixture_threshold",
     "norm_quantile_bound",
@@ -50,11 +52,37 @@ __all__ = [
 ]
 
 
+class Spectrum(NamedTuple):
+    r"""What the bounds need of a covariance when its eigenvalues are not computed (large p).
+
+    ``trace`` = tr Σ, ``frob`` ≥ :math:`\sqrt{\operatorname{tr}\Sigma^2}`, ``lam_max`` ≥ λ_max
+    (e.g. ``frob``), ``dim`` = p. Every bound below accepts eigenvalues or a Spectrum; with a
+    Spectrum it uses these upper bounds (and, for the log-determinant of the mixture,
+    Jensen: :math:`\sum_j\log(1+a_j) \le p\log(1+\tfrac1p\sum_j a_j)`).
+    """
+
+    trace: float
+    frob: float
+    lam_max: float
+    dim: int
+
+    @staticmethod
+    def of(eigs: torch.Tensor) -> Spectrum:
+        lam = _clean(eigs)
+        if lam.numel() == 0:
+            return Spectrum(0.0, 0.0, 0.0, 0)
+        return Spectrum(float(lam.sum()), float(torch.sqrt((lam * lam).sum())), float(lam.max()), int(lam.numel()))
+
+
 def _clean(eigs: torch.Tensor) -> torch.Tensor:
     return eigs.detach().to(dtype=torch.float64).clamp(min=0.0)
 
 
-def norm_quantile_bound(eigs: torch.Tensor, x: float) -> float:
+def _summary(eigs: torch.Tensor | Spectrum) -> Spectrum:
+    return eigs if isinstance(eigs, Spectrum) else Spectrum.of(eigs)
+
+
+def norm_quantile_bound(eigs: torch.Tensor | Spectrum, x: float) -> float:
     r"""Upper bound on the :math:`1-e^{-x}` quantile of :math:`\|Z\|`, :math:`Z\sim N(0,\operatorname{diag}\lambda)`.
 
     Laurent & Massart (2000), Lemma 1 (weighted χ² upper tail):
@@ -62,12 +90,10 @@ def norm_quantile_bound(eigs: torch.Tensor, x: float) -> float:
     .. math::
         \|Z\| \le \sqrt{\textstyle\sum_j\lambda_j + 2\sqrt{x\sum_j\lambda_j^2} + 2x\max_j\lambda_j}
     """
-    lam = _clean(eigs)
-    if lam.numel() == 0:
+    sp = _summary(eigs)
+    if sp.dim == 0:
         return 0.0
-    tr = float(lam.sum())
-    fro = float(torch.sqrt((lam * lam).sum()))
-    mx = float(lam.max())
+    tr, fro, mx = sp.trace, sp.frob, sp.lam_max
     return math.sqrt(max(tr + 2.0 * math.sqrt(x) * fro + 2.0 * x * mx, 0.0))  # Laurent-Massart Lemma 1
 
 
@@ -80,28 +106,35 @@ def normal_mixture_halfwidth(m: int, sd: float, err: float, rho: float) -> float
     return sd * math.sqrt((m + rho) * (math.log1p(m / rho) + 2.0 * math.log(1.0 / err))) / m  # eq. (14)
 
 
-def vector_mixture_radius(m: int, eigs: torch.Tensor, err: float, rho: float) -> float:
+def vector_mixture_radius(m: int, eigs: torch.Tensor | Spectrum, err: float, rho: float) -> float:
     r"""Time-uniform radius for :math:`\|\bar Y_m - \mu\|` (Gaussian mixture over :math:`\lambda\sim N(0,I/\rho)`).
 
     ``rho`` is in variance × sample units. Returns
     :math:`\sqrt{(\rho+m\lambda_{\max})(2\log(1/\beta)+\sum_j\log(1+m\lambda_j/\rho))}/m`.
     """
-    lam = _clean(eigs)
-    mx = float(lam.max()) if lam.numel() else 0.0
-    if mx <= 0.0:
-        return 0.0
-    logdet = float(torch.log1p(m * lam / rho).sum())
+    if isinstance(eigs, Spectrum):
+        mx = eigs.lam_max
+        if mx <= 0.0:
+            return 0.0
+        a = m * eigs.trace / rho
+        logdet = min(a, eigs.dim * math.log1p(a / eigs.dim))  # log(1+x) <= x; Jensen
+    else:
+        lam = _clean(eigs)
+        mx = float(lam.max()) if lam.numel() else 0.0
+        if mx <= 0.0:
+            return 0.0
+        logdet = float(torch.log1p(m * lam / rho).sum())
     return math.sqrt((rho + m * mx) * (2.0 * math.log(1.0 / err) + logdet)) / m
 
 
-def best_mixture_rho(m_target: int, eigs: torch.Tensor, err: float) -> float:
+def best_mixture_rho(m_target: int, eigs: torch.Tensor | Spectrum, err: float) -> float:
     """The mixture scale ρ (variance × samples) minimising :func:`vector_mixture_radius` at ``m_target``.
 
     A grid search over ρ = c·m_target·λ_max, c ∈ [1e-3, 1e3]; chosen once, before
     the sequential test's later looks (the boundary is valid for any fixed ρ).
     """
-    lam = _clean(eigs)
-    mx = float(lam.max()) if lam.numel() else 0.0
+    lam: torch.Tensor | Spectrum = eigs if isinstance(eigs, Spectrum) else _clean(eigs)
+    mx = _summary(lam).lam_max
     if mx <= 0.0:
         return 1.0
     best_c, best_r = 1.0, math.inf

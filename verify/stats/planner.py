@@ -37,7 +37,7 @@ import torch
 
 from verify._validate import require_positive, require_positive_int, require_probability
 from verify.errors import InvalidArgument
-from verify.stats.bounds import norm_quantile_bound
+from verify.stats.bounds import Spectrum, norm_quantile_bound
 from verify.stats.moments import Moments
 
 __all__ = ["SamplePlan", "plan_from_pilot", "plan_samples"]
@@ -72,14 +72,15 @@ def plan_samples(
     alpha: float,
     beta: float,
     truth_norm: float,
-    eigenvalues: torch.Tensor,
+    eigenvalues: torch.Tensor | Spectrum,
     miss: float | None = None,
     inflation: float = 1.0,
     min_samples: int = 2,
 ) -> SamplePlan:
     r"""Draws needed so that a correct estimator PASSes with prob. ≥ 1 − γ − α (see module docstring).
 
-    ``eigenvalues``: eigenvalues of the covariance of one draw (pilot estimate).
+    ``eigenvalues``: eigenvalues of the covariance of one draw (pilot estimate), or a
+    :class:`~verify.stats.bounds.Spectrum` (trace, Frobenius and λ_max bounds) for large p.
     """
     delta = require_positive("delta", delta)
     alpha = require_probability("alpha", alpha)
@@ -92,7 +93,15 @@ def plan_samples(
         )
     inflation = require_positive("inflation", inflation)
     min_samples = require_positive_int("min_samples", min_samples)
-    lam = eigenvalues.detach().to(dtype=torch.float64).clamp(min=0.0) * inflation
+    if isinstance(eigenvalues, Spectrum):
+        sp = eigenvalues
+        lam: torch.Tensor | Spectrum = Spectrum(
+            sp.trace * inflation, sp.frob * inflation, sp.lam_max * inflation, sp.dim
+        )
+        trace, lam_max = sp.trace * inflation, sp.lam_max * inflation
+    else:
+        lam = eigenvalues.detach().to(dtype=torch.float64).clamp(min=0.0) * inflation
+        trace, lam_max = float(lam.sum()), float(lam.max()) if lam.numel() else 0.0
     a_beta = norm_quantile_bound(lam, math.log(1.0 / beta))  # Laurent-Massart, level beta
     a_miss = norm_quantile_bound(lam, math.log(1.0 / miss))
     target = delta * truth_norm
@@ -105,8 +114,8 @@ def plan_samples(
         beta=beta,
         miss=miss,
         truth_norm=truth_norm,
-        trace=float(lam.sum()),
-        lam_max=float(lam.max()) if lam.numel() else 0.0,
+        trace=trace,
+        lam_max=lam_max,
         inflation=inflation,
         expected_bound=bound,
     )
@@ -120,6 +129,16 @@ def pilot_inflation(m: Moments) -> float:
     return 1.0 + 3.0 * rel
 
 
+def pilot_spectrum(pilot: Moments) -> torch.Tensor | Spectrum:
+    """Eigenvalues of the pilot's sample covariance, or (diagonal mode) a :class:`Spectrum` of bounds."""
+    if pilot.diagonal:
+        var = pilot.variances().clamp(min=0.0)
+        frob = math.sqrt(pilot.frobenius2_upper())
+        return Spectrum(float(var.sum()), frob, max(frob, float(var.max())), pilot.p)
+    eigs: torch.Tensor = torch.linalg.eigvalsh(pilot.covariance())
+    return eigs
+
+
 def plan_from_pilot(
     pilot: Moments,
     truth_norm: float,
@@ -131,7 +150,7 @@ def plan_from_pilot(
     min_samples: int = 2,
 ) -> SamplePlan:
     """:func:`plan_samples` with the eigenvalues of a pilot's sample covariance, inflated by its uncertainty."""
-    eigs = torch.linalg.eigvalsh(pilot.covariance())
+    eigs = pilot_spectrum(pilot)
     return plan_samples(
         delta=delta,
         alpha=alpha,

@@ -1,0 +1,149 @@
+"""Issue 14: round-off is not bias -- the four reported false alarms, 10 seeds each (default tier).
+
+1. an exactly unbiased Gaussian sampler with an ill-conditioned covariance in a rotated basis
+   (p = 22: 3 directions with s.d. σ_big, 15 with s.d. 1e-3, 4 exact; σ_big/σ_small up to 1e8);
+2. the catalog's unbiased mutant ``uoro.rho0-previous-step`` (variance ×1e13) through ``assert_unbiased``;
+3. draws g·(1 + 2⁻⁵²·b), b ~ Bernoulli(1/2): a mean shift of one ulp with noise of one ulp;
+4. UORO whose ρ₁ is applied only when ν₁ > 0, at n = 1, T = 1 (ρ₁ cancels exactly; round-off does not).
+
+None of them may FAIL (false-fail rate ≤ α = 1e-3 per call, so 10 seeds FAIL a correct engine with
+probability ≤ 1e-2 per case); a FAIL never carries a certificate; a huge variance is named as such.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from verify.assertions import assert_unbiased
+from verify.estimators.uoro import UORO, NormalizerInputs, paper_rho1
+from verify.mutants.uoro import get
+from verify.results import Verdict
+from verify.stats import TestOptions, fixed_sample_test, planned_test, sequential_test
+from verify.strategies import random_problem
+
+pytestmark = pytest.mark.statistical
+
+F64 = torch.float64
+SEEDS = range(10)
+
+
+def ill_conditioned(ratio: float, rotated: bool, seed: int):  # type: ignore[no-untyped-def]
+    """Case 1: the sampler and truth (p = 22; 3 big, 15 small (s.d. 1e-3), 4 exact directions)."""
+    gen = torch.Generator().manual_seed(1000 + seed)
+    p = 22
+    g = torch.randn(p, generator=gen, dtype=F64)
+    sd = torch.cat([torch.full((3,), 1e-3 * ratio), torch.full((15,), 1e-3), torch.zeros(4)]).to(F64)
+    Q = torch.linalg.qr(torch.randn(p, p, generator=gen, dtype=F64))[0] if rotated else torch.eye(p, dtype=F64)
+    A = Q * sd
+
+    def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
+        return g + torch.randn(m, p, generator=rng, dtype=F64) @ A.T
+
+    return sampler, g, gen
+
+
+@pytest.mark.parametrize("rotated", [True, False])
+@pytest.mark.parametrize("ratio", [1e6, 1e7, 1e8])
+def test_case1_ill_conditioned_rotated_noise_is_not_bias(ratio: float, rotated: bool) -> None:
+    opts = TestOptions(alpha=1e-3, beta=1e-3, delta=0.02)
+    for seed in SEEDS:
+        sampler, g, gen = ill_conditioned(ratio, rotated, seed)
+        res = sequential_test(sampler, g, options=opts, generator=gen, max_samples=20_000)
+        assert res.verdict is not Verdict.FAIL, res.summary()
+    planned = planned_test(sampler, g, options=opts, generator=gen, max_samples=20_000)
+    assert planned.verdict is not Verdict.FAIL, planned.summary()
+
+
+def test_case1_still_sees_a_deterministic_offset() -> None:
+    """The round-off model costs no power where it should not: a 1e-6 offset along an exact direction FAILs."""
+    sampler, g, gen = ill_conditioned(1e2, True, 0)
+    x = sampler(20_000, gen)
+    res = fixed_sample_test(x, g)
+    assert res.verdict is not Verdict.FAIL
+    gen2 = torch.Generator().manual_seed(1000)
+    torch.randn(22, generator=gen2, dtype=F64)
+    Q = torch.linalg.qr(torch.randn(22, 22, generator=gen2, dtype=F64))[0]
+    off = fixed_sample_test(x + 1e-6 * Q[:, -1], g)  # the last column: an exact direction
+    assert off.verdict is Verdict.FAIL, off.summary()
+    assert "deterministic offset" in off.summary()
+
+
+def test_case2_rho0_previous_step_is_a_variance_anomaly_not_bias() -> None:
+    mutant = get("uoro.rho0-previous-step")
+    for kind in ("elman-tanh", "gru"):
+        for seed in (0, 1):
+            P, th = random_problem(kind, n=3, d=2, T=5, generator=torch.Generator().manual_seed(seed))
+            res = assert_unbiased(mutant.impl(), P, th, seed=seed, allow_inconclusive=True, max_samples=50_000)
+            assert res.verdict is Verdict.INCONCLUSIVE, res.summary()
+            assert "variance anomaly" in res.summary(), res.summary()
+            assert "certified" not in res.summary()
+
+
+def test_case3_one_ulp_shift_is_within_the_roundoff_budget() -> None:
+    for seed in SEEDS:
+        gen = torch.Generator().manual_seed(seed)
+        g = torch.randn(7, generator=gen, dtype=F64)
+        b = (torch.rand(3000, 1, generator=gen, dtype=F64) < 0.5).to(F64)
+        res = fixed_sample_test(g * (1 + 2.0**-52 * b), g)
+        assert res.verdict is Verdict.PASS, res.summary()
+        q = res.quantities[0]
+        assert q.roundoff_budget > 0 and q.bias_norm <= q.roundoff_budget
+        assert "round-off budget" in res.summary()
+
+
+def _rho1_when_positive(z: NormalizerInputs) -> torch.Tensor:
+    first = z.nu.flatten(2)[..., 0]
+    return torch.where(first > 0, paper_rho1(z), torch.ones_like(first))
+
+
+@pytest.mark.parametrize(("kind", "loss"), [("gru", "squared-error"), ("elman-tanh", "cross-entropy")])
+def test_case4_rho1_that_cancels_at_n1_T1_is_not_bias(kind: str, loss: str) -> None:
+    est = UORO(rho1=_rho1_when_positive, label="uoro[rho1-when-nu1-positive]")
+    for seed in SEEDS:
+        P, th = random_problem(kind, n=1, d=2, T=1, loss=loss, generator=torch.Generator().manual_seed(seed))
+        res = assert_unbiased(est, P, th, seed=seed, quantity=("gradient", "total", "influence"), max_samples=20_000)
+        assert res.passed
+
+
+def test_a_fail_never_certifies() -> None:
+    g = torch.tensor([1.0, -2.0, 0.5], dtype=F64)
+    res = fixed_sample_test(g.expand(3000, 3) + torch.tensor([1e-6, 0.0, 0.0], dtype=F64), g)
+    assert res.verdict is Verdict.FAIL
+    text = res.summary()
+    assert "certified" not in text and "deterministic offset" in text
+
+
+def test_case1_sequential_without_anomaly_stop_tests_the_unresolved_directions() -> None:
+    """With ``stop_on_anomaly=False`` the sequential test runs its whole budget through the floor tests."""
+    opts = TestOptions(alpha=1e-3, beta=1e-3, delta=0.02, stop_on_anomaly=False)
+    for seed in range(3):
+        sampler, g, gen = ill_conditioned(1e8, True, seed)
+        res = sequential_test(sampler, g, options=opts, generator=gen, max_samples=20_000)
+        assert res.verdict is not Verdict.FAIL and res.samples_used == 20_000, res.summary()
+        assert any(s.name.startswith("unresolved-directions") for s in res.quantities[0].subtests)
+
+
+def test_large_p_diagonal_mode() -> None:
+    """p > dense_max: no p×p matrix; unbiased draws do not FAIL, a mean shift and a deterministic offset do."""
+    gen = torch.Generator().manual_seed(3)
+    p = 1500
+    g = torch.randn(p, generator=gen, dtype=F64)
+    scale = torch.ones(p, dtype=F64)
+    scale[:10] = 0.0  # ten exact coordinates
+
+    def draws(m: int, bias: torch.Tensor | None = None) -> torch.Tensor:
+        x = g + torch.randn(m, p, generator=gen, dtype=F64) * scale
+        return x if bias is None else x + bias
+
+    opts = TestOptions(delta=0.5)
+    ok = fixed_sample_test(draws(3000), g, options=opts)
+    assert ok.verdict is Verdict.PASS and ok.quantities[0].relative_bound < 0.5, ok.summary()
+    shifted = fixed_sample_test(draws(3000, 0.3 * g), g, options=opts)
+    assert shifted.verdict is Verdict.FAIL and "mean shift" in shifted.summary()
+    offset = torch.zeros(p, dtype=F64)
+    offset[3] = 1e-9
+    det = fixed_sample_test(draws(3000, offset), g, options=opts)
+    assert det.verdict is Verdict.FAIL and "deterministic offset" in det.summary()
+    seq = sequential_test(lambda m, _gen: draws(m), g, options=opts, generator=gen, max_samples=20_000, first=1000)
+    assert seq.verdict is Verdict.PASS, seq.summary()

@@ -1,0 +1,518 @@
+r"""Adversarial calibration of the unbiasedness tests: both error rates in every corner (issue 14).
+
+The engine (:mod:`verify.stats.unbiased`) promises: a correct estimator gets FAIL with
+probability ≤ α, and a PASS certificate :math:`\|E\hat g - g\| < \delta\|g\|` is wrong with
+probability ≤ β. This module measures both rates on synthetic samplers built to break
+them, for the three mechanisms (``fixed``: :func:`~verify.stats.unbiased.fixed_sample_test`
+on 2000 draws; ``planned``: :func:`~verify.stats.unbiased.planned_test`; ``sequential``:
+:func:`~verify.stats.unbiased.sequential_test`) over many seeds, and reports each observed
+rate with its one-sided Clopper–Pearson 95 % upper bound.
+
+Cells (:func:`suite`): draws :math:`X = g + b + Q\,\mathrm{diag}(\sigma)\,z` with z i.i.d.
+of a standardised law --
+
+* laws: Gaussian, Rademacher (±1), multivariate Student-t₃ (one χ² per draw: finite
+  variance, infinite fourth moment), bounded skewed (centred Bernoulli(0.1)), a scale
+  mixture (contaminated normal: ×10 with probability 0.01);
+* spectra σ²: condition numbers 1, 1e4, 1e8, 1e12, 1e16 (geometric), rank-deficient (half
+  the directions exact), multi-scale (σ from 1e-8 to 1e8), the issue's case 1 (3 directions
+  at 1e5, 15 at 1e-3, 4 exact: a variance anomaly);
+* bases: Q a random rotation (dense for p ≤ 256, else a permuted block rotation with 64×64
+  blocks) or the identity (axis-aligned);
+* noise at round-off level (:math:`X = g(1 + 2^{-52}b)`, b ~ Bernoulli(1/2);
+  :math:`X = \mathrm{fl}(g + 4u|g|\,z)`), exactly deterministic draws (X = g);
+* dimensions p = 1 … 10⁴ (p > 512 runs the engine's diagonal mode; the unbiased large-p cells
+  use 100–300 draws per test, so they measure the FAIL side only: a PASS needs M ≥ 1000);
+* biased cells: :math:`\|b\| = 1.01\,\delta\|g\|` along the top, the bottom or a random
+  direction -- a PASS there is a false certificate (rate ≤ β); they run with the FAIL side's
+  noisy-direction tests off (:func:`options`), so the certificate alone is measured.
+
+The truth's norm is set so that the planner asks for ≈ 4000 draws at α = β = 1e-3 with
+δ = 0.1 (the round-off and case-1 cells keep their own scales); the rates do not depend
+on δ, only the work does.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from verify.errors import InvalidArgument
+from verify.results import Verdict
+from verify.stats.binomial import clopper_pearson_upper
+from verify.stats.moments import U64
+from verify.stats.planner import plan_samples
+from verify.stats.unbiased import (
+    TestOptions,
+    UnbiasednessResult,
+    fixed_sample_test,
+    planned_test,
+    sequential_test,
+    validate_seed,
+)
+
+__all__ = [
+    "LEVELS",
+    "MECHANISMS",
+    "Cell",
+    "CellResult",
+    "build",
+    "markdown_table",
+    "run_cell",
+    "run_suite",
+    "smoke_suite",
+    "suite",
+]
+
+F64 = torch.float64
+MECHANISMS = ("fixed", "planned", "sequential")
+LEVELS = (1e-3, 0.05)
+DELTA = 0.1
+TARGET_PLAN = 4000
+FIXED_M = 2000
+MAX_SAMPLES = 30_000
+FIRST = 1000
+BIAS_FACTOR = 1.01
+_DENSE_ROTATION_MAX = 256
+#: large-p cells: fixed M, pilot / first look, budget (the cost of a draw is O(p))
+_LARGE_P_DRAWS = (200, 100, 300)
+_BLOCK = 64
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One adversarial situation: a law, a spectrum, a basis, a dimension, an optional bias."""
+
+    name: str
+    law: str = "gauss"
+    p: int = 22
+    spectrum: str = (
+        "geometric"  # geometric | rank-half | multiscale | case1 | exact | roundoff-bernoulli | roundoff-gauss
+    )
+    cond: float = 1.0
+    rotated: bool = True
+    bias: float = 0.0  # ‖b‖ / (δ‖g‖); > 1: a biased cell (false certificates counted)
+    bias_dir: str = "spread"  # spread | top | bottom
+    plan: int = TARGET_PLAN  # draws the planner asks for at α = β = 1e-3 (sets ‖g‖)
+    draws: tuple[int, int, int] = (FIXED_M, FIRST, MAX_SAMPLES)  # fixed M; pilot / first look; budget
+
+    @property
+    def biased(self) -> bool:
+        return self.bias > 0
+
+    def describe(self) -> str:
+        basis = "rotated" if self.rotated else "axis"
+        spec = f"cond {self.cond:.0e}" if self.spectrum == "geometric" else self.spectrum
+        b = f", bias {self.bias:g}·δ‖g‖ ({self.bias_dir})" if self.biased else ""
+        return f"{self.law}, p={self.p}, {spec}, {basis}{b}"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """Counts of verdicts over the seeds of one (cell, level, mechanism)."""
+
+    cell: str
+    description: str
+    biased: bool
+    level: float
+    mechanism: str
+    seeds: int
+    fails: int
+    passes: int
+    inconclusive: int
+    mean_draws: float
+    wall_s: float
+
+    @property
+    def errors(self) -> int:
+        """False FAILs (unbiased cell) or false certificates (biased cell)."""
+        return self.passes if self.biased else self.fails
+
+    @property
+    def rate(self) -> float:
+        return self.errors / self.seeds
+
+    @property
+    def cp_upper(self) -> float:
+        return clopper_pearson_upper(self.errors, self.seeds, 0.95)
+
+    @property
+    def ok(self) -> bool:
+        """The observed error rate is at most the stated level."""
+        return self.rate <= self.level
+
+    @property
+    def resolved(self) -> bool:
+        """The Clopper–Pearson 95 % upper bound is at most the level (enough seeds to show it)."""
+        return self.cp_upper <= self.level
+
+    def to_data(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(
+            error="false certificate" if self.biased else "false FAIL",
+            errors=self.errors,
+            rate=self.rate,
+            cp95_upper=self.cp_upper,
+            ok=self.ok,
+            resolved=self.resolved,
+        )
+        return d
+
+
+# --------------------------------------------------------------------- draws
+def noise(law: str, m: int, p: int, gen: torch.Generator) -> torch.Tensor:
+    """(m, p) i.i.d. standardised noise of the law (mean 0, unit variance per coordinate)."""
+    if law == "gauss":
+        return torch.randn(m, p, generator=gen, dtype=F64)
+    if law == "rademacher":
+        return 2.0 * (torch.rand(m, p, generator=gen, dtype=F64) < 0.5).to(F64) - 1.0
+    if law == "t3":
+        z = torch.randn(m, p, generator=gen, dtype=F64)
+        u = torch.randn(m, 3, generator=gen, dtype=F64)
+        return z / torch.sqrt((u * u).sum(1, keepdim=True) / 3) / math.sqrt(3.0)
+    if law == "bounded":
+        u = torch.rand(m, p, generator=gen, dtype=F64)
+        return ((u < 0.1).to(F64) - 0.1) / 0.3
+    if law == "scale-mixture":
+        z = torch.randn(m, p, generator=gen, dtype=F64)
+        s = torch.where(torch.rand(m, 1, generator=gen, dtype=F64) < 0.01, 10.0, 1.0)
+        return z * s / math.sqrt(0.99 + 0.01 * 100.0)
+    raise InvalidArgument("law", law, "one of gauss, rademacher, t3, bounded, scale-mixture")
+
+
+class _Rotation:
+    """x -> Q x for a fixed random rotation: dense (p ≤ 256) or permuted 64×64 blocks (large p)."""
+
+    def __init__(self, p: int, gen: torch.Generator) -> None:
+        self.p = p
+        if p <= _DENSE_ROTATION_MAX:
+            self.dense: torch.Tensor | None = torch.linalg.qr(torch.randn(p, p, generator=gen, dtype=F64))[0]
+            return
+        self.dense = None
+        nb = math.ceil(p / _BLOCK)
+        self.blocks = torch.linalg.qr(torch.randn(nb, _BLOCK, _BLOCK, generator=gen, dtype=F64))[0]
+        self.perm = torch.randperm(p, generator=gen)
+
+    def apply_rows(self, w: torch.Tensor) -> torch.Tensor:
+        """Rows w_i -> (Q w_i)^T for an (m, p) batch."""
+        if self.dense is not None:
+            return w @ self.dense.T
+        m = w.shape[0]
+        nb = self.blocks.shape[0]
+        pad = torch.zeros(m, nb * _BLOCK, dtype=F64)
+        pad[:, : self.p] = w
+        out = torch.einsum("mbj,bij->mbi", pad.reshape(m, nb, _BLOCK), self.blocks).reshape(m, -1)[:, : self.p]
+        res = torch.empty_like(out)
+        res[:, self.perm] = out
+        return res
+
+    def column(self, j: int) -> torch.Tensor:
+        e = torch.zeros(1, self.p, dtype=F64)
+        e[0, j] = 1.0
+        return self.apply_rows(e)[0]
+
+
+def _sd(cell: Cell) -> torch.Tensor:
+    p = cell.p
+    if cell.spectrum == "geometric":
+        if p == 1:
+            return torch.ones(1, dtype=F64)
+        j = torch.arange(p, dtype=F64)
+        return cell.cond ** (-j / (2 * (p - 1)))
+    if cell.spectrum == "rank-half":
+        h = p // 2
+        j = torch.arange(h, dtype=F64)
+        return torch.cat([cell.cond ** (-j / (2 * max(h - 1, 1))), torch.zeros(p - h, dtype=F64)])
+    if cell.spectrum == "multiscale":
+        return torch.logspace(8, -8, p, dtype=F64)
+    if cell.spectrum == "case1":
+        return torch.cat([torch.full((3,), 1e5), torch.full((15,), 1e-3), torch.zeros(p - 18)]).to(F64)
+    return torch.zeros(p, dtype=F64)  # exact / round-off cells: no modelled noise
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A built cell: the truth and a sampler ``(m, generator) -> (m, p)`` draws."""
+
+    truth: torch.Tensor
+    sampler: Callable[[int, torch.Generator], torch.Tensor]
+    bias_norm: float
+    draws: tuple[int, int, int] = (FIXED_M, FIRST, MAX_SAMPLES)
+
+
+def build(cell: Cell) -> Problem:
+    """The cell's truth (scaled so that the planner asks for ≈ 4000 draws at α = β = 1e-3) and sampler."""
+    gen = torch.Generator().manual_seed(abs(hash(cell.name)) % (2**31))
+    p = cell.p
+    sd = _sd(cell)
+    rot = _Rotation(p, gen) if cell.rotated and p > 1 else None
+    direction = torch.randn(p, generator=gen, dtype=F64)
+    direction /= torch.linalg.vector_norm(direction)
+    if cell.spectrum in ("geometric", "rank-half", "multiscale"):
+        pl = plan_samples(delta=DELTA, alpha=1e-3, beta=1e-3, truth_norm=1.0, eigenvalues=sd * sd)
+        g = direction * math.sqrt(pl.samples / cell.plan)  # plan ∝ 1/||g||^2
+    else:
+        g = torch.randn(p, generator=gen, dtype=F64)
+    gnorm = float(torch.linalg.vector_norm(g))
+    b = torch.zeros(p, dtype=F64)
+    if cell.biased:
+        if cell.bias_dir == "spread":
+            v = torch.randn(p, generator=gen, dtype=F64)
+        else:
+            j = 0 if cell.bias_dir == "top" else int(torch.nonzero(sd == sd[sd > 0].min())[0])
+            v = rot.column(j) if rot is not None else torch.nn.functional.one_hot(torch.tensor(j), p).to(F64)
+        b = v / torch.linalg.vector_norm(v) * cell.bias * DELTA * gnorm
+    mean = g + b
+    law, spectrum = cell.law, cell.spectrum
+
+    def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
+        if spectrum == "exact":
+            return mean.expand(m, p).clone()
+        if spectrum == "roundoff-bernoulli":
+            bern = (torch.rand(m, p, generator=rng, dtype=F64) < 0.5).to(F64)
+            return mean * (1.0 + 2.0**-52 * bern)
+        if spectrum == "roundoff-gauss":
+            return mean + 4.0 * U64 * mean.abs() * torch.randn(m, p, generator=rng, dtype=F64)
+        w = noise(law, m, p, rng) * sd
+        return mean + (rot.apply_rows(w) if rot is not None else w)
+
+    return Problem(g, sampler, float(torch.linalg.vector_norm(b)), cell.draws)
+
+
+# ------------------------------------------------------------------- cells
+def suite() -> list[Cell]:
+    """The adversarial suite (module docstring): 46 cells."""
+    cells: list[Cell] = []
+    for cond in (1.0, 1e4, 1e8, 1e12, 1e16):
+        for rot in (True, False):
+            if cond == 1.0 and not rot:
+                continue  # isotropic: rotation-invariant
+            cells.append(Cell(f"gauss-cond{cond:.0e}-{'rot' if rot else 'axis'}", cond=cond, rotated=rot))
+    for law in ("rademacher", "t3", "bounded", "scale-mixture"):
+        for cond, rot in ((1.0, True), (1e8, True), (1e16, True), (1e16, False)):
+            cells.append(Cell(f"{law}-cond{cond:.0e}-{'rot' if rot else 'axis'}", law=law, cond=cond, rotated=rot))
+    cells += [
+        Cell("rank-half-rot", spectrum="rank-half", cond=1e4),
+        Cell("rank-half-axis", spectrum="rank-half", cond=1e4, rotated=False),
+        Cell("multiscale-rot", spectrum="multiscale"),
+        Cell("multiscale-axis", spectrum="multiscale", rotated=False),
+        Cell("case1-anomaly-rot", spectrum="case1"),
+        Cell("roundoff-bernoulli", spectrum="roundoff-bernoulli", rotated=False),
+        Cell("roundoff-gauss", spectrum="roundoff-gauss", rotated=False),
+        Cell("exact", spectrum="exact", rotated=False),
+    ]
+    for p in (1, 10, 100):
+        cells.append(Cell(f"gauss-p{p}", p=p, cond=1e4 if p > 1 else 1.0))
+    # large p (diagonal mode): few draws, no PASS (M < 1000): the FAIL side is measured
+    cells.append(Cell("gauss-p1000", p=1000, cond=1e4, plan=1500, draws=_LARGE_P_DRAWS))
+    cells.append(Cell("gauss-p10000", p=10_000, cond=1e4, plan=1500, draws=(100, 100, 200)))
+    cells += [
+        Cell("biased-gauss-spread", cond=1.0, bias=BIAS_FACTOR),
+        Cell("biased-gauss-top", cond=1e4, bias=BIAS_FACTOR, bias_dir="top"),
+        Cell("biased-gauss-bottom", cond=1e4, bias=BIAS_FACTOR, bias_dir="bottom"),
+        Cell("biased-t3-spread", law="t3", cond=1e4, bias=BIAS_FACTOR),
+        Cell("biased-rademacher-rot", law="rademacher", cond=1e8, bias=BIAS_FACTOR),
+        Cell("biased-bounded-top", law="bounded", cond=1e4, bias=BIAS_FACTOR, bias_dir="top"),
+        Cell("biased-gauss-p1000", p=1000, cond=1e4, bias=BIAS_FACTOR, plan=1200, draws=(1000, 1000, 4800)),
+    ]
+    return cells
+
+
+def smoke_suite() -> list[Cell]:
+    """A few cells for the default-tier smoke test (one per corner)."""
+    names = {
+        "gauss-cond1e+16-rot",
+        "t3-cond1e+08-rot",
+        "rank-half-rot",
+        "roundoff-bernoulli",
+        "exact",
+        "gauss-p1000",
+        "biased-gauss-top",
+    }
+    return [c for c in suite() if c.name in names]
+
+
+# --------------------------------------------------------------------- runs
+def options(level: float, *, biased: bool) -> TestOptions:
+    """α = β = level, δ = 0.1; in a biased cell the FAIL side's noisy-direction tests are off.
+
+    A biased cell measures the *certificate alone*: with the K directions and Hotelling's T²
+    switched off, the only exit of the test is a PASS, so every wrong certificate is counted
+    (with the FAIL side on, a FAIL would end many runs first: the shipped engine's false-
+    certificate rate is at most the one measured here).
+    """
+    if biased:
+        return TestOptions(alpha=level, beta=level, delta=DELTA, directions=0, hotelling=False)
+    return TestOptions(alpha=level, beta=level, delta=DELTA)
+
+
+def run_once(problem: Problem, level: float, mechanism: str, seed: int, *, biased: bool = False) -> UnbiasednessResult:
+    """One test of one mechanism on one seed."""
+    seed = validate_seed("seed", seed)
+    gen = torch.Generator().manual_seed(seed)
+    opts = options(level, biased=biased)
+    fixed_m, first, max_samples = problem.draws
+    if biased:
+        max_samples //= 2
+    if mechanism == "fixed":
+        return fixed_sample_test(problem.sampler(fixed_m, gen), problem.truth, options=opts, generator=gen)
+    if mechanism == "planned":
+        return planned_test(
+            problem.sampler, problem.truth, options=opts, generator=gen, max_samples=max_samples, pilot=first
+        )
+    if mechanism == "sequential":
+        return sequential_test(
+            problem.sampler, problem.truth, options=opts, generator=gen, max_samples=max_samples, first=first
+        )
+    raise InvalidArgument("mechanism", mechanism, f"one of {MECHANISMS}")
+
+
+def run_cell(cell: Cell, level: float, mechanism: str, seeds: Sequence[int]) -> CellResult:
+    """Verdict counts of one mechanism at one level over ``seeds`` (seed s uses generator seed s)."""
+    problem = build(cell)
+    t0 = time.perf_counter()
+    counts = {Verdict.FAIL: 0, Verdict.PASS: 0, Verdict.INCONCLUSIVE: 0}
+    draws = 0
+    for s in seeds:
+        res = run_once(problem, level, mechanism, s, biased=cell.biased)
+        counts[res.verdict] = counts.get(res.verdict, 0) + 1
+        draws += res.samples_used
+    n = len(seeds)
+    return CellResult(
+        cell.name,
+        cell.describe(),
+        cell.biased,
+        level,
+        mechanism,
+        n,
+        counts[Verdict.FAIL],
+        counts[Verdict.PASS],
+        counts[Verdict.INCONCLUSIVE],
+        draws / max(n, 1),
+        time.perf_counter() - t0,
+    )
+
+
+def _job(args: tuple[Cell, float, str, list[int]]) -> CellResult:
+    torch.set_num_threads(1)
+    return run_cell(*args)
+
+
+def run_suite(
+    cells: Sequence[Cell],
+    *,
+    seeds: Sequence[int],
+    levels: Sequence[float] = LEVELS,
+    mechanisms: Sequence[str] = MECHANISMS,
+    jobs: int = 1,
+    progress: Callable[[CellResult], None] | None = None,
+) -> list[CellResult]:
+    """Every (cell, level, mechanism) over ``seeds``; ``jobs`` > 1 runs them in worker processes."""
+    work = [(c, lv, mech, list(seeds)) for c in cells for lv in levels for mech in mechanisms]
+    out: list[CellResult] = []
+    if jobs <= 1:
+        for w in work:
+            r = _job(w)
+            out.append(r)
+            if progress:
+                progress(r)
+        return out
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(jobs) as pool:
+        for r in pool.imap_unordered(_job, sorted(work, key=_cost, reverse=True)):
+            out.append(r)
+            if progress:
+                progress(r)
+    order = {(c.name, lv, mech): i for i, (c, lv, mech, _) in enumerate(work)}
+    return sorted(out, key=lambda r: order[(r.cell, r.level, r.mechanism)])
+
+
+def _cost(w: tuple[Cell, float, str, list[int]]) -> float:
+    return float(w[0].p)
+
+
+# ------------------------------------------------------------------ report
+def summarize(results: Sequence[CellResult]) -> list[dict[str, Any]]:
+    """Worst observed error rate per (level, mechanism, kind of error)."""
+    rows = []
+    for lv in sorted({r.level for r in results}):
+        for mech in MECHANISMS:
+            for biased in (False, True):
+                sel = [r for r in results if r.level == lv and r.mechanism == mech and r.biased is biased]
+                if not sel:
+                    continue
+                worst = max(sel, key=lambda r: (r.rate, r.cp_upper))
+                rows.append(
+                    {
+                        "level": lv,
+                        "mechanism": mech,
+                        "error": "false certificate" if biased else "false FAIL",
+                        "cells": len(sel),
+                        "seeds": sel[0].seeds,
+                        "total_errors": sum(r.errors for r in sel),
+                        "total_runs": sum(r.seeds for r in sel),
+                        "pooled_rate": sum(r.errors for r in sel) / sum(r.seeds for r in sel),
+                        "pooled_cp95_upper": clopper_pearson_upper(
+                            sum(r.errors for r in sel), sum(r.seeds for r in sel), 0.95
+                        ),
+                        "worst_cell": worst.cell,
+                        "worst_rate": worst.rate,
+                        "worst_cp95_upper": worst.cp_upper,
+                        "all_ok": all(r.ok for r in sel),
+                        "all_resolved": all(r.resolved for r in sel),
+                    }
+                )
+    return rows
+
+
+def markdown_table(results: Sequence[CellResult], *, command: str, wall_s: float, machine: str) -> str:
+    """The calibration report: a summary per (level, mechanism) and the full per-cell table."""
+    lines = [
+        "# Adversarial calibration of the unbiasedness tests",
+        "",
+        f"Generated by `{command}` in {wall_s:.0f} s on {machine}.",
+        "",
+        "Each row: one cell of `verify.stats.calibration.suite()` at α = β = level, one mechanism "
+        f"(fixed: {FIXED_M} draws; planned: pilot {FIRST}, ≤ {MAX_SAMPLES}; sequential: first {FIRST}, ≤ "
+        f"{MAX_SAMPLES}; the large-p unbiased cells: 100-200 draws; {_LARGE_P_DRAWS[1]}, "
+        f"≤ {_LARGE_P_DRAWS[2]}; biased cells: half the budget, FAIL side's noisy-direction tests off), "
+        f"δ = {DELTA:g}. The error counted is a **false FAIL** in an unbiased cell and a "
+        f"**false certificate** (PASS while ‖E ĝ − g‖ = {BIAS_FACTOR:g}·δ‖g‖) in a biased cell. CP95 = one-sided "
+        "Clopper–Pearson 95 % upper bound on the rate; `ok` = observed rate ≤ level; `resolved` = CP95 ≤ level "
+        "(at level 1e-3, 1000 seeds cannot resolve the rate: 0/1000 gives CP95 = 0.003).",
+        "",
+        "## Summary: worst cell per level and mechanism",
+        "",
+        "| level | mechanism | error | cells | seeds/cell | pooled errors / runs | pooled rate | pooled CP95 | "
+        "worst cell | worst rate | worst CP95 | all cells ok | all resolved |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summarize(results):
+        lines.append(
+            f"| {s['level']:g} | {s['mechanism']} | {s['error']} | {s['cells']} | {s['seeds']} | "
+            f"{s['total_errors']} / {s['total_runs']} | {s['pooled_rate']:.2e} | {s['pooled_cp95_upper']:.2e} | "
+            f"{s['worst_cell']} | {s['worst_rate']:.4f} | {s['worst_cp95_upper']:.4f} | "
+            f"{'yes' if s['all_ok'] else '**NO**'} | {'yes' if s['all_resolved'] else 'no'} |"
+        )
+    lines += [
+        "",
+        "## All cells",
+        "",
+        "| cell | description | level | mechanism | seeds | FAIL | PASS | INCONCLUSIVE | error rate | CP95 | ok | "
+        "mean draws | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        kind = "cert" if r.biased else "FAIL"
+        lines.append(
+            f"| {r.cell} | {r.description} | {r.level:g} | {r.mechanism} | {r.seeds} | {r.fails} | {r.passes} | "
+            f"{r.inconclusive} | {r.rate:.4f} ({kind}) | {r.cp_upper:.4f} | {'yes' if r.ok else '**NO**'} | "
+            f"{r.mean_draws:.0f} | {r.wall_s:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
