@@ -12,6 +12,8 @@ probability ≤ 1e-2 per case); a FAIL never carries a certificate; a huge varia
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -147,3 +149,43 @@ def test_large_p_diagonal_mode() -> None:
     assert det.verdict is Verdict.FAIL and "deterministic offset" in det.summary()
     seq = sequential_test(lambda m, _gen: draws(m), g, options=opts, generator=gen, max_samples=20_000, first=1000)
     assert seq.verdict is Verdict.PASS, seq.summary()
+
+
+# --- second moments beyond float64 (the rho0-inverted UORO mutant at n=4, T=16: variance x1e64)
+def test_overflowing_variance_is_an_anomaly_not_bias_nor_a_crash() -> None:
+
+    g = torch.ones(3, dtype=torch.float64)
+
+    def sampler(m: int, rng: torch.Generator) -> tuple[torch.Tensor]:
+        return (g + 1e200 * torch.randn(m, 3, generator=rng, dtype=torch.float64),)
+
+    gen = torch.Generator().manual_seed(0)
+    results = [
+        sequential_test(sampler, g, generator=gen, max_samples=5000, first=100),
+        planned_test(sampler, g, generator=gen, max_samples=5000, pilot=100),
+        fixed_sample_test(sampler(100, gen)[0], g),
+    ]
+    for res in results:
+        assert res.verdict is Verdict.INCONCLUSIVE
+        assert res.variance_anomaly
+        assert "overflow float64" in res.reason
+
+
+def test_symmetric_eigh_falls_back_when_lapack_does_not_converge(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verify.stats.roundoff import symmetric_eigh
+
+    a = torch.randn(6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    a = a @ a.T * 1e120
+    want = torch.linalg.eigvalsh(a / 1e120) * 1e120
+
+    def fail(*args: object, **kw: object) -> None:
+        raise torch.linalg.LinAlgError("linalg.eigh: The algorithm failed to converge (error code: 34)")
+
+    monkeypatch.setattr(torch.linalg, "eigh", fail)
+    monkeypatch.setattr(torch.linalg, "eigvalsh", fail)
+    lam, vec = symmetric_eigh(a)
+    assert vec is not None
+    torch.testing.assert_close(lam, want, rtol=1e-12, atol=0.0)
+    torch.testing.assert_close(vec @ torch.diag(lam) @ vec.T, a, rtol=1e-10, atol=1e-10 * float(a.abs().max()))
+    with pytest.raises(ValueError, match="non-finite"):
+        symmetric_eigh(torch.full((2, 2), math.inf, dtype=torch.float64))

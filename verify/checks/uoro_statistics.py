@@ -322,9 +322,10 @@ def _unbiased_claim(
         f"{lab}: {r.verdict.value}" + ("" if r.failed else f", bound {r.relative_bound:.3g}") + f", M={r.samples_used}"
         for lab, r in results
     )
+    plan_s = str(planned) if planned < 10**9 else f"{planned:.3g}"
     summary = (
         f"{what}: {verdict.value}; {story}, alpha = {opts.alpha * len(runs):g}; sequential used {used} draws vs "
-        f"fixed-sample plan {planned} (ratio {used / max(planned, 1):.2f}); {parts}"
+        f"fixed-sample plan {plan_s} (ratio {used / max(planned, 1):.2f}); {parts}"
     )
     reason = None
     if verdict is Verdict.INCONCLUSIVE:
@@ -1370,8 +1371,8 @@ def power_curve(mutant: str, case: _Case, config: RunConfig, budget: int) -> lis
     g = _cached_truths(case, (T,), ("total",))[0]
     exact = enumerate_expectation(bad, P.to(dtype=torch.float64), th)
     b1 = float(torch.linalg.vector_norm(exact.gradients.sum(0) - g) / torch.linalg.vector_norm(g))
-    s_good, _ = estimator_sampler(good, P, th, steps=(T,), quantities=("total",))
-    s_bad, _ = estimator_sampler(bad, P, th, steps=(T,), quantities=("total",))
+    s_good, _, _ = sampler_for(good, P, th, steps=(T,), quantities=("total",))
+    s_bad, _, _ = sampler_for(bad, P, th, steps=(T,), quantities=("total",))
     rows = []
     for i, lam in enumerate(POWER_FRACTIONS):
 

@@ -39,6 +39,7 @@ from verify._validate import require_positive, require_positive_int, require_pro
 from verify.errors import InvalidArgument
 from verify.stats.bounds import Spectrum, norm_quantile_bound
 from verify.stats.moments import Moments
+from verify.stats.roundoff import symmetric_eigh
 
 __all__ = ["SamplePlan", "plan_from_pilot", "plan_samples"]
 
@@ -135,7 +136,7 @@ def pilot_spectrum(pilot: Moments) -> torch.Tensor | Spectrum:
         var = pilot.variances().clamp(min=0.0)
         frob = math.sqrt(pilot.frobenius2_upper())
         return Spectrum(float(var.sum()), frob, max(frob, float(var.max())), pilot.p)
-    eigs: torch.Tensor = torch.linalg.eigvalsh(pilot.covariance())
+    eigs, _ = symmetric_eigh(pilot.covariance(), vectors=False)
     return eigs
 
 

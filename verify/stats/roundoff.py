@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from verify.stats.moments import U64, Moments
@@ -71,6 +72,7 @@ __all__ = [
     "deterministic_coordinates",
     "draw_rms",
     "eigen_floor",
+    "symmetric_eigh",
 ]
 
 #: κ: round-off units of its own magnitude each coordinate of a draw may carry
@@ -103,3 +105,43 @@ def deterministic_coordinates(m: Moments, tau: torch.Tensor) -> torch.Tensor:
 def eigen_floor(lam_max: float, dim: int) -> float:
     """e = c_e·d·u₆₄·λ_max: how far a computed eigenvalue may lie from the variance along its computed vector."""
     return EIG_FACTOR * max(dim, 1) * U64 * max(lam_max, 0.0)
+
+
+def symmetric_eigh(a: torch.Tensor, *, vectors: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Eigenvalues (ascending) and, with ``vectors``, eigenvectors of the symmetric matrix ``a``, always.
+
+    LAPACK's divide-and-conquer driver (``torch.linalg.eigh``) can fail to converge on covariances whose
+    entries span ~10¹³ and more (the unbiased ρ₀-inverted UORO mutant), which is the estimator's variance,
+    not an error of the test. The matrix is symmetrized and scaled to unit largest entry first; on a
+    convergence failure the decomposition is retried with the relatively robust representation driver
+    (``scipy.linalg.eigh(driver="evr")``) and then the QR driver (``"ev"``). All are backward stable, so
+    :func:`eigen_floor` still bounds the error. Non-finite entries raise ``ValueError``.
+    """
+    a = a.to(torch.float64)
+    if not bool(torch.isfinite(a).all()):
+        raise ValueError("symmetric_eigh: the matrix has non-finite entries")
+    d = a.shape[-1]
+    scale = float(a.abs().max()) if a.numel() else 0.0
+    if scale == 0.0:
+        return torch.zeros(d, dtype=torch.float64), torch.eye(d, dtype=torch.float64) if vectors else None
+    b = (a + a.T) * (0.5 / scale)
+    try:
+        if vectors:
+            lam, vec = torch.linalg.eigh(b)
+            return lam * scale, vec
+        return torch.linalg.eigvalsh(b) * scale, None
+    except torch.linalg.LinAlgError:
+        import scipy.linalg
+
+        err: Exception | None = None
+        for driver in ("evr", "ev"):
+            try:
+                res = scipy.linalg.eigh(b.numpy(), eigvals_only=not vectors, driver=driver, check_finite=False)
+            except (np.linalg.LinAlgError, ValueError) as exc:
+                err = exc
+                continue
+            if vectors:
+                w, v = res
+                return torch.from_numpy(w) * scale, torch.from_numpy(v)
+            return torch.from_numpy(res) * scale, None
+        raise ValueError(f"symmetric_eigh: no LAPACK driver converged on a {d}x{d} matrix") from err

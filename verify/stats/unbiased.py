@@ -137,6 +137,7 @@ from verify.stats.roundoff import (
     deterministic_coordinates,
     draw_rms,
     eigen_floor,
+    symmetric_eigh,
 )
 
 __all__ = [
@@ -580,7 +581,9 @@ def _geometry(m: Moments, truth: torch.Tensor | None = None, opts: TestOptions |
             torch.zeros(0, dtype=torch.bool), False, proj_err,
         )  # fmt: skip
     block = m.covariance()[idx][:, idx]
-    lam, vec = torch.linalg.eigh(block)
+    lam, vec_ = symmetric_eigh(block)
+    assert vec_ is not None
+    vec = vec_
     lam = lam.clamp(min=0.0)
     e = eigen_floor(float(lam.max()), d)
     resolved = lam > RESOLVE_FACTOR * e
@@ -643,6 +646,28 @@ def _anomaly(m: Moments, gnorm: float, plan: SamplePlan, budget: int, opts: Test
         f"delta={opts.delta:g} would need ~{plan.samples:.3g} draws, {plan.samples / budget:.3g}x the budget of "
         f"{budget}; the draws show no bias beyond that noise -- a variance problem, not evidence of bias"
     )
+
+
+def _overflow(m: Moments) -> str:
+    """Non-empty when the draws' second moments overflow float64 (the draws themselves are finite)."""
+    if bool(torch.isfinite(m.scatter).all()) and bool(torch.isfinite(m.mean).all()):
+        return ""
+    return (
+        f"variance anomaly: the second moments of the draws overflow float64 (largest squared deviation "
+        f"{m.max_dev2:.3g}); no bias bound is possible at any sample size this arithmetic can hold -- a variance "
+        f"problem, not evidence of bias"
+    )
+
+
+def _overflow_results(labels: Sequence[str], accs: Sequence[_Acc], norms: Sequence[float]) -> list[QuantityResult]:
+    """INCONCLUSIVE (variance anomaly) for every quantity when one quantity's second moments overflow."""
+    out = []
+    for name, acc, gnorm in zip(labels, accs, norms, strict=True):
+        why = _overflow(acc.mom) or "not evaluated: another quantity's second moments overflow float64"
+        inf = math.inf
+        q = QuantityResult(name, Verdict.INCONCLUSIVE, acc.mom.n, gnorm, inf, inf, inf, inf, (), 1.0, 0, why, 0.0, True)
+        out.append(q)
+    return out
 
 
 def _verdict(failed: bool, bound: float, target: float, premise: str, anomaly: str) -> tuple[Verdict, str]:
@@ -890,6 +915,9 @@ def fixed_sample_test(
         if acc.mom.n < 2:
             raise InvalidArgument(f"samples[{j}]", acc.mom.n, "need at least 2 draws")
         a, b = opts.alpha / J, opts.beta / J
+        if _overflow(acc.mom):
+            out.append(_overflow_results([labels[j]], [acc], [norms[j]])[0])
+            continue
         plan = _plan(acc, norms[j], opts, a, b, opts.miss_rate / J, 2)
         out.append(_evaluate_fixed(labels[j], acc, truths[j], norms[j], opts, a, b, plan, acc.mom.n))
     verdict, reason = _combine(out)
@@ -938,6 +966,12 @@ def planned_test(
     pil = _draw(
         sampler, pilot, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch
     )
+    if any(_overflow(a.mom) for a in pil):
+        out = _overflow_results(labels, pil, norms)
+        return UnbiasednessResult(
+            Verdict.INCONCLUSIVE, "fixed (planned)", opts.alpha, opts.beta, opts.delta, pilot, None, tuple(out),
+            _combine(out)[1], wall_time=time.perf_counter() - t0, extra={"pilot": pilot, "test_draws": 0},
+        )  # fmt: skip
     plans = [
         _plan(pil[j], norms[j], opts, opts.alpha / J, opts.beta / J, opts.miss_rate / J, opts.min_samples)
         for j in range(J)
@@ -945,12 +979,16 @@ def planned_test(
     plan = max(plans, key=lambda pl: pl.samples)
     m = min(plan.samples, max_samples)
     acc = _draw(sampler, m, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch)
-    out = [
-        _evaluate_fixed(
-            labels[j], acc[j], truths[j], norms[j], opts, opts.alpha / J, opts.beta / J, plans[j], max_samples
-        )
-        for j in range(J)
-    ]
+    out = (
+        _overflow_results(labels, acc, norms)
+        if any(_overflow(a.mom) for a in acc)
+        else [
+            _evaluate_fixed(
+                labels[j], acc[j], truths[j], norms[j], opts, opts.alpha / J, opts.beta / J, plans[j], max_samples
+            )
+            for j in range(J)
+        ]
+    )
     verdict, reason = _combine(out)
     if plan.samples > max_samples:
         reason = f"plan {plan.samples} > max_samples={max_samples}, tested {m}" + (f"; {reason}" if reason else "")
@@ -1023,6 +1061,13 @@ def sequential_test(
     b_js = [opts.beta * v / sum(w) for v in w]
     m = min(first, max_samples)
     acc = _draw(sampler, m, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch)
+    if any(_overflow(a.mom) for a in acc):
+        out = _overflow_results(labels, acc, norms)
+        return UnbiasednessResult(
+            Verdict.INCONCLUSIVE, "sequential", opts.alpha, opts.beta, opts.delta, m, None, tuple(out),
+            f"stopped after {m} of {max_samples} draws; {_combine(out)[1]}", (), None, time.perf_counter() - t0,
+            {"first": first, "growth": growth},
+        )  # fmt: skip
     plans = [_plan(acc[j], norms[j], opts, a_js[j], b_js[j], opts.miss_rate / J, 2) for j in range(J)]
     anomalies = [_anomaly(acc[j].mom, norms[j], plans[j], max_samples, opts) for j in range(J)]
     plan = max(plans, key=lambda pl: pl.samples)
@@ -1042,6 +1087,11 @@ def sequential_test(
     looks: list[tuple[int, float]] = []
     sticky: dict[int, QuantityResult] = {}
     while True:
+        if any(_overflow(a.mom) for a in acc):  # a later batch overflowed: stop, nothing more can be certified
+            cur = _overflow_results(labels, acc, norms)
+            looks.append((m, math.inf))
+            verdict, reason = _combine(cur)
+            break
         cur = []
         for j in range(J):
             q = _evaluate_sequential(
