@@ -130,7 +130,7 @@ def symmetric_eigh(a: torch.Tensor, *, vectors: bool = True) -> tuple[torch.Tens
             lam, vec = torch.linalg.eigh(b)
             return lam * scale, vec
         return torch.linalg.eigvalsh(b) * scale, None
-    except torch.linalg.LinAlgError:
+    except torch.linalg.LinAlgError:  # type: ignore[attr-defined]
         import scipy.linalg
 
         err: Exception | None = None
