@@ -280,7 +280,7 @@ class DaskExecutor(Executor):
                     self.client.submit(execute_cell, c.task, c.params, self.threads, pure=False): c
                     for c in remaining.values()
                 }
-                for fut in as_completed(list(futs)):
+                for fut in as_completed(list(futs), loop=self.client.loop):
                     cell = futs[fut]
                     outcome = self._outcome(fut, cell)
                     if outcome is None:  # the scheduler lost the task (restart): resubmit what is left
