@@ -18,8 +18,10 @@ are the executor's business:
   an existing scheduler. A killed worker is restarted by its nanny and the
   scheduler reruns its cells (``distributed.scheduler.allowed-failures``; beyond
   that the cell is reported failed with ``KilledWorker``). A lost scheduler
-  connection (a scheduler restart) makes the executor reconnect and resubmit the
-  cells not yet returned, up to ``max_reconnects`` times.
+  connection or a restarted scheduler (checked by its id whenever no cell has
+  finished for ``poll`` seconds) makes the executor reconnect and resubmit the
+  cells not yet returned, up to ``max_reconnects`` times; cells already returned
+  are in the driver's cache and are not run again.
 * **serial** (:class:`SerialExecutor`): in this process, in order (tests, debugging).
 
 ``workers`` is the number of cells run at once; each cell gets ``threads`` torch
@@ -228,6 +230,7 @@ class DaskExecutor(Executor):
         *,
         max_reconnects: int = 5,
         reconnect_timeout: float = 60.0,
+        poll: float = 15.0,
     ) -> None:
         if not dask_available():
             raise InvalidArgument(
@@ -239,6 +242,7 @@ class DaskExecutor(Executor):
         self.address = address
         self.max_reconnects = max_reconnects
         self.reconnect_timeout = reconnect_timeout
+        self.poll = poll
         self.cluster: Any = None
         self.client: Any = self._connect()
 
@@ -258,7 +262,7 @@ class DaskExecutor(Executor):
                     threads_per_worker=1,
                     processes=True,
                     host="127.0.0.1",  # loopback only
-                    dashboard_address=None,
+                    dashboard_address="127.0.0.1:0",  # its HTTP server: loopback, a free port
                     silence_logs=logging.ERROR,
                 )
             return dist.Client(self.cluster, set_as_default=False)
@@ -271,22 +275,34 @@ class DaskExecutor(Executor):
     def map_unordered(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Outcome]]:
         import importlib
 
-        as_completed: Any = importlib.import_module("distributed").as_completed
+        dist: Any = importlib.import_module("distributed")
         remaining: dict[str, Cell] = {c.key: c for c in cells}
         reconnects = 0
         while remaining:
             try:
+                identity = self._scheduler_id()
                 futs = {
                     self.client.submit(execute_cell, c.task, c.params, self.threads, pure=False): c
                     for c in remaining.values()
                 }
-                for fut in as_completed(list(futs), loop=self.client.loop):
-                    cell = futs[fut]
-                    outcome = self._outcome(fut, cell)
-                    if outcome is None:  # the scheduler lost the task (restart): resubmit what is left
-                        raise ConnectionError("the scheduler lost a task")
-                    remaining.pop(cell.key, None)
-                    yield cell, outcome
+                ac = dist.as_completed(list(futs), loop=self.client.loop)
+                quiet_since = time.monotonic()
+                while not ac.is_empty():
+                    if not ac.has_ready():
+                        time.sleep(0.25)  # the driver hosts the scheduler: poll gently
+                        if time.monotonic() - quiet_since > self.poll:  # nothing finished for a while: scheduler?
+                            if self._scheduler_id() != identity:
+                                raise ConnectionError("the Dask scheduler restarted (or is unreachable)")
+                            quiet_since = time.monotonic()
+                        continue
+                    quiet_since = time.monotonic()
+                    for fut in ac.next_batch(block=False):
+                        cell = futs[fut]
+                        outcome = self._outcome(fut, cell)
+                        if outcome is None:  # the scheduler lost the task (restart): resubmit what is left
+                            raise ConnectionError("the scheduler lost a task")
+                        remaining.pop(cell.key, None)
+                        yield cell, outcome
             except (ConnectionError, OSError, TimeoutError) as exc:
                 reconnects += 1
                 if reconnects > self.max_reconnects:
@@ -294,6 +310,13 @@ class DaskExecutor(Executor):
                         yield cell, _failure(cell, f"lost the Dask scheduler {reconnects} times; last: {exc!r}")
                     return
                 self._reconnect()
+
+    def _scheduler_id(self) -> str | None:
+        """The scheduler's id (it changes when the scheduler restarts); None when it cannot be reached."""
+        try:
+            return str(self.client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.id))
+        except Exception:
+            return None
 
     @staticmethod
     def _outcome(fut: Any, cell: Cell) -> Outcome | None:
