@@ -715,9 +715,8 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if not isinstance(exc, (KeyboardInterrupt, Terminated)):
             raise
         what, code = _stopped(exc)
-        print(
-            f"\nrnn-verify: {what}; finished cells are cached and a rerun resumes; no report written", file=sys.stderr
-        )
+        kept = "finished cells are cached and a rerun resumes" if cache is not None else "--no-cache: nothing kept"
+        print(f"\nrnn-verify: {what}; {kept}; no report written", file=sys.stderr)
         return code
     executor.close()
     from theory.catalog import all_claims

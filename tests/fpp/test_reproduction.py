@@ -180,3 +180,27 @@ def test_the_designs_state_the_paper_settings() -> None:
     split = stochasticworld_design("paper", split_lrs=True)
     assert len(split.all_blocks()) == 6 * len(sw.all_blocks())
     assert summarize(sw, {})["learners"]["fpp/T=10"] is None  # missing blocks: no summary
+
+
+@pytest.mark.parametrize("case", ["reproduced", "no-state-update-as-good", "nothing-learned"])
+def test_updates_judge_fails_unless_every_criterion_holds(case: str) -> None:
+    from verify.checks.fpp import judge_updates
+    from verify.fpp.reproduction import updates_designs
+
+    reps = [
+        Reproduction(r.name, "full", r.env, r.learners, (1e-2,), 100, 10, controls=r.controls, common=dict(r.common))
+        for r in updates_designs("full")
+    ]
+    values: dict[Any, dict[str, Any]] = {}
+    for r in reps:
+        M, B = r.common["updates"], r.common["batch"]
+        fpp = 0.6 if (M, B) == (1, 1) else 0.3
+        nsu = 0.5 if case == "reproduced" or case == "nothing-learned" else 0.3
+        lev = {"fpp/T=1": fpp, "fpp-no-state-update/T=1": nsu, "default": 1.5}
+        if case == "nothing-learned" and (M, B) != (1, 1):
+            lev["fpp/T=1"] = 1.1
+        values.update(_fake_values(r, lev))
+    res = judge_updates(reps, values, seed=0)
+    assert (res.verdict is Verdict.PASS) is (case == "reproduced"), (res.verdict, res.reason)
+    if case == "no-state-update-as-good":
+        assert any("FPP < FPP w/o state update" in f for f in res.findings)

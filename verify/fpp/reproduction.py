@@ -59,6 +59,7 @@ __all__ = [
     "run_block",
     "stochasticworld_design",
     "summarize",
+    "updates_designs",
 ]
 
 ENVIRONMENTS = ("cycleworld", "stochasticworld")
@@ -443,4 +444,56 @@ def cycleworld_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) ->
                 common={"hidden": 4, "p": p, "init": "glorot", "buffer_size": buf}, split_lrs=split_lrs,
             )
         )  # fmt: skip
+    return out
+
+
+def updates_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
+    """FPP §5 Fig. 4 (and App. D Fig. 7): M updates per step and mini-batches of B, FPP with and without state update.
+
+    One :class:`Reproduction` per (environment, M, B) with the learners FPP and FPP
+    without state update at each T; buffer 1000 (§5: "We use a buffer size of 1000
+    and 10000 training steps"). ``paper``: Stochastic World (32 units) and CycleWorld
+    (p = 10, 4 units, the authors' ``cyc_run_all.sh``), T ∈ {1, 2, 4, 8, 16},
+    M ∈ {1, 2, 4, 8, 16} at B = 1 and B ∈ {2, 4, 8, 16} at M = 1 (the authors'
+    ``sd_run_all.sh`` / ``cyc_run_all.sh`` grids), 10 000 steps, 30 runs, the App. D
+    lr grid; control: FPP with its gradient zeroed at M = 16. ``full``: CycleWorld
+    p = 10, T = 1, M ∈ {1, 8}, B ∈ {1, 8}, 5000 steps, 10 runs, lrs {3e-3, 1e-2, 3e-2}.
+    ``ci``: CycleWorld p = 4, T = 1, M ∈ {1, 3}, 300 steps, 8 runs, lr 3e-2, buffer 100 (at M = B = 1
+    FPP only: the comparisons there need it alone).
+    """
+    _check_scale(scale)
+    envs: list[tuple[str, dict[str, Any]]]
+    configs: list[tuple[int, int]]
+    Ts: tuple[int, ...]
+    lrs: tuple[float, ...]
+    if scale == "paper":
+        envs = [("stochasticworld", {"hidden": 32, "lags": (15, 30)}), ("cycleworld", {"hidden": 4, "p": 10})]
+        Ts, steps, runs, lrs, buf = (1, 2, 4, 8, 16), 10_000, 30, APP_D_LRS, 1000
+        configs = [(M, 1) for M in (1, 2, 4, 8, 16)] + [(1, B) for B in (2, 4, 8, 16)]
+    elif scale == "full":
+        envs = [("cycleworld", {"hidden": 4, "p": 10})]
+        Ts, steps, runs, lrs, buf = (1,), 5000, 10, (3e-3, 1e-2, 3e-2), 1000
+        configs = [(1, 1), (8, 1), (1, 8)]
+    else:
+        envs = [("cycleworld", {"hidden": 4, "p": 4})]
+        Ts, steps, runs, lrs, buf = (1,), 300, 8, (3e-2,), 100
+        configs = [(1, 1), (3, 1)]
+    M_max = max(M for M, _ in configs)
+    out = []
+    for env, kw in envs:
+        for M, B in configs:
+            controls: tuple[tuple[str, str, int, str | None], ...] = ()
+            if M == M_max and B == 1:
+                controls = ((f"FPP, gradient zeroed (fpp.learner-frozen), M = {M}, T = {max(Ts)}", "fpp", max(Ts),
+                             "fpp.learner-frozen"),)  # fmt: skip
+            methods = ("fpp",) if scale == "ci" and (M, B) == (1, 1) else ("fpp", "fpp-no-state-update")
+            out.append(
+                Reproduction(
+                    f"{env} M={M} B={B}", scale, env,
+                    tuple((m, T) for m in methods for T in Ts), lrs, steps, runs, seed,
+                    controls=controls,
+                    common={**kw, "init": "glorot", "buffer_size": buf, "updates": M, "batch": B},
+                    split_lrs=split_lrs,
+                )
+            )  # fmt: skip
     return out
