@@ -748,7 +748,7 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         records,
         {
             "command": "rnn-verify " + shlex.join(argv),
-            "profile": "full" if args.scale != "ci" else "ci",
+            "profile": str(plan.settings.get("profile") or ("ci" if args.scale == "ci" else "full")),
             "seed": args.seed,
             "workers": executor.workers,
             "executor": stats["executor"],

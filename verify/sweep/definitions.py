@@ -230,9 +230,9 @@ def _result_of(cell: Cell, outcome: CellOutcome | None, claim_id: str, seed: int
 def _claims_sweep(opts: SweepOptions) -> SweepPlan:
     claims = _select(opts.claims, lambda c: True, opts.profile)
     seeds = _seeds(opts, 1)
-    cells = _claim_cells(claims, seeds, opts.profile)
     if len(seeds) > 1:
         raise InvalidArgument("--seeds", len(seeds), "the claims sweep merges one seed; use the calibration sweep")
+    cells = _claim_cells(claims, seeds, opts.profile)
 
     def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
         return [_result_of(cell, outcomes.get(cell.key), cid, s) for (cid, s), cell in cells.items()]
