@@ -187,7 +187,8 @@ CLAIMS: tuple[Claim, ...] = (
         "at family alpha = 0.05; controls: the same harness with a zeroed gradient and with T-BPTT at k = 1 must fail "
         "(S1). PASS = all hold; a learner that learns nothing fails (S1), so a FAIL; a comparison not reproduced is a "
         "FAIL and a finding. Fig. 3's caption (FPP at T >= 20 reaches the optimum at the end) is reported as a "
-        "finding when it is not reproduced (final-window CI lower end above the optimum + 0.02), not judged. Sizes: full T in {20, 40}, 10 000 steps, 10 runs, lrs {3e-4, "
+        "finding when it is not reproduced (final-window CI lower end above the optimum + 0.02), not judged. "
+        "Sizes: full T in {20, 40}, 10 000 steps, 10 runs, lrs {3e-4, "
         "1e-3, 3e-3}; paper scale (rnn-verify sweep fpp-fig3b) T in {10, 15, 20, 30, 40}, FPP, T-BPTT and No-Overlap "
         "T-BPTT, 10 000 steps, 30 runs, the App. D grid.",
         math="H(0.625) = 0.662, 1/2 [H(0.875) + H(0.375)] = 0.519, 1/4 sum H(P) = 0.454; paper: CE_FPP(T) < "
