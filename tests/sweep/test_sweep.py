@@ -268,3 +268,15 @@ def test_dask_scheduler_restart_mid_sweep_resubmits_only_what_is_missing(tmp_pat
     assert restarted.is_set()
     assert _values(run) == reference and run.failed == 0
     assert set(puts.values()) == {1} and len(puts) == 6
+
+
+@pytest.mark.slow
+def test_run_with_the_dask_executor_gives_the_verdicts_in_catalog_order(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    out = tmp_path / "o"
+    argv = ["run", "--claims", "fpp.gradient-eq7", "truncation.rate", "--executor", "dask", "--workers", "2",
+            "--out", str(out), "-q"]  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert [r["id"] for r in doc["claims"]] == ["fpp.gradient-eq7", "truncation.rate"]
+    assert all(r["verdict"] == "PASS" for r in doc["claims"]) and doc["run"]["executor"].startswith("dask")
