@@ -6,6 +6,11 @@ Commands::
     rnn-verify run     [--profile ci|full] [--claims ID|GLOB ...] [--seed N] [--device cpu|cuda|auto]
                        [--strict-device] [--dtype float64|float32] [--out DIR | --no-report]
                        [--json [FILE]] [--junit FILE] [--fail-on fail|inconclusive] [--workers N] [--quiet]
+                       [--executor auto|serial|process|dask[=ADDRESS]]
+    rnn-verify sweep   NAME [--scale paper|full|ci] [--seed N] [--seeds N] [--claims ID ...] [--profile ci|full]
+                       [--executor auto|serial|process|dask[=ADDRESS]] [--workers N] [--threads N] [--split-lrs]
+                       [--cache DIR | --no-cache] [--out DIR | --no-report] [--json FILE] [--fail-on ...] [--quiet]
+    rnn-verify sweep   --list
     rnn-verify report  RESULTS [--out DIR] [--junit FILE] [--fail-on ...]
     rnn-verify golden  [--out FILE.npz] [--seed N] [--k K ...]
     rnn-verify golden  --check FILE.npz|FILE.json
@@ -29,7 +34,14 @@ folder without the marker -- one holding ``results.json`` included -- is refused
 folder is a report folder. All output locations are checked before any compute,
 and every file read is validated before anything is written
 (:mod:`verify.schema`). ``--workers`` is capped at the CPUs available (with a
-note) and at the number of claims to run. On a terminal a live status line shows
+note) and at the number of claims to run; the workers are the sweep machinery's
+local process pool, ``--executor dask[=ADDRESS]`` runs the claims on Dask instead.
+``sweep NAME`` runs a named sweep (:mod:`verify.sweep.definitions`: the papers'
+reproductions at their settings, calibration over seeds, claim runs) as cells on
+an executor -- by default a Dask ``LocalCluster`` on the loopback interface where
+Dask is installed, a process pool otherwise -- with every finished cell cached by
+content in ``--cache`` (default ``$XDG_CACHE_HOME/rnn-verify/cells``, a folder
+rnn-verify creates and marks): a rerun resumes and computes only what is missing. On a terminal a live status line shows
 the running claims; otherwise (CI logs) a ``[k/N] running <claim> 12s`` line is
 printed every ~10 s.
 """
@@ -142,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{list,run,report,golden}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{list,run,sweep,report,golden}")
 
     ls = sub.add_parser("list", help="list the claim catalog", description="List the claim catalog.", epilog=_EPILOG)
     ls.add_argument("--profile", choices=PROFILES, help="only claims that run in this profile")
@@ -193,7 +205,49 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="run checks in N processes (default 1; at most the CPUs available and the claims to run)",
     )
+    run.add_argument(
+        "--executor",
+        metavar="KIND",
+        default=None,
+        help="where the claims run: process (a local pool, what --workers uses), dask (a loopback LocalCluster of "
+        "--workers processes) or dask=ADDRESS (an existing scheduler, e.g. dask=tcp://10.0.0.5:8786)",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+
+    sw = sub.add_parser(
+        "sweep",
+        help="run a named sweep (reproductions at the papers' settings, calibration) on an executor, cached",
+        description="Run a named sweep: its cells go to an executor (Dask LocalCluster on loopback by default, an "
+        "existing Dask scheduler with --executor dask=ADDRESS, or a process pool); every finished cell is cached by "
+        "content (claim, configuration, seed, code version), so an interrupted sweep resumes and a rerun computes "
+        "nothing it has; the merged results go to one results.json and report.",
+        epilog=_EPILOG,
+    )
+    sw.add_argument("name", nargs="?", metavar="NAME", help="the sweep (see --list)")
+    sw.add_argument("--list", action="store_true", help="list the sweeps and exit")
+    sw.add_argument("--scale", choices=("paper", "full", "ci"), default="paper", help="reproduction sizes")
+    sw.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    sw.add_argument("--seeds", type=int, default=None, metavar="N", help="number of seeds (calibration: 1000)")
+    sw.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (calibration, claims)")
+    sw.add_argument("--profile", choices=PROFILES, default="ci", help="profile of claim cells (default ci)")
+    sw.add_argument(
+        "--executor",
+        metavar="KIND",
+        default="auto",
+        help="auto (dask if installed, else process; serial with one worker), serial, process, dask, dask=ADDRESS",
+    )
+    sw.add_argument("--workers", type=int, default=None, metavar="N", help="cells at once (default: the CPUs)")
+    sw.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads per cell")
+    sw.add_argument("--split-lrs", action="store_true", help="one cell per learning rate (for a large cluster)")
+    cache = sw.add_mutually_exclusive_group()
+    cache.add_argument("--cache", metavar="DIR", help="cell cache folder (default $XDG_CACHE_HOME/rnn-verify/cells)")
+    cache.add_argument("--no-cache", action="store_true", help="cache nothing (every cell is computed)")
+    sout = sw.add_mutually_exclusive_group()
+    sout.add_argument("--out", metavar="DIR", help="report folder (default reports/sweeps/<timestamp>-<name>)")
+    sout.add_argument("--no-report", action="store_true", help="write no report folder")
+    sw.add_argument("--json", metavar="FILE", help="also write results.json to FILE")
+    sw.add_argument("--fail-on", choices=("fail", "inconclusive"), default="fail", help="exit 1 on FAIL (default)")
+    sw.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
 
     rep = sub.add_parser(
         "report",
@@ -469,6 +523,14 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     json_file = preflight_file(args.json, "--json") if args.json not in (None, "-") else None
     to_stdout = args.json == "-"
     config = RunConfig(profile=args.profile, seed=args.seed, device=device, dtype=args.dtype)
+    executor = None
+    if args.executor is not None:
+        from verify.sweep.executors import make_executor, parse_executor
+
+        kind, address = parse_executor(args.executor)
+        if kind == "auto":
+            kind = "dask" if _dask() else "process"
+        executor = make_executor(kind if address is None else f"dask={address}", workers)
     stream = sys.stderr if to_stdout else sys.stdout
     progress = _Progress(len(claims), stream, args.quiet)
     by_id = {c.id: c for c in claims}
@@ -489,9 +551,11 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     try:
-        results = run_claims(claims, config, on_event, workers=workers, skip=skip)
+        results = run_claims(claims, config, on_event, workers=workers, skip=skip, executor=executor)
     except BaseException as exc:
         progress.close()
+        if executor is not None:
+            executor.close()
         if pngs is not None:
             pngs.close(terminate=True)
         if not isinstance(exc, (KeyboardInterrupt, Terminated)):
@@ -502,6 +566,8 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"\nrnn-verify: {what}; no report written{where}{stopped}", file=sys.stderr)
         return code
     progress.close()
+    if executor is not None:
+        executor.close()
     records = [records_by_id.get(r.claim_id) or record_of(r) for r in results]
     counts = {v: sum(r.verdict is v for r in results) for v in Verdict}
     bad = counts[Verdict.FAIL] + (counts[Verdict.INCONCLUSIVE] if args.fail_on == "inconclusive" else 0)
@@ -516,6 +582,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "device": device,
             "dtype": args.dtype,
             "workers": workers,
+            "executor": executor.describe() if executor is not None else ("process" if workers > 1 else "serial"),
             "fail_on": args.fail_on,
             "started": started,
             "wall_time": time.perf_counter() - t0,
@@ -573,6 +640,163 @@ def _note_foreign(out: Path, kept: list[str]) -> None:
             f"rnn-verify did not write: {shown}",
             file=sys.stderr,
         )
+
+
+# --------------------------------------------------------------------- sweep
+def _dask() -> bool:
+    from verify.sweep.executors import dask_available
+
+    return dask_available()
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/rnn-verify/cells`` (``~/.cache/rnn-verify/cells`` without XDG_CACHE_HOME)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rnn-verify" / "cells"
+
+
+def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from verify._validate import validate_seed
+    from verify.errors import InvalidArgument
+    from verify.report import claim_record, preflight_dir, preflight_file, run_document, write_report
+    from verify.report.atomic import write_file_atomic
+    from verify.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
+    from verify.sweep.driver import failed_cells_text
+
+    if args.list:
+        for d in definitions().values():
+            print(f"{d.name:<20} {d.title}")
+        return EXIT_OK
+    if not args.name:
+        raise InvalidArgument("NAME", None, f"name a sweep: one of {', '.join(definitions())} (or --list)")
+    if args.name not in definitions():
+        raise InvalidArgument("NAME", args.name, f"must be one of {', '.join(definitions())}")
+    validate_seed("--seed", args.seed)
+    if args.workers is not None and args.workers < 1:
+        raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
+    if args.threads is not None and args.threads < 1:
+        raise InvalidArgument("--threads", args.threads, "must be an integer >= 1")
+    opts = SweepOptions(
+        scale=args.scale,
+        seed=args.seed,
+        seeds=args.seeds,
+        claims=tuple(args.claims or ()),
+        profile=args.profile,
+        split_lrs=args.split_lrs,
+    )
+    plan = definitions()[args.name].build(opts)  # validates the options before anything is written or started
+    out = None
+    if not args.no_report:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = preflight_dir(
+            Path(args.out) if args.out else Path("reports") / "sweeps" / f"{stamp}-{args.name}", "--out"
+        )
+    json_file = preflight_file(args.json, "--json") if args.json else None
+    cache = None if args.no_cache else CellCache(Path(args.cache) if args.cache else default_cache_dir())
+    stream = sys.stdout
+    executor = make_executor(args.executor, args.workers, args.threads)
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    progress = SweepProgress(len({c.key for c in plan.cells}), sys.stderr, quiet=args.quiet)
+
+    def on_start(total: int, todo: int) -> None:
+        if not args.quiet:
+            where = f"cache {cache.path}" if cache is not None else "no cache"
+            print(
+                f"sweep {plan.name}: {total} cells, {total - todo} cached, {todo} to run on {executor.describe()} "
+                f"({where})",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    try:
+        run = run_plan(plan, executor, cache, progress, on_start=on_start)
+    except BaseException as exc:
+        executor.close()
+        if not isinstance(exc, (KeyboardInterrupt, Terminated)):
+            raise
+        what, code = _stopped(exc)
+        kept = "finished cells are cached and a rerun resumes" if cache is not None else "--no-cache: nothing kept"
+        print(f"\nrnn-verify: {what}; {kept}; no report written", file=sys.stderr)
+        return code
+    executor.close()
+    from theory.catalog import all_claims
+
+    catalog = all_claims()
+    records = []
+    for r in run.results:
+        rec = claim_record(
+            r, catalog.get(r.claim_id), rerun=f"rnn-verify {shlex.join(argv)}", source="rnn-verify sweep"
+        )
+        records.append(rec)
+    counts = {v: sum(r.verdict is v for r in run.results) for v in Verdict}
+    bad = counts[Verdict.FAIL] + (counts[Verdict.INCONCLUSIVE] if args.fail_on == "inconclusive" else 0)
+    code = EXIT_FAIL if bad else EXIT_OK
+    stats = run.stats()
+    failed = [o for o in run.outcomes.values() if not o.ok]
+    cell_table = {
+        "kind": "table",
+        "title": f"sweep {plan.name}: cells",
+        "columns": ["cell", "status", "wall (s)", "worker"],
+        "rows": [
+            [o.cell.label, "cached" if o.cached else ("ok" if o.ok else "FAILED"), round(o.wall_time, 2), o.worker]
+            for o in run.outcomes.values()
+        ],
+        "caption": f"{stats['cells']} cells: {stats['computed']} computed, {stats['cached']} from the cache, "
+        f"{stats['failed']} failed; executor {stats['executor']}",
+    }
+    doc = run_document(
+        records,
+        {
+            "command": "rnn-verify " + shlex.join(argv),
+            "profile": str(plan.settings.get("profile") or ("ci" if args.scale == "ci" else "full")),
+            "seed": args.seed,
+            "workers": executor.workers,
+            "executor": stats["executor"],
+            "fail_on": args.fail_on,
+            "started": started,
+            "wall_time": stats["wall_time"],
+            "exit_code": code,
+            "source": "rnn-verify sweep",
+            "sweep": {
+                **stats,
+                "cache": str(cache.path) if cache is not None else None,
+                "failed_cells": [o.row() for o in failed],
+            },
+        },
+    )
+    doc["figures"] = [*doc["figures"], cell_table]
+    if failed:
+        doc["figures"].append(
+            {
+                "kind": "table",
+                "title": "failed cells (with their tracebacks)",
+                "columns": ["cell", "worker", "error"],
+                "rows": [[o.cell.label, o.worker, o.error] for o in failed],
+            }
+        )
+    from verify.report.figures import normalize_figure
+
+    doc["figures"] = [normalize_figure(f) for f in doc["figures"]]
+    if out is not None:
+        write_report(out, doc, fail_on=args.fail_on, json_path=json_file)
+    elif json_file is not None:
+        from verify.report import dumps_document
+
+        write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
+    print(
+        f"sweep {plan.name}: {stats['cells']} cells ({stats['computed']} computed, {stats['cached']} cached, "
+        f"{stats['failed']} failed) in {stats['wall_time']:.1f}s on {stats['executor']}",
+        file=stream,
+    )
+    for r in run.results:
+        print(f"{r.verdict.value:<12} {r.claim_id:<34} {r.summary}", file=stream)
+        for f in r.findings:
+            print(f"  FINDING {r.claim_id}: {f}", file=stream)
+    if failed:
+        print(failed_cells_text(failed, limit=3), file=sys.stderr)
+    if out is not None:
+        print(f"report: {out / 'report.html'}", file=stream)
+    return code
 
 
 # -------------------------------------------------------------------- report
@@ -657,6 +881,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _cmd_list(args)
         if args.command == "run":
             return _cmd_run(args, argv)
+        if args.command == "sweep":
+            return _cmd_sweep(args, argv)
         if args.command == "report":
             return _cmd_report(args)
         return _cmd_golden(args)

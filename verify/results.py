@@ -151,6 +151,33 @@ class CheckResult:
         d["verdict"] = self.verdict.value
         return to_jsonable(d)  # type: ignore[no-any-return]
 
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> CheckResult:
+        """The inverse of :meth:`to_dict` (a result sent back by a worker process or read from a sweep cache).
+
+        Raises :class:`InvalidArgument` for a dict that is not a result (missing id, verdict or summary).
+        """
+        if not isinstance(d, dict) or not isinstance(d.get("claim_id"), str) or not isinstance(d.get("summary"), str):
+            raise InvalidArgument("result", type(d).__name__, "a CheckResult dict with claim_id and summary")
+        try:
+            verdict = Verdict(d.get("verdict"))
+        except ValueError:
+            raise InvalidArgument("result.verdict", d.get("verdict"), f"one of {[v.value for v in Verdict]}") from None
+        known = {f for f in CheckResult.__dataclass_fields__}
+        kw = {k: v for k, v in d.items() if k in known and k not in ("verdict", "controls", "findings")}
+        controls = tuple(
+            Control(str(c["name"]), str(c["expected"]), str(c["observed"]), str(c.get("detail", "")))
+            for c in d.get("controls") or ()
+        )
+        findings = tuple(str(f) for f in d.get("findings") or ())
+        for k in ("statistic", "threshold", "alpha", "beta", "delta"):  # non-finite floats travel as strings
+            if isinstance(kw.get(k), str):
+                try:
+                    kw[k] = float(kw[k])
+                except ValueError:
+                    kw[k] = None
+        return CheckResult(verdict=verdict, controls=controls, findings=findings, **kw)
+
 
 def to_jsonable(obj: Any) -> Any:
     """Convert tensors, numpy values, enums and non-finite floats to plain JSON values."""

@@ -6,7 +6,9 @@ check is a FAIL naming the exception -- a crashed check must not let a CI gate t
 
 :func:`run_claims` runs claims in this process or, with ``workers > 1``, in that
 many worker processes (``spawn``; each gets ``cpu_count // workers`` torch
-threads; never more processes than CPUs available or claims to run). Results
+threads; never more processes than CPUs available or claims to run) -- the sweep's
+process-pool executor (:mod:`verify.sweep.executors`): a worker killed mid-check is
+replaced and its claim rerun --, or on any sweep executor (``executor=``, e.g. Dask). Results
 always come back in catalog order. When the run is stopped (Ctrl-C, or SIGTERM/SIGHUP
 turned into an exception by the CLI) the worker processes are terminated and
 reaped before the exception goes on (:func:`stop_processes`), so none outlives it. ``skip`` turns chosen claims
@@ -20,7 +22,6 @@ import contextlib
 import difflib
 import fnmatch
 import os
-import signal
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -116,14 +117,6 @@ def _skipped(claim: Claim, config: RunConfig, reason: str) -> CheckResult:
     )
 
 
-def _init_worker(threads: int) -> None:
-    """Worker process setup: the parent handles Ctrl-C; share the cores between workers."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import torch
-
-    torch.set_num_threads(threads)
-
-
 def run_claims(
     claims: Sequence[Claim],
     config: RunConfig | Mapping[str, RunConfig],
@@ -131,6 +124,7 @@ def run_claims(
     *,
     workers: int = 1,
     skip: Mapping[str, str] | None = None,
+    executor: Any = None,
 ) -> list[CheckResult]:
     """Run ``claims``, calling ``progress("start"|"done", claim, result)``; results in catalog order.
 
@@ -148,7 +142,7 @@ def run_claims(
 
     results: dict[str, CheckResult] = {}
     todo = [c for c in claims if c.id not in skip]
-    parallel = workers > 1 and len(todo) > 1
+    parallel = executor is not None or (workers > 1 and len(todo) > 1)
     for claim in claims:  # serially: in catalog order; in parallel: the skipped ones first
         if parallel and claim.id not in skip:
             continue
@@ -161,7 +155,9 @@ def run_claims(
         results[claim.id] = res
         if progress:
             progress("done", claim, res)
-    if parallel:
+    if parallel and executor is not None:
+        run_on_executor(todo, cfg, progress, executor, results)
+    elif parallel:
         _run_parallel(todo, cfg, progress, min(workers, len(todo), _cpus()), results)
     return [results[c.id] for c in claims]
 
@@ -194,6 +190,18 @@ def stop_processes(procs: Sequence[Any], timeout: float = 5.0) -> None:
                 proc.join(1.0)
 
 
+def claim_params(claim: Claim, config: RunConfig) -> dict[str, Any]:
+    """The parameters of the sweep task ``claim`` (:mod:`verify.sweep.tasks`) for one claim and config."""
+    return {
+        "claim": claim.id,
+        "profile": config.profile,
+        "seed": config.seed,
+        "device": config.device,
+        "dtype": config.dtype,
+        "options": {str(k): v for k, v in config.options},
+    }
+
+
 def _run_parallel(
     todo: Sequence[Claim],
     cfg: Callable[[Claim], RunConfig],
@@ -201,44 +209,59 @@ def _run_parallel(
     workers: int,
     results: dict[str, CheckResult],
 ) -> None:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    """``--workers N``: the claims as sweep cells on a local process pool (:class:`verify.sweep.ProcessExecutor`)."""
+    from verify.sweep.executors import ProcessExecutor
 
     threads = max(1, (os.cpu_count() or 1) // workers)
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(threads,),
+    with ProcessExecutor(workers, threads) as executor:
+        run_on_executor(todo, cfg, progress, executor, results)
+
+
+def run_on_executor(
+    todo: Sequence[Claim],
+    cfg: Callable[[Claim], RunConfig],
+    progress: Progress | None,
+    executor: Any,
+    results: dict[str, CheckResult],
+) -> None:
+    """Run ``todo`` as ``claim`` cells on a sweep executor (process pool or Dask); fill ``results`` by claim id.
+
+    A cell that could not run (its worker died too often, a lost cluster, a worker with other sources) is a
+    FAIL naming the cause -- a crashed check must not let a CI gate through. On an interruption the
+    executor stops its workers before the exception goes on.
+    """
+    from verify.sweep.cache import code_version
+    from verify.sweep.cells import Cell
+
+    by_key: dict[str, Claim] = {}
+    cells = []
+    for claim in todo:
+        cell = Cell("claim", claim_params(claim, cfg(claim)), label=claim.id)
+        by_key[cell.key] = claim
+        cells.append(cell)
+        if progress:
+            progress("start", claim, None)
+    code = code_version()
+    for cell, out in executor.map_unordered(cells):
+        claim = by_key[cell.key]
+        if out.get("ok") and out.get("code") == code:
+            try:
+                res = CheckResult.from_dict(out["value"])
+            except InvalidArgument as exc:
+                res = _worker_failure(claim, cfg(claim), f"malformed result from the worker: {exc}")
+        elif out.get("ok"):
+            res = _worker_failure(
+                claim, cfg(claim), f"worker {out.get('worker')} runs other rnn-verify sources ({out.get('code')})"
+            )
+        else:
+            res = _worker_failure(claim, cfg(claim), str(out.get("error") or "unknown error"))
+        results[claim.id] = res
+        if progress:
+            progress("done", claim, res)
+
+
+def _worker_failure(claim: Claim, config: RunConfig, why: str) -> CheckResult:
+    first = (why.strip().splitlines() or ["?"])[-1]
+    return CheckResult(
+        claim.id, Verdict.FAIL, f"worker process failed: {first}", reason=why, seed=config.seed, device=config.device
     )
-    pending = list(todo)
-    running: dict[Future[CheckResult], Claim] = {}
-    try:
-        while pending or running:
-            while pending and len(running) < workers:
-                claim = pending.pop(0)
-                if progress:
-                    progress("start", claim, None)
-                running[pool.submit(run_check, claim, cfg(claim))] = claim
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for fut in done:
-                claim = running.pop(fut)
-                try:
-                    res = fut.result()
-                except Exception as exc:  # worker died or the result could not be sent back
-                    res = CheckResult(
-                        claim.id,
-                        Verdict.FAIL,
-                        f"worker process failed: {type(exc).__name__}: {exc}",
-                        reason=traceback.format_exc(limit=4),
-                        seed=cfg(claim).seed,
-                    )
-                results[claim.id] = res
-                if progress:
-                    progress("done", claim, res)
-    except BaseException:
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        stop_processes(procs)
-        raise
-    pool.shutdown(wait=True)

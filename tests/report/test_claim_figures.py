@@ -94,25 +94,34 @@ def test_kkt_figure_plots_every_quantity_against_lambda() -> None:
 
 def test_reproduction_figures_draw_learning_curves() -> None:
     curve = {"step": [1.5, 3.5], "mean": [0.9, 0.4]}
+
+    def summ(m: float) -> dict[str, object]:
+        return {"lr": 0.01, "online_mean": m, "online_ci": [m - 0.1, m + 0.1], "final_mean": m,
+                "final_ci": [m - 0.1, m + 0.1], "curve": curve}  # fmt: skip
+
     cyc = {
-        "p": 4,
-        "runs": 2,
-        "results": {
-            "fpp/T=2": {"lr": 0.01, "ratio_mean": 0.5, "ratio_ci": [0.4, 0.6], "curve": curve},
-            "tbptt/T=2": {"lr": 0.01, "ratio_mean": 0.4, "ratio_ci": [0.3, 0.5], "curve": curve},
-        },
+        "per_p": [
+            {
+                "p": 4,
+                "design": {"runs": 2, "steps": 4},
+                "learners": {"fpp/T=2": summ(0.5), "tbptt/T=2": summ(0.4)},
+                "controls": {"frozen": summ(2.0)},
+            }
+        ]
     }
     curves, ratios = _ok(F.cycleworld_figures(cyc), 2)
-    assert _labels(curves) == ["fpp/T=2 (lr 0.01)", "tbptt/T=2 (lr 0.01)"] and curves["hlines"][0]["y"] == 1.0
+    assert _labels(curves) == ["fpp/T=2 (lr 0.01)", "tbptt/T=2 (lr 0.01)", "frozen (lr 0.01)"]
+    assert curves["hlines"][0]["y"] == 1.0 and curves["series"][2]["style"] == "dashed"
     assert ratios["x"] == ["fpp/T=2", "tbptt/T=2"]
     sw = {
-        "runs": 2,
-        "lr": 0.003,
+        "design": {"runs": 2, "steps": 4},
         "references": {"none": 0.66, "lag15": 0.52, "lag30": 0.63, "both": 0.45},
-        "results": {"fpp/T=4": {"curve": curve}},
+        "learners": {"fpp/T=4": summ(0.6)},
+        "controls": {},
     }
-    (fig,) = _ok(F.stochasticworld_figures(sw), 1)
+    fig, bars = _ok(F.stochasticworld_figures(sw), 2)
     assert [h["y"] for h in fig["hlines"]] == [0.66, 0.52, 0.45]
+    assert bars["x"] == ["fpp/T=4"]
 
 
 def test_curve_helper_bins_the_online_losses() -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "preactivation_variance_figure",
     "stationarity_figures",
     "stochasticworld_figures",
+    "updates_figures",
 ]
 
 Figure = dict[str, Any]
@@ -204,77 +205,95 @@ def kkt_figures(data: Mapping[str, Any]) -> list[Figure]:
     ]
 
 
-def _curve_series(results: Mapping[str, Any], key: str = "curve") -> list[dict[str, Any]]:
-    out = []
-    for name, r in results.items():
-        c = r.get(key) if isinstance(r, Mapping) else None
-        if c:
-            label = f"{name} (lr {r['lr']})" if "lr" in r else str(name)
-            out.append({"label": label, "x": list(c["step"]), "y": list(c["mean"])})
-    return out
+def _learner_figures(
+    learners: Mapping[str, Any], controls: Mapping[str, Any], *, key: str, ylabel: str, title: str,
+    hlines: list[dict[str, Any]], caption: str,
+) -> list[Figure]:  # fmt: skip
+    """Learning curves (each learner at its chosen lr; controls dashed) and the per-learner CI bars."""
+    curves = []
+    for name, r in {**learners, **controls}.items():
+        c = r.get("curve") if isinstance(r, Mapping) else None
+        if c and all(_finite(v) is not None for v in c["mean"]):
+            curves.append({"label": f"{name} (lr {r['lr']:g})", "x": list(c["step"]), "y": list(c["mean"]),
+                           "style": "dashed" if name in controls else "solid"})  # fmt: skip
+    figs: list[Figure] = []
+    if curves:
+        figs.append({"kind": "line", "title": f"{title}: learning curves", "series": curves, "xlabel": "online step",
+                     "ylabel": ylabel, "hlines": hlines, "caption": caption})  # fmt: skip
+    names = [k for k, r in learners.items() if isinstance(r, Mapping)]
+    if names:
+        series = []
+        for what in ("online", "final"):
+            series.append({
+                "label": f"{what} ({'mean over all steps' if what == 'online' else 'last fifth of the steps'}, "
+                "95% CI over runs)",
+                "y": [learners[k][f"{what}_mean"] for k in names],
+                "ylow": [learners[k][f"{what}_ci"][0] for k in names],
+                "yhigh": [learners[k][f"{what}_ci"][1] for k in names],
+            })  # fmt: skip
+        cap = "each learner at the learning rate with its lowest mean online loss (App. D)"
+        figs.append({"kind": "errorbar", "title": f"{title}: {key} per learner (chosen lr)", "x": names,
+                     "series": series, "ylabel": ylabel, "hlines": hlines, "caption": cap})  # fmt: skip
+    return figs
 
 
 def cycleworld_figures(data: Mapping[str, Any]) -> list[Figure]:
-    """FPP §5, Fig. 2: CycleWorld learning curves (error ratio to predict-zero) and the online ratio per method."""
-    results = data.get("results") or {}
+    """FPP §5, Fig. 2: CycleWorld learning curves (error ratio to predict-zero) and the ratio per learner, per p."""
     figs: list[Figure] = []
-    curves = _curve_series(results)
-    if curves:
-        figs.append(
-            {
-                "kind": "line",
-                "title": f"CycleWorld (p = {data.get('p')}): learning curves, FPP vs T-BPTT",
-                "series": curves,
-                "xlabel": "online step",
-                "ylabel": "squared error / predict-zero error",
-                "hlines": [{"y": 1.0, "label": "predict zero"}],
-                "caption": f"mean over {data.get('runs')} runs of the per-step loss divided by the predict-zero loss "
-                "1/(2p), averaged in windows of steps; each method at its best learning rate",
-            }
-        )
-    if results:
-        names = list(results)
-        figs.append(
-            {
-                "kind": "errorbar",
-                "title": "CycleWorld: online error ratio to predict-zero (Fig. 2's measure)",
-                "x": names,
-                "series": [
-                    {
-                        "label": "mean ratio over the run (95% CI over runs)",
-                        "y": [results[k]["ratio_mean"] for k in names],
-                        "ylow": [results[k]["ratio_ci"][0] for k in names],
-                        "yhigh": [results[k]["ratio_ci"][1] for k in names],
-                    }
-                ],
-                "ylabel": "error ratio (lower is better)",
-                "hlines": [{"y": 1.0, "label": "predict zero"}],
-                "caption": "the paper reports FPP at T = p/2 below T-BPTT at T = p/2; the check tests it one-sided "
-                "(Welch) and reports the outcome as a finding",
-            }
-        )
+    for d in data.get("per_p") or []:
+        runs, steps = d["design"]["runs"], d["design"]["steps"]
+        figs += _learner_figures(
+            d.get("learners") or {}, d.get("controls") or {}, key="error ratio",
+            ylabel="squared error / predict-zero error", title=f"CycleWorld p = {d['p']}",
+            hlines=[{"y": 1.0, "label": "predict zero"}],
+            caption=f"mean over {runs} runs x {steps} steps of the per-step loss / (1/(2p)), in windows of steps; "
+            "dashed: the negative controls (broken learners through the same harness). The paper: FPP at T = p/2 "
+            "below T-BPTT at T = p/2 (Fig. 2)",
+        )  # fmt: skip
     return figs
 
 
 def stochasticworld_figures(data: Mapping[str, Any]) -> list[Figure]:
-    """FPP §5, Fig. 3(b): Stochastic World learning curves against the three reference cross-entropies."""
-    results = data.get("results") or {}
-    curves = _curve_series(results)
-    if not curves:
-        return []
+    """FPP §5, Fig. 3(b): Stochastic World learning curves and per-learner CE against the Bayes levels."""
     refs = data.get("references") or {}
     names = {"none": "no memory", "lag15": "o_(t-15) remembered", "both": "both lags (Bayes)"}
     hlines = [{"y": refs[k], "label": f"{names[k]} {refs[k]:.3f}"} for k in names if _finite(refs.get(k)) is not None]
+    design = data.get("design") or {}
+    return _learner_figures(
+        data.get("learners") or {}, data.get("controls") or {}, key="cross-entropy", ylabel="cross-entropy (nats)",
+        title="Stochastic World", hlines=hlines,
+        caption=f"mean over {design.get('runs')} runs x {design.get('steps')} steps, in windows of steps; the lines "
+        "are the Bayes cross-entropies of Table 1's information sets (the paper: 0.66 / 0.51 / 0.46); dashed: the "
+        "negative controls",
+    )  # fmt: skip
+
+
+def updates_figures(data: Mapping[str, Any]) -> list[Figure]:
+    """FPP §5, Fig. 4: online loss of FPP (solid) and FPP without state update (dashed) per (env, M, B) and T."""
+    configs = data.get("configs") or {}
+    series: list[dict[str, Any]] = []
+    names = list(configs)
+    learners = sorted({k for c in configs.values() if c for k in (c.get("learners") or {})})
+    for key in learners:
+        ys, lo, hi = [], [], []
+        for n in names:
+            s = (configs[n].get("learners") or {}).get(key)
+            ys.append(s["online_mean"] if s else None)
+            lo.append(s["online_ci"][0] if s else None)
+            hi.append(s["online_ci"][1] if s else None)
+        if all(_finite(v) is not None for v in (*ys, *lo, *hi)):
+            series.append({"label": key, "y": ys, "ylow": lo, "yhigh": hi})
+    if not series:
+        return []
     return [
         {
-            "kind": "line",
-            "title": "Stochastic World: learning curves (cross-entropy)",
-            "series": curves,
-            "xlabel": "online step",
-            "ylabel": "cross-entropy (nats)",
-            "hlines": hlines,
-            "caption": f"mean over {data.get('runs')} runs, averaged in windows of steps (lr {data.get('lr')}); the "
-            "lines are the Bayes cross-entropies of Table 1's information sets (the paper quotes 0.66 / 0.51 / 0.46)",
+            "kind": "errorbar",
+            "title": "Fig. 4: online loss per (environment, M, B)",
+            "x": names,
+            "series": series,
+            "ylabel": "online loss (CycleWorld: ratio to predict-zero; Stochastic World: nats)",
+            "caption": "mean over runs with 95% CIs, each learner at its best learning rate; the paper: more "
+            "updates and larger mini-batches help, and FPP profits more than FPP without state update",
         }
     ]
 

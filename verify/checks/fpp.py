@@ -22,10 +22,16 @@ from torch.func import jacrev
 
 from theory.fpp_kkt import verify_prop2
 from verify.checks import register
-from verify.checks._figures import cycleworld_figures, kkt_figures, stationarity_figures, stochasticworld_figures
+from verify.checks._figures import (
+    cycleworld_figures,
+    kkt_figures,
+    stationarity_figures,
+    stochasticworld_figures,
+    updates_figures,
+)
 from verify.errors import AssumptionViolated
 from verify.fpp._fit import loglog_slope
-from verify.fpp.envs import stochastic_world_reference_losses
+from verify.fpp.envs import cycle_world, cycle_world_baseline, stochastic_world_reference_losses
 from verify.fpp.experiments import (
     KKTSetup,
     StationaritySetup,
@@ -50,7 +56,15 @@ from verify.fpp.objective import (
     sample_indices,
     sample_losses,
 )
-from verify.fpp.reproduction import cycleworld_reproduction, stochasticworld_reproduction
+from verify.fpp.reproduction import (
+    SETTINGS_NOTES,
+    Reproduction,
+    cycleworld_designs,
+    run_block,
+    stochasticworld_design,
+    summarize,
+    updates_designs,
+)
 from verify.mutants.fpp import (
     eq7_penalty_sign,
     exclusive_endpoint_distribution,
@@ -441,74 +455,315 @@ def check_prop2_kkt_equivalence(config: RunConfig) -> CheckResult:
 
 
 # ================================================================ reproductions
-def _cycle_sizes(config: RunConfig) -> dict[str, Any]:
-    if config.full:
-        return {"p": 8, "steps": int(config.option("cycle_steps", 3000)), "runs": 10, "lrs": (0.003, 0.01, 0.03)}
-    return {"p": 4, "steps": 120, "runs": 2, "lrs": (0.01,)}
+#: family-wise false-FAIL rate of a reproduction's statistical criteria (Holm over the tests of a criterion)
+REPRO_ALPHA = 0.05
+Values = dict[Any, dict[str, Any]]
 
 
-@register("fpp.cycleworld-reproduction")
-def check_cycleworld_reproduction(config: RunConfig) -> CheckResult:
-    """FPP §5, Fig. 2: FPP vs T-BPTT on CycleWorld at T = p/2 and T = p (ratio to predict-zero), reported."""
-    t0 = time.perf_counter()
-    sizes = _cycle_sizes(config)
-    data = cycleworld_reproduction(generator=config.generator(salt=67), **sizes)
-    harness_ok = abs(data["predict_zero_ratio"] - 1.0) <= 1e-12
-    finite = all(math.isfinite(r["ratio_mean"]) for r in data["results"].values())
-    learns = True
-    if config.full:
-        learns = all(r["ratio_ci"][1] < 1.0 for r in data["results"].values() if r["T"] == data["p"])
-    # control: the same harness with the baseline normaliser 1/p (a factor-2 slip) must be caught
-    wrong_ratio = data["predict_zero_ratio"] * 0.5
-    controls = (
-        Control("harness with baseline 1/p instead of 1/(2p)", "FAIL", "PASS" if abs(wrong_ratio - 1) <= 1e-12
-                else "FAIL", f"predict-zero ratio {wrong_ratio:.3f}"),
-    )  # fmt: skip
-    ok = harness_ok and finite and learns and all(c.ok for c in controls)
-    cmp = data["comparison_half"]
-    res_txt = ", ".join(
-        f"{k}: {v['ratio_mean']:.3f} [{v['ratio_ci'][0]:.3f}, {v['ratio_ci'][1]:.3f}] (lr {v['lr']})"
-        for k, v in data["results"].items()
-    )
-    verdict_txt = (
-        f"FPP at T={cmp['T']} {'BEATS' if cmp['fpp_beats_tbptt'] else 'does NOT significantly beat'} T-BPTT at "
-        f"T={cmp['T']} (difference {cmp['difference']:+.3f}, one-sided Welch p = {cmp['welch_p_one_sided']:.3g})"
-        if cmp
-        else ""
-    )
+def _blocks_values(blocks: Any) -> Values:
+    """Run every block of a design in this process (the checks; a sweep runs the same blocks as cells)."""
+    return {b: run_block(b) for b in blocks}
+
+
+def _ci_txt(s: dict[str, Any], key: str) -> str:
+    lo, hi = s[f"{key}_ci"]
+    return f"{s[f'{key}_mean']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _one_sided_paired(a: list[float], b: list[float]) -> float:
+    """p-value of H0: mean(a − b) ≥ 0 against mean(a) < mean(b); runs are paired (same streams and weights)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if d.size < 2 or not np.isfinite(d).all():
+        return math.nan
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if sd <= 1e-12 * max(1.0, abs(mean)):  # identical runs up to round-off: the sign decides
+        return 0.0 if mean < 0 else 1.0
+    return float(stats.t.cdf(mean / (sd / math.sqrt(d.size)), d.size - 1))  # one-sided paired t
+
+
+def _holm(pvals: list[float]) -> list[bool]:
+    from verify.stats.multiple import holm
+
+    clean = [p if math.isfinite(p) else 1.0 for p in pvals]
+    return list(holm(clean, REPRO_ALPHA)) if clean else []
+
+
+def _failed_blocks(rep_blocks: Any, values: Values, errors: dict[Any, str] | None) -> str:
+    missing = [b for b in rep_blocks if b not in values]
+    if not missing:
+        return ""
+    lines = [f"{len(missing)} block(s) of the reproduction did not run:"]
+    for b in missing[:10]:
+        lines.append(f"--- {b.method} T={b.T} lrs={list(b.lrs)} mutant={b.mutant}\n{(errors or {}).get(b, '')}")
+    return "\n".join(lines)
+
+
+def judge_stochasticworld(
+    rep: Reproduction, values: Values, *, seed: int, errors: dict[Any, str] | None = None, t0: float | None = None
+) -> CheckResult:
+    """FPP §5 / Fig. 3(b) on Stochastic World, judged by the criteria stated in the claim (pre-stated).
+
+    (S0) the Bayes levels of Table 1 lie within 0.01 of the printed 0.66 / 0.51 / 0.46;
+    (S1, premise) FPP and T-BPTT at the largest T learned: final-window CE, 95% CI upper
+    end below the memoryless 0.6616; (S2) no learner is significantly below the Bayes
+    optimum (a leaky stream); (S3, the paper's comparison, ``full``/``paper`` only) FPP's
+    online CE is below T-BPTT's (and No-Overlap T-BPTT's) at every compared T: one-sided
+    paired t-tests, Holm at family α = 0.05; controls: each broken learner, judged by
+    (S1), must FAIL. PASS needs all of them; a premise that fails is a FAIL (a learner
+    that learns nothing never PASSes). Reported, not judged: FPP at T ≥ 20 near the
+    optimum at the end (Fig. 3's caption), as a finding when it is not.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    refs = stochastic_world_reference_losses()
+    printed = {"none": 0.66, "lag15": 0.51, "both": 0.46}
+    levels_ok = all(abs(refs[k] - v) < 0.01 for k, v in printed.items())
+    not_rounded = {k: v for k, v in printed.items() if abs(round(refs[k], 2) - v) > 1e-9}
+    summ = summarize(rep, values)
+    missing = _failed_blocks(rep.all_blocks(), values, errors)
+    learners, controls = summ["learners"], summ["controls"]
+    memoryless, bayes = refs["none"], refs["both"]
+    Ts = sorted({T for _, T in rep.learners})
+    T_max = Ts[-1]
+    findings: list[str] = [
+        f"§5: the Bayes cross-entropy with {_LEVEL_NAMES[k]} is {refs[k]:.4f}; the paper's 'about {v}' is within "
+        f"0.01 but does not round to it ({round(refs[k], 2)})"
+        for k, v in not_rounded.items()
+    ]
+    criteria: list[dict[str, Any]] = [
+        {"name": "S0 levels", "passed": levels_ok,
+         "detail": f"none {refs['none']:.4f}, o_(t-15) {refs['lag15']:.4f}, both {refs['both']:.4f} vs 0.66/0.51/0.46"}
+    ]  # fmt: skip
+
+    def learned(s: dict[str, Any] | None) -> bool:
+        return s is not None and s["finite"] and math.isfinite(s["final_ci"][1]) and s["final_ci"][1] < memoryless
+
+    premise = [k for k in learners if k.endswith(f"/T={T_max}") and not k.startswith("tbptt-no-overlap")]
+    prem_ok = bool(premise) and all(learned(learners[k]) for k in premise)
+    criteria.append({
+        "name": f"S1 premise: learners at T = {T_max} learned (final CE 95% CI upper < memoryless {memoryless:.4f})",
+        "passed": prem_ok,
+        "detail": "; ".join(f"{k}: " + (_ci_txt(learners[k], "final") if learners[k] else "no result")
+                            for k in premise),
+    })  # fmt: skip
+    sane = all(s is None or not (s["final_ci"][1] < bayes) for s in learners.values())
+    criteria.append({"name": f"S2 no learner below the Bayes optimum {bayes:.4f}", "passed": sane, "detail": ""})
+    # S3: the paper's comparison (judged at full/paper scale only)
+    compare_Ts = [T for T in Ts if T < T_max] if rep.scale != "ci" else []
+    rivals = sorted({m for m, _ in rep.learners} - {"fpp"})
+    tests: list[dict[str, Any]] = []
+    for T in compare_Ts:
+        for m in rivals:
+            a, b = learners.get(f"fpp/T={T}"), learners.get(f"{m}/T={T}")
+            if a is None or b is None:
+                continue
+            tests.append({"T": T, "rival": m, "fpp": a["online_mean"], "other": b["online_mean"],
+                          "p": _one_sided_paired(a["online_runs"], b["online_runs"])})  # fmt: skip
+    for t, rej in zip(tests, _holm([t["p"] for t in tests]), strict=True):
+        t["reproduced"] = bool(rej)
+    cmp_ok: bool | None = all(t["reproduced"] for t in tests) if tests else None
+    if tests:
+        criteria.append({
+            "name": "S3 paper: FPP's online CE below "
+            + " and ".join(rivals) + f"'s at T in {compare_Ts} (one-sided paired t, Holm, alpha {REPRO_ALPHA})",
+            "passed": cmp_ok,
+            "detail": "; ".join(f"T={t['T']} vs {t['rival']}: {t['fpp']:.4f} vs {t['other']:.4f} (p = {t['p']:.2g})"
+                                for t in tests),
+        })  # fmt: skip
+        for t in tests:
+            if not t["reproduced"]:
+                findings.append(
+                    f"§5 / Fig. 3(b) not reproduced at T = {t['T']}: FPP's online CE {t['fpp']:.4f} is not "
+                    f"significantly below {t['rival']}'s {t['other']:.4f} (one-sided paired t, p = {t['p']:.2g}, "
+                    f"Holm over {len(tests)} tests; {rep.runs} runs, {rep.steps} steps)"
+                )
+    else:
+        why = "reported, not judged at the ci size (the effect needs the paper's lags and horizon)"
+        criteria.append({"name": "S3 paper's comparison", "passed": None, "detail": why})
+    # Fig. 3's caption: FPP at T = 20, 30, 40 reaches a final solution with optimal performance (finding only)
+    if rep.scale != "ci":
+        for T in (T for T in Ts if T >= 20):
+            s = learners.get(f"fpp/T={T}")
+            if s is not None and s["final_ci"][0] > bayes + 0.02:
+                findings.append(
+                    f"Fig. 3 caption ('FPP at T = 20, 30, 40 reaches a final solution with optimal performance') not "
+                    f"reproduced at T = {T} after {rep.steps} steps: final-window CE {_ci_txt(s, 'final')} vs the "
+                    f"optimum {bayes:.4f}"
+                )
+    ctrl_objs = []
+    for label, s in controls.items():
+        observed = "PASS" if learned(s) else "FAIL"
+        detail = f"final CE {_ci_txt(s, 'final')} (lr {s['lr']})" if s else "no result"
+        ctrl_objs.append(Control(f"harness rerun with {label}", "FAIL", observed, detail))
+    controls_ok = all(c.ok for c in ctrl_objs)
+    ok = levels_ok and prem_ok and sane and cmp_ok is not False and controls_ok and not missing
+    if missing:
+        verdict, reason = Verdict.FAIL, missing
+    elif ok:
+        verdict, reason = Verdict.PASS, None
+    else:
+        verdict = Verdict.FAIL
+        bad = [c["name"] for c in criteria if c["passed"] is False] + [
+            f"control {c.name}" for c in ctrl_objs if not c.ok
+        ]
+        reason = "failed: " + "; ".join(bad)
+    res_txt = ", ".join(f"{k}: online {_ci_txt(v, 'online')}, final {_ci_txt(v, 'final')} (lr {v['lr']:g})"
+                        for k, v in learners.items() if v)  # fmt: skip
+    data = {
+        "scale": rep.scale, "design": _design_dict(rep), "references": refs, "criteria": criteria, "tests": tests,
+        "learners": learners, "controls": controls, "settings_notes": list(SETTINGS_NOTES),
+        "paper": {"levels": printed, "claims": [
+            "FPP outperforms T-BPTT and No-Overlap T-BPTT for every T (Fig. 3(b))",
+            "20-BPTT is unable to learn both dependencies",
+            "FPP at T = 20, 30, 40 reaches a final solution with optimal performance"]},
+    }  # fmt: skip
+    data["figures"] = stochasticworld_figures(data)
     return CheckResult(
-        claim_id="fpp.cycleworld-reproduction",
-        verdict=Verdict.PASS if ok else Verdict.FAIL,
-        summary=f"CycleWorld p={data['p']}, {data['steps']} steps, {data['runs']} runs (seed {config.seed}), ratio to "
-        f"predict-zero: {res_txt}. {verdict_txt}"
-        + ("" if config.full else " [ci profile: harness-size run, not evidence]"),
-        statistic=cmp.get("difference") if cmp else None,
-        seed=config.seed,
-        samples_used=data["runs"],
-        controls=controls,
-        data={**data, "figures": cycleworld_figures(data)},
-        findings=(
-            (
-                f"§5 / Fig. 2: FPP at T = p/2 does not beat T-BPTT at T = p/2 on CycleWorld (p = {data['p']}, "
-                f"{data['runs']} runs): error ratio difference {cmp['difference']:+.3f}, one-sided Welch "
-                f"p = {cmp['welch_p_one_sided']:.3g}",
-            )
-            if config.full and cmp and not cmp["fpp_beats_tbptt"]
-            else ()
-        ),
+        claim_id="fpp.stochasticworld-reproduction",
+        verdict=verdict,
+        summary=f"[{rep.scale}] Stochastic World, {rep.runs} runs x {rep.steps} steps (seed {seed}); levels "
+        f"{'match' if levels_ok else 'MISMATCH'}; premise (learned at T={T_max}) {'met' if prem_ok else 'NOT MET'}; "
+        + (f"paper's comparison {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
+        + f"{res_txt}",
+        statistic=min((v["final_ci"][1] for k, v in learners.items() if v and k in premise), default=None),
+        threshold=memoryless,
+        comparison="<",
+        alpha=REPRO_ALPHA,
+        seed=seed,
+        samples_used=rep.runs,
+        reason=reason,
+        controls=tuple(ctrl_objs),
+        data=data,
+        findings=tuple(findings),
         wall_time=time.perf_counter() - t0,
     )
 
 
-def _stochastic_sizes(config: RunConfig) -> dict[str, Any]:
-    if config.full:
-        return {"steps": int(config.option("stochastic_steps", 3000)), "runs": 4, "lr": 0.003, "Ts": (20,)}
-    return {"steps": 60, "runs": 2, "lr": 0.003, "Ts": (4,)}
+def judge_cycleworld(
+    reps: list[Reproduction], values: Values, *, seed: int, errors: dict[Any, str] | None = None,
+    t0: float | None = None,
+) -> CheckResult:  # fmt: skip
+    """FPP §5 / Fig. 2 on CycleWorld(p) for each p of ``reps``, judged by the criteria stated in the claim.
+
+    (C0) the environment's predict-zero ratio is exactly 1; (C1, premise) FPP and T-BPTT
+    at T = p learned: online ratio's 95% CI upper end below 1 (better than predicting
+    0); (C2, the paper, ``full``/``paper`` only) FPP's online ratio at T = p/2 is below
+    T-BPTT's at T = p/2: one-sided paired t-test per p, Holm at family α = 0.05 over
+    the p's; controls: each broken learner at T = p, judged by (C1), must FAIL. PASS
+    needs all of them; a premise that fails is a FAIL.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    all_blocks = [b for r in reps for b in r.all_blocks()]
+    missing = _failed_blocks(all_blocks, values, errors)
+    per_p: list[dict[str, Any]] = []
+    criteria: list[dict[str, Any]] = []
+    ctrl_objs: list[Control] = []
+    findings: list[str] = []
+    tests: list[dict[str, Any]] = []
+    prem_ok = True
+    zero_ok = True
+    for rep in reps:
+        p = int(rep.common["p"])
+        stream = cycle_world(p, 10 * p, 2, torch.Generator().manual_seed(0))  # whole cycles: exactly 1
+        zero = float((0.5 * stream.targets**2).mean() / cycle_world_baseline(p))
+        zero_ok = zero_ok and abs(zero - 1.0) <= 1e-12
+        summ = summarize(rep, values)
+        L, C = summ["learners"], summ["controls"]
+        half = max(1, p // 2)
+        for k in (f"fpp/T={p}", f"tbptt/T={p}"):
+            s = L.get(k)
+            ok = s is not None and s["finite"] and s["online_ci"][1] < 1.0
+            prem_ok = prem_ok and ok
+        for label, s in C.items():
+            observed = "PASS" if (s is not None and s["finite"] and s["online_ci"][1] < 1.0) else "FAIL"
+            detail = f"online ratio {_ci_txt(s, 'online')} (lr {s['lr']:g})" if s else "no result"
+            ctrl_objs.append(Control(f"p = {p}: harness rerun with {label}", "FAIL", observed, detail))
+        a, b = L.get(f"fpp/T={half}"), L.get(f"tbptt/T={half}")
+        if rep.scale != "ci" and a is not None and b is not None and half < p:
+            tests.append({"p": p, "T": half, "fpp": a["online_mean"], "tbptt": b["online_mean"],
+                          "p_value": _one_sided_paired(a["online_runs"], b["online_runs"])})  # fmt: skip
+        per_p.append({"p": p, "design": _design_dict(rep), "predict_zero_ratio": zero, "learners": L, "controls": C})
+    for t, rej in zip(tests, _holm([t["p_value"] for t in tests]), strict=True):
+        t["reproduced"] = bool(rej)
+        if not rej:
+            findings.append(
+                f"§5 / Fig. 2 not reproduced at p = {t['p']}: FPP at T = {t['T']} has online error ratio "
+                f"{t['fpp']:.3f}, not significantly below T-BPTT's {t['tbptt']:.3f} (one-sided paired t, "
+                f"p = {t['p_value']:.2g}, Holm over {len(tests)} p's; {reps[0].runs} runs, {reps[0].steps} steps)"
+            )
+    cmp_ok: bool | None = all(t["reproduced"] for t in tests) if tests else None
+    ps = [int(r.common["p"]) for r in reps]
+    criteria += [
+        {"name": "C0 predict-zero ratio of the environment is 1", "passed": zero_ok, "detail": ""},
+        {"name": "C1 premise: FPP and T-BPTT at T = p beat predict-zero (online ratio 95% CI upper < 1)",
+         "passed": prem_ok,
+         "detail": "; ".join(f"p={d['p']} {k}: " + (_ci_txt(v, 'online') if v else "no result")
+                             for d in per_p for k, v in d["learners"].items() if k.endswith(f"/T={d['p']}"))},
+        {"name": f"C2 paper: FPP below T-BPTT at T = p/2 for p in {ps} (one-sided paired t, Holm, alpha "
+                 f"{REPRO_ALPHA})" if tests else "C2 paper's comparison",
+         "passed": cmp_ok,
+         "detail": "; ".join(f"p={t['p']}: {t['fpp']:.3f} vs {t['tbptt']:.3f} (p = {t['p_value']:.2g})" for t in tests)
+         or "reported, not judged at the ci size"},
+    ]  # fmt: skip
+    controls_ok = all(c.ok for c in ctrl_objs)
+    ok = zero_ok and prem_ok and cmp_ok is not False and controls_ok and not missing
+    if missing:
+        verdict, reason = Verdict.FAIL, missing
+    elif ok:
+        verdict, reason = Verdict.PASS, None
+    else:
+        verdict = Verdict.FAIL
+        bad = [c["name"] for c in criteria if c["passed"] is False] + [
+            f"control {c.name}" for c in ctrl_objs if not c.ok
+        ]
+        reason = "failed: " + "; ".join(bad)
+    res_txt = "; ".join(
+        f"p={d['p']}: "
+        + ", ".join(f"{k} {_ci_txt(v, 'online')} (lr {v['lr']:g})" for k, v in d["learners"].items() if v)
+        for d in per_p
+    )
+    data = {"scale": reps[0].scale, "criteria": criteria, "tests": tests, "per_p": per_p,
+            "settings_notes": list(SETTINGS_NOTES),
+            "paper": {"claims": ["FPP is more robust to T: at T = p/2 FPP beats T-BPTT (Fig. 2)",
+                                 "T-BPTT with T = p eventually learns"]}}  # fmt: skip
+    data["figures"] = cycleworld_figures(data)
+    return CheckResult(
+        claim_id="fpp.cycleworld-reproduction",
+        verdict=verdict,
+        summary=f"[{reps[0].scale}] CycleWorld p in {ps}, {reps[0].runs} runs x {reps[0].steps} steps (seed {seed}), "
+        f"online error ratio to predict-zero; premise {'met' if prem_ok else 'NOT MET'}; "
+        + (f"paper's comparison {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
+        + res_txt,
+        statistic=max((t["p_value"] for t in tests), default=None),
+        threshold=REPRO_ALPHA if tests else None,
+        alpha=REPRO_ALPHA,
+        seed=seed,
+        samples_used=reps[0].runs,
+        reason=reason,
+        controls=tuple(ctrl_objs),
+        data=data,
+        findings=tuple(findings),
+        wall_time=time.perf_counter() - t0,
+    )
 
 
-def bayes_sanity(ce_ci_hi: float, bayes: float) -> bool:
-    """True unless a loss is significantly below the Bayes optimum (its CI's upper end below it)."""
-    return not ce_ci_hi < bayes
+def _design_dict(rep: Reproduction) -> dict[str, Any]:
+    return {"env": rep.env, "learners": [list(x) for x in rep.learners], "lrs": list(rep.lrs), "steps": rep.steps,
+            "runs": rep.runs, "seed": rep.seed, "common": {k: (list(v) if isinstance(v, tuple) else v)
+                                                           for k, v in rep.common.items()},
+            "controls": [list(c) for c in rep.controls]}  # fmt: skip
+
+
+def _scale(config: RunConfig) -> str:
+    return "full" if config.full else "ci"
+
+
+@register("fpp.cycleworld-reproduction")
+def check_cycleworld_reproduction(config: RunConfig) -> CheckResult:
+    """FPP §5, Fig. 2: FPP vs T-BPTT on CycleWorld at T = p/2 and p; criteria in :func:`judge_cycleworld`."""
+    t0 = time.perf_counter()
+    reps = cycleworld_designs(_scale(config), config.seed)
+    values = _blocks_values([b for r in reps for b in r.all_blocks()])
+    return judge_cycleworld(reps, values, seed=config.seed, t0=t0)
 
 
 _LEVEL_NAMES = {"none": "no memory", "lag15": "o_(t-15) remembered", "both": "both lags remembered"}
@@ -516,41 +771,125 @@ _LEVEL_NAMES = {"none": "no memory", "lag15": "o_(t-15) remembered", "both": "bo
 
 @register("fpp.stochasticworld-reproduction")
 def check_stochasticworld_reproduction(config: RunConfig) -> CheckResult:
-    """FPP §5 / App. D Table 1: Stochastic World's reference cross-entropies and the learners' loss levels."""
+    """FPP §5 / App. D Table 1, Fig. 3(b): Stochastic World; criteria and controls in :func:`judge_stochasticworld`."""
     t0 = time.perf_counter()
-    refs = stochastic_world_reference_losses()
-    printed = {"none": 0.66, "lag15": 0.51, "both": 0.46}
-    levels_ok = all(abs(refs[k] - v) < 0.01 for k, v in printed.items())  # the paper: "about" these values
-    not_rounded = {k: v for k, v in printed.items() if abs(round(refs[k], 2) - v) > 1e-9}
-    data = stochasticworld_reproduction(generator=config.generator(salt=71), **_stochastic_sizes(config))
-    bayes = refs["both"]
-    sane = all(bayes_sanity(r["final_ce_ci"][1], bayes) for r in data["results"].values())
-    # control: an oracle that sees y_t (logit +-10) must break the Bayes sanity bound
-    oracle = float(np.log1p(np.exp(-20.0)))
-    controls = (Control("oracle predictor that sees the target", "FAIL", "PASS" if bayes_sanity(oracle, bayes)
-                        else "FAIL", f"oracle CE {oracle:.2e} vs Bayes {bayes:.3f}"),)  # fmt: skip
-    ok = levels_ok and sane and all(c.ok for c in controls)
-    res_txt = ", ".join(
-        f"{k}: {v['final_ce_mean']:.3f} [{v['final_ce_ci'][0]:.3f}, {v['final_ce_ci'][1]:.3f}]"
-        for k, v in data["results"].items()
-    )
+    rep = stochasticworld_design(_scale(config), config.seed)
+    values = _blocks_values(rep.all_blocks())
+    return judge_stochasticworld(rep, values, seed=config.seed, t0=t0)
+
+
+def judge_updates(
+    reps: list[Reproduction], values: Values, *, seed: int, errors: dict[Any, str] | None = None,
+    t0: float | None = None,
+) -> CheckResult:  # fmt: skip
+    """FPP §5 Fig. 4: M updates per step and mini-batches of B, FPP vs FPP without state update.
+
+    Per environment, at the T where the paper sees the largest gaps (Stochastic World
+    T = 16; CycleWorld T ∈ {1, 2}; the grid's T otherwise): (U0, premise) FPP at the
+    largest M learned (CycleWorld: online ratio 95% CI upper < 1; Stochastic World:
+    final CE 95% CI upper < 0.6616); (U1, the paper) FPP's online loss is below FPP
+    without state update's at the largest M and at the largest B, and (U2) FPP's
+    online loss at the largest M (B) is below its own at M = B = 1 -- one-sided paired
+    t-tests, one Holm family at α = 0.05 (``full``/``paper``; reported at ``ci``);
+    controls: FPP with a zeroed gradient at the largest M must fail (U0).
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    missing = _failed_blocks([b for r in reps for b in r.all_blocks()], values, errors)
+    memoryless = stochastic_world_reference_losses()["none"]
+    by_env: dict[str, dict[tuple[int, int], Any]] = {}
+    summaries: dict[str, Any] = {}
+    for r in reps:
+        s = summarize(r, values)
+        by_env.setdefault(r.env, {})[(int(r.common["updates"]), int(r.common["batch"]))] = (r, s)
+        summaries[r.name] = s
+    prem_ok = True
+    prem_txt: list[str] = []
+    tests: list[dict[str, Any]] = []
+    ctrl_objs: list[Control] = []
+    findings: list[str] = []
+    for env, cfgs in by_env.items():
+        Ts = sorted({T for _, T in next(iter(cfgs.values()))[0].learners})
+        gap = [T for T in ((16,) if env == "stochasticworld" else (1, 2)) if T in Ts] or [Ts[-1]]
+        M_max = max(M for M, B in cfgs if B == 1)
+        B_max = max(B for M, B in cfgs if M == 1)
+
+        def learned(s: dict[str, Any] | None, env: str = env) -> bool:
+            if s is None or not s["finite"]:
+                return False
+            return bool(s["final_ci"][1] < memoryless) if env == "stochasticworld" else bool(s["online_ci"][1] < 1.0)
+
+        for T in gap:
+            s = cfgs[(M_max, 1)][1]["learners"].get(f"fpp/T={T}")
+            ok = learned(s)
+            prem_ok = prem_ok and ok
+            prem_txt.append(f"{env} M={M_max} fpp/T={T}: " + (_ci_txt(s, "online") if s else "no result"))
+            pairs = []
+            for cfg in {(M_max, 1), (1, B_max)} - {(1, 1)}:
+                L = cfgs[cfg][1]["learners"]
+                pairs.append((f"{env} M={cfg[0]} B={cfg[1]} T={T}: FPP < FPP w/o state update",
+                              L.get(f"fpp/T={T}"), L.get(f"fpp-no-state-update/T={T}")))  # fmt: skip
+                base = cfgs[(1, 1)][1]["learners"].get(f"fpp/T={T}")
+                pairs.append((f"{env} T={T}: FPP at M={cfg[0]} B={cfg[1]} < FPP at M=B=1", L.get(f"fpp/T={T}"), base))
+            for name, a, b in pairs:
+                if a is not None and b is not None:
+                    tests.append({"test": name, "better": a["online_mean"], "other": b["online_mean"],
+                                  "p": _one_sided_paired(a["online_runs"], b["online_runs"])})  # fmt: skip
+        for label, s in cfgs[(M_max, 1)][1]["controls"].items():
+            observed = "PASS" if learned(s) else "FAIL"
+            ctrl_objs.append(Control(f"{env}: harness rerun with {label}", "FAIL", observed,
+                                     f"online {_ci_txt(s, 'online')}" if s else "no result"))  # fmt: skip
+    judged = reps[0].scale != "ci"
+    for t, rej in zip(tests, _holm([t["p"] for t in tests]), strict=True):
+        t["reproduced"] = bool(rej)
+        if judged and not rej:
+            findings.append(f"§5 / Fig. 4 not reproduced: {t['test']} ({t['better']:.4f} vs {t['other']:.4f}, "
+                            f"one-sided paired t p = {t['p']:.2g}, Holm over {len(tests)} tests)")  # fmt: skip
+    cmp_ok: bool | None = all(t["reproduced"] for t in tests) if (judged and tests) else None
+    criteria: list[dict[str, Any]] = [
+        {"name": "U0 premise: FPP at the largest M learned", "passed": prem_ok, "detail": "; ".join(prem_txt)},
+        {"name": f"U1/U2 paper: state updates and more updates/larger batches help (paired t, Holm, alpha "
+                 f"{REPRO_ALPHA})", "passed": cmp_ok,
+         "detail": "; ".join(f"{t['test']}: {t['better']:.4f} vs {t['other']:.4f} (p = {t['p']:.2g})" for t in tests)
+         + ("" if judged else " [reported, not judged at the ci size]")},
+    ]  # fmt: skip
+    ok = prem_ok and cmp_ok is not False and all(c.ok for c in ctrl_objs) and not missing
+    if missing:
+        verdict, reason = Verdict.FAIL, missing
+    elif ok:
+        verdict, reason = Verdict.PASS, None
+    else:
+        verdict = Verdict.FAIL
+        bad = [c["name"] for c in criteria if c["passed"] is False] + [
+            f"control {c.name}" for c in ctrl_objs if not c.ok
+        ]
+        reason = "failed: " + "; ".join(bad)
+    data = {"scale": reps[0].scale, "criteria": criteria, "tests": tests, "configs": summaries,
+            "designs": {r.name: _design_dict(r) for r in reps}, "settings_notes": list(SETTINGS_NOTES)}  # fmt: skip
+    data["figures"] = updates_figures(data)
     return CheckResult(
-        claim_id="fpp.stochasticworld-reproduction",
-        verdict=Verdict.PASS if ok else Verdict.FAIL,
-        summary=f"reference CE: none {refs['none']:.4f}, o_(t-15) {refs['lag15']:.4f}, both {refs['both']:.4f} "
-        f"(paper 0.66/0.51/0.46: {'match' if levels_ok else 'MISMATCH'}); final-window CE over {data['runs']} runs, "
-        f"{data['steps']} steps: {res_txt}" + ("" if config.full else " [ci profile: harness-size run]"),
-        statistic=min(v["final_ce_mean"] for v in data["results"].values()),
-        threshold=bayes,
-        comparison=">=",
-        seed=config.seed,
-        samples_used=data["runs"],
-        controls=controls,
-        data={**data, "figures": stochasticworld_figures(data)},
-        findings=tuple(
-            f"§5: the Bayes cross-entropy with {_LEVEL_NAMES[k]} is {refs[k]:.4f}; the paper's 'about {v}' is within "
-            f"0.01 but does not round to it ({round(refs[k], 2)})"
-            for k, v in not_rounded.items()
-        ),
+        claim_id="fpp.updates-reproduction",
+        verdict=verdict,
+        summary=f"[{reps[0].scale}] Fig. 4: {len(reps)} (env, M, B) configurations, {reps[0].runs} runs x "
+        f"{reps[0].steps} steps (seed {seed}); premise {'met' if prem_ok else 'NOT MET'}; "
+        + (f"paper's comparisons {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
+        + "; ".join(f"{t['test']} {t['better']:.3f} vs {t['other']:.3f}" for t in tests[:6]),
+        statistic=max((t["p"] for t in tests), default=None),
+        threshold=REPRO_ALPHA if judged and tests else None,
+        alpha=REPRO_ALPHA,
+        seed=seed,
+        samples_used=reps[0].runs,
+        reason=reason,
+        controls=tuple(ctrl_objs),
+        data=data,
+        findings=tuple(findings),
         wall_time=time.perf_counter() - t0,
     )
+
+
+@register("fpp.updates-reproduction")
+def check_updates_reproduction(config: RunConfig) -> CheckResult:
+    """FPP §5, Fig. 4: multiple updates and mini-batches, FPP vs FPP without state update; see :func:`judge_updates`."""
+    t0 = time.perf_counter()
+    reps = updates_designs(_scale(config), config.seed)
+    values = _blocks_values([b for r in reps for b in r.all_blocks()])
+    return judge_updates(reps, values, seed=config.seed, t0=t0)

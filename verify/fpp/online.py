@@ -61,6 +61,8 @@ __all__ = [
 ]
 
 METHODS = ("fpp", "fpp-no-state-update", "tbptt")
+#: how the buffer's states are optimised: RMSprop (one accumulator per slot) or plain SGD (the authors' code)
+STATE_OPTIMIZERS = ("rmsprop", "sgd")
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,10 @@ class OnlineConfig:
 
     ``T`` trajectory / truncation length, ``buffer_size`` N, ``updates`` M per
     step, ``batch`` B, ``lam`` λ of eq. (6), ``lr`` the RMSprop step, ``state_lr``
-    the states' step (None: ``lr``), ``decay`` and ``eps`` RMSprop's constants.
+    the states' step (None: ``lr``), ``decay`` and ``eps`` RMSprop's constants,
+    ``state_optimizer`` how the buffer's states are optimised: ``"rmsprop"`` (one
+    accumulator per slot, the default) or ``"sgd"`` (``s <- s - state_lr * grad``,
+    as the authors' code does: ``model/torch_fpp.py`` of VincentLiu3/fpp).
     """
 
     T: int = 1
@@ -81,6 +86,7 @@ class OnlineConfig:
     state_lr: float | None = None
     decay: float = 0.99
     eps: float = 1e-8
+    state_optimizer: str = "rmsprop"
 
     def __post_init__(self) -> None:
         require_positive_int("T", self.T)
@@ -94,6 +100,8 @@ class OnlineConfig:
         if not (0.0 < self.decay < 1.0):
             raise InvalidArgument("decay", self.decay, "RMSprop decay must lie in (0, 1)")
         require_positive("eps", self.eps)
+        if self.state_optimizer not in STATE_OPTIMIZERS:
+            raise InvalidArgument("state_optimizer", self.state_optimizer, f"must be one of {STATE_OPTIMIZERS}")
         if self.buffer_size < self.T + 1:
             raise InvalidArgument(
                 "buffer_size", self.buffer_size, f"the buffer must hold T + 1 = {self.T + 1} transitions"
@@ -195,7 +203,10 @@ def fpp_step(
         if update_states:
             g_S = eye[idx - T].transpose(0, 1) @ g_start + eye[idx].transpose(0, 1) @ g_end
             touched = (eye[idx - T].sum(0) + eye[idx].sum(0))[:, None] > 0
-            S_new, v_new = _rmsprop(st.states, st.states_v, g_S, state_lr, cfg)
+            if cfg.state_optimizer == "sgd":  # the authors' code: s <- s - lr * grad (model/torch_fpp.py)
+                S_new, v_new = st.states - state_lr * g_S, st.states_v
+            else:
+                S_new, v_new = _rmsprop(st.states, st.states_v, g_S, state_lr, cfg)
             st = st._replace(
                 states=torch.where(touched, S_new, st.states), states_v=torch.where(touched, v_new, st.states_v)
             )

@@ -1,164 +1,499 @@
-r"""Small reproductions of FPP §5: CycleWorld (Fig. 2) and Stochastic World (Fig. 3(b)).
+r"""Reproductions of FPP §5: CycleWorld (Fig. 2, Fig. 3(a)) and Stochastic World (Fig. 3(b)), split into blocks.
 
-Paper: ``fpp-explicit-state-variables.md`` §5 and App. D. Every method sees the
-same streams and the same initial weights (paired seeds); runs and learning
-rates are vectorised into one pass per (method, T).
+Paper: ``fpp-explicit-state-variables.md`` §5 and App. D. A reproduction is a grid
+of **blocks**; a block (:class:`Block`) is R paired runs of one learner at one
+(T, learning rate): the unit of work of a sweep cell (:mod:`verify.sweep`) and of
+the checks, which run the same blocks in-process at ci/full sizes. Every block of
+a reproduction sees the same streams and the same initial weights (generated from
+the block's ``seed`` alone: paired across learners, T and learning rates); FPP's
+sample positions come from a second generator salted by (method, T, lr).
+
+Settings (App. D and the authors' public code, VincentLiu3/fpp, where the paper
+is silent -- see :data:`SETTINGS_NOTES`): RMSprop (decay 0.99, ε = 1e-8: the
+authors' PyTorch code), the learning rate chosen per (method, T) from the grid
+:data:`APP_D_LRS` by the mean online loss over the runs (App. D: "chosen ...
+based on the average accuracy/loss"), buffer 100, M = B = 1, λ = 1, Elman-tanh
+with 4 units (CycleWorld) or 32 (Stochastic World). Performance is the online loss
+averaged over all steps (§5: "we report average performance over all training
+steps"); the final window (last fifth of the steps) is reported too (Fig. 3's
+caption: FPP "reaches a final solution with optimal performance").
+
+Measures: CycleWorld's squared error divided by the predict-zero baseline
+:math:`1/(2p)` (Fig. 2's "ratio to the baseline of predicting 0"); Stochastic
+World's cross-entropy in nats against the Bayes levels of
+:func:`~verify.fpp.envs.stochastic_world_reference_losses`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats
 
+from verify._validate import SEED_MULTIPLIER, validate_seed
 from verify.cells import ElmanCell
+from verify.errors import InvalidArgument
 from verify.fpp._fit import mean_ci
-from verify.fpp.envs import cycle_world, cycle_world_baseline, stochastic_world, stochastic_world_reference_losses
-from verify.fpp.online import OnlineConfig, model_problem, run_online
+from verify.fpp.batched import BATCHED_METHODS, run_online_batched
+from verify.fpp.envs import cycle_world, cycle_world_baseline, stochastic_world
+from verify.fpp.online import OnlineConfig, model_problem
 from verify.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
+from verify.problem import Problem
 
-__all__ = ["cycleworld_reproduction", "stochasticworld_reproduction"]
+__all__ = [
+    "APP_D_LRS",
+    "ENVIRONMENTS",
+    "INITS",
+    "SCALES",
+    "SETTINGS_NOTES",
+    "Block",
+    "Reproduction",
+    "block_model",
+    "block_theta0",
+    "cycleworld_designs",
+    "run_block",
+    "stochasticworld_design",
+    "summarize",
+    "updates_designs",
+]
+
+ENVIRONMENTS = ("cycleworld", "stochasticworld")
+#: App. D: "the learning rate is chosen over the set {0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03}"
+APP_D_LRS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+#: initialisations: this toolkit's (``default``), PyTorch's ``nn.RNN``/``nn.Linear`` (the authors' PyTorch code),
+#: TensorFlow 1's ``BasicRNNCell`` + Xavier readout (the authors' TensorFlow code of the paper's time)
+INITS = ("default", "torch", "glorot")
+#: where the settings the paper leaves open come from
+SETTINGS_NOTES = (
+    "RMSprop decay 0.99, eps 1e-8 (the authors' PyTorch code, model/torch_fpp.py: torch.optim.RMSprop(alpha=0.99))",
+    "learning rate per (method, T): the grid point with the lowest mean online loss over the runs (App. D)",
+    "buffer 100 and T as stated in §5 ('a constant buffer size of 100'); M = B = 1 outside Fig. 4 (§5)",
+    "lambda = 1 (App. C: 'Throughout all previous experiments, we simply set lambda = 1'); the penalty is eq. (6)'s "
+    "lambda/2 ||s_i - s_hat_i||^2 (the authors' code uses lambda * mean over units: lambda_eff = 2/k)",
+    "FPP's states: updated with the parameters' step (the authors' code: state_learning_rate = learning_rate)",
+    "observations are one scalar o in {0, 1} (the authors one-hot encode it: the same model class, the bias absorbs "
+    "the second column)",
+    "Stochastic World's target at step t depends on o_(t-15), o_(t-30), o_t being the input at step t (the authors' "
+    "env/stochastic_data.py: Y[i] from X[i-15], X[i-30])",
+)
+_SALT_STREAM = 67
+_SALT_SAMPLER = 71
 
 
-def _runs(
-    method: str,
-    model: Any,
-    cfg: OnlineConfig,
-    inputs: torch.Tensor,
-    targets: torch.Tensor,
-    theta0: torch.Tensor,
-    lrs: Sequence[float],
-    generator: torch.Generator,
-) -> torch.Tensor:
-    """Online losses for every (lr, run): shape (len(lrs), runs, steps)."""
-    R = inputs.shape[0]
-    L = len(lrs)
-    lr_col = torch.tensor(list(lrs), dtype=torch.float64).repeat_interleave(R)
-    losses = run_online(
-        method, model, cfg, inputs.repeat(L, 1, 1), targets.repeat(L, 1, 1), theta0.repeat(L, 1), lr_col, generator
-    )
-    return losses.reshape(L, R, -1)
+@dataclass(frozen=True)
+class Block:
+    """R paired runs of one learner at one T, for each learning rate of ``lrs``: a sweep cell of a reproduction.
+
+    The runs × learning rates run vectorised in one pass (the same R streams and
+    initial weights for every learning rate). ``env`` (:data:`ENVIRONMENTS`) with ``p`` (CycleWorld) or ``lags``
+    (Stochastic World); ``method`` (:data:`~verify.fpp.batched.BATCHED_METHODS`);
+    the :class:`~verify.fpp.online.OnlineConfig` fields; ``init`` (:data:`INITS`);
+    ``mutant`` a broken learner of :mod:`verify.mutants.fpp` (negative controls);
+    ``bins`` the learning curve's resolution; ``final_fraction`` the final window.
+    """
+
+    env: str
+    method: str
+    T: int
+    lrs: tuple[float, ...]
+    steps: int
+    runs: int
+    seed: int = 0
+    p: int = 8
+    lags: tuple[int, int] = (15, 30)
+    hidden: int = 4
+    buffer_size: int = 100
+    lam: float = 1.0
+    updates: int = 1
+    batch: int = 1
+    state_lr: float | None = None
+    state_optimizer: str = "rmsprop"
+    init: str = "default"
+    mutant: str | None = None
+    bins: int = 50
+    final_fraction: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.env not in ENVIRONMENTS:
+            raise InvalidArgument("env", self.env, f"must be one of {ENVIRONMENTS}")
+        if self.method not in BATCHED_METHODS:
+            raise InvalidArgument("method", self.method, f"must be one of {BATCHED_METHODS}")
+        if self.init not in INITS:
+            raise InvalidArgument("init", self.init, f"must be one of {INITS}")
+        validate_seed("seed", self.seed)
+        if not (0.0 < self.final_fraction <= 1.0):
+            raise InvalidArgument("final_fraction", self.final_fraction, "must lie in (0, 1]")
+        if not self.lrs or any(not (isinstance(x, (int, float)) and 0 < x < math.inf) for x in self.lrs):
+            raise InvalidArgument("lrs", self.lrs, "a non-empty tuple of positive learning rates")
+        if self.mutant is not None:
+            from verify.mutants.fpp import learner_mutant
+
+            learner_mutant(self.mutant)  # validates the name
+        self.config()  # validates T, lr, buffer ...
+
+    def config(self) -> OnlineConfig:
+        return OnlineConfig(
+            T=self.T, buffer_size=self.buffer_size, updates=self.updates, batch=self.batch, lam=self.lam, lr=self.lr,
+            state_lr=self.state_lr, state_optimizer=self.state_optimizer,
+        )  # fmt: skip
+
+    @property
+    def lr(self) -> float:
+        return float(self.lrs[0])
+
+    def params(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["lags"] = list(self.lags)
+        d["lrs"] = [float(x) for x in self.lrs]
+        return d
+
+    @staticmethod
+    def from_params(params: Mapping[str, Any]) -> Block:
+        d = dict(params)
+        for k in ("lags", "lrs"):
+            if k in d:
+                d[k] = tuple(d[k])
+        return Block(**d)
+
+    @property
+    def learner(self) -> tuple[str, int]:
+        return self.method, self.T
 
 
-def _curve(losses: torch.Tensor, bins: int = 60) -> dict[str, list[float]]:
-    """Learning curve for the report: mean over runs (dim 0) of ``losses`` (runs, steps) in ``bins`` windows."""
+def block_model(b: Block) -> Problem:
+    """Elman-tanh with ``hidden`` units and a linear readout: squared error (CycleWorld) or softmax CE."""
+    if b.env == "cycleworld":
+        return model_problem(ElmanCell(b.hidden, 1, "tanh"), LinearReadout(b.hidden, 1), SquaredError())
+    return model_problem(ElmanCell(b.hidden, 1, "tanh"), LinearReadout(b.hidden, 2), SoftmaxCrossEntropy())
+
+
+def block_theta0(b: Block, model: Problem, gen: torch.Generator) -> torch.Tensor:
+    """Initial weights (runs, p) of :data:`INITS`: ``default`` is :meth:`Problem.init_theta`.
+
+    ``torch``: U(-1/√n, 1/√n) for every weight and both biases of ``nn.RNN`` and
+    for ``nn.Linear``'s weight and bias (fan-in n). ``glorot``: TF1's
+    ``BasicRNNCell`` kernel Glorot-uniform over [x; h] (fan (2 + n) + n, two input
+    columns for the one-hot observation), zero bias; readout Xavier-uniform, zero
+    bias. The one-hot input's two columns u₀, u₁ become U = u₁ − u₀ and b += u₀.
+    """
+    n = b.hidden
+    m = model.readout.output_size
+    out = []
+    for _ in range(b.runs):
+        if b.init == "default":
+            out.append(model.init_theta(gen))
+            continue
+
+        def u(lim: float, *shape: int) -> torch.Tensor:
+            return (2 * torch.rand(*shape, generator=gen, dtype=torch.float64) - 1) * lim
+
+        if b.init == "torch":
+            k = 1 / math.sqrt(n)
+            W, U2, b1, b2 = u(k, n, n), u(k, n, 2), u(k, n), u(k, n)
+            V, c = u(k, m, n), u(k, m)
+            bias = b1 + b2
+        else:
+            lim = math.sqrt(6 / (2 + n + n))
+            K = u(lim, 2 + n, n)  # TF kernel: rows = [x (one-hot, 2); h (n)], columns = units
+            U2, W = K[:2].T.contiguous(), K[2:].T.contiguous()
+            bias = torch.zeros(n, dtype=torch.float64)
+            V, c = u(math.sqrt(6 / (n + m)), m, n), torch.zeros(m, dtype=torch.float64)
+        U = (U2[:, 1] - U2[:, 0])[:, None]
+        bias = bias + U2[:, 0]
+        out.append(model.layout.flatten({"cell.W": W, "cell.U": U, "cell.b": bias, "readout.V": V, "readout.c": c}))
+    return torch.stack(out)
+
+
+def _stream(b: Block, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, float]:
+    if b.env == "cycleworld":
+        s = cycle_world(b.p, b.steps, b.runs, gen)
+        return s.inputs, s.targets, cycle_world_baseline(b.p)
+    s = stochastic_world(b.steps, b.runs, gen, lags=b.lags)
+    return s.inputs, torch.nn.functional.one_hot(s.targets, 2).to(torch.float64), 1.0
+
+
+def _curve(losses: torch.Tensor, bins: int) -> dict[str, list[float]]:
     steps = losses.shape[-1]
     edges = torch.linspace(0, steps, min(bins, steps) + 1).round().long().tolist()
     mean = losses.mean(0)
-    pairs = [(a, b) for a, b in pairwise(edges) if b > a]
-    return {"step": [(a + b + 1) / 2 for a, b in pairs], "mean": [float(mean[a:b].mean()) for a, b in pairs]}
+    pairs = [(a, c) for a, c in pairwise(edges) if c > a]
+    return {"step": [(a + c + 1) / 2 for a, c in pairs], "mean": [float(mean[a:c].mean()) for a, c in pairs]}
 
 
-def cycleworld_reproduction(
-    *,
-    p: int,
-    steps: int,
-    runs: int,
-    lrs: Sequence[float],
-    generator: torch.Generator,
-    methods: Sequence[str] = ("fpp", "tbptt"),
-    hidden: int = 4,
-    buffer_size: int = 100,
-    lam: float = 1.0,
-) -> dict[str, Any]:
-    r"""FPP vs T-BPTT on CycleWorld(p) for T ∈ {p/2, p}: online error ratio to predict-zero (Fig. 2).
+def run_block(b: Block) -> dict[str, Any]:
+    """Run a block; per learning rate and run: ``online`` (mean over all steps) and ``final`` (last window).
 
-    For each method and T the learning rate with the lowest mean ratio over the
-    runs is reported (App. D chooses the step from a grid by average performance);
-    ``final`` is the ratio over the last fifth of the steps.
+    Returns ``lrs``, ``online`` and ``final`` (lists over lrs of lists over runs, in
+    the measure), ``curve`` (per lr: the mean over runs in ``bins`` windows),
+    ``finite`` and ``measure`` (``"ratio"``: CycleWorld, loss / (1/(2p)); ``"ce"``:
+    Stochastic World, nats).
     """
-    model = model_problem(ElmanCell(hidden, 1, "tanh"), LinearReadout(hidden, 1), SquaredError())
-    stream = cycle_world(p, steps, runs, generator)
-    theta0 = torch.stack([model.init_theta(generator) for _ in range(runs)])
-    base = cycle_world_baseline(p)
-    zero_ratio = float((0.5 * stream.targets**2).mean() / base)
-    results: dict[str, Any] = {}
-    per_run: dict[tuple[str, int], np.ndarray] = {}
-    for method in methods:
-        for T in sorted({max(1, p // 2), p}):
-            cfg = OnlineConfig(T=T, buffer_size=buffer_size, lam=lam)
-            L = _runs(method, model, cfg, stream.inputs, stream.targets, theta0, lrs, generator)
-            ratio = (L.mean(-1) / base).numpy()  # (lrs, runs)
-            final = (L[..., -max(1, steps // 5) :].mean(-1) / base).numpy()
-            best = int(np.argmin(ratio.mean(1)))
-            m, lo, hi = mean_ci(ratio[best])
-            fm, flo, fhi = mean_ci(final[best])
-            per_run[(method, T)] = ratio[best]
-            results[f"{method}/T={T}"] = {
-                "method": method,
-                "T": T,
-                "lr": float(lrs[best]),
-                "ratio_mean": m,
-                "ratio_ci": [lo, hi],
-                "final_mean": fm,
-                "final_ci": [flo, fhi],
-                "ratio_by_lr": {str(lr): float(ratio[j].mean()) for j, lr in enumerate(lrs)},
-                "ratio_runs": ratio[best].tolist(),
-                "curve": _curve(L[best] / base),  # report figure (Fig. 2's learning curves)
-            }
-    half = max(1, p // 2)
-    comparison: dict[str, Any] = {}
-    if ("fpp", half) in per_run and ("tbptt", half) in per_run:
-        a, b = per_run[("fpp", half)], per_run[("tbptt", half)]
-        test = stats.ttest_ind(a, b, equal_var=False, alternative="less") if runs > 1 else None
-        comparison = {
-            "T": half,
-            "fpp_mean": float(a.mean()),
-            "tbptt_mean": float(b.mean()),
-            "difference": float(a.mean() - b.mean()),
-            "welch_p_one_sided": None if test is None else float(test.pvalue),
-            "fpp_beats_tbptt": bool(a.mean() < b.mean() and test is not None and test.pvalue < 0.05),
-        }
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # hundreds of tiny ops per step: extra threads only add contention (10x slower on 2 cores)
+    try:
+        return _run_block(b)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_block(b: Block) -> dict[str, Any]:
+    gen = torch.Generator().manual_seed(b.seed * SEED_MULTIPLIER + _SALT_STREAM)
+    model = block_model(b)
+    x, y, base = _stream(b, gen)
+    theta0 = block_theta0(b, model, gen)
+    salt = (_SALT_SAMPLER + 1009 * BATCHED_METHODS.index(b.method) + 7919 * b.T) % SEED_MULTIPLIER
+    sampler = torch.Generator().manual_seed(b.seed * SEED_MULTIPLIER + salt)
+    mutant = None
+    if b.mutant is not None:
+        from verify.mutants.fpp import learner_mutant
+
+        mutant = learner_mutant(b.mutant)
+    L_ = len(b.lrs)
+    lr_col = torch.tensor([float(v) for v in b.lrs], dtype=torch.float64).repeat_interleave(b.runs)
+    L = run_online_batched(
+        b.method, model, b.config(), x.repeat(L_, 1, 1), y.repeat(L_, 1, 1), theta0.repeat(L_, 1), lr_col, sampler,
+        theta_grad=mutant,
+    ) / base  # fmt: skip
+    L = L.reshape(L_, b.runs, -1)
+    tail = max(1, round(b.steps * b.final_fraction))
     return {
-        "p": p,
-        "steps": steps,
-        "runs": runs,
-        "lrs": list(lrs),
-        "hidden": hidden,
-        "buffer_size": buffer_size,
-        "lambda": lam,
-        "predict_zero_ratio": zero_ratio,
-        "results": results,
-        "comparison_half": comparison,
+        "measure": "ratio" if b.env == "cycleworld" else "ce",
+        "lrs": [float(v) for v in b.lrs],
+        "online": L.mean(-1).tolist(),
+        "final": L[..., -tail:].mean(-1).tolist(),
+        "curve": [_curve(L[j], b.bins) for j in range(L_)],
+        "finite": bool(torch.isfinite(L).all()),
     }
 
 
-def stochasticworld_reproduction(
-    *,
-    steps: int,
-    runs: int,
-    lr: float,
-    Ts: Sequence[int],
-    generator: torch.Generator,
-    methods: Sequence[str] = ("fpp", "tbptt"),
-    hidden: int = 32,
-    buffer_size: int = 100,
-    lam: float = 1.0,
-) -> dict[str, Any]:
-    """Online FPP and T-BPTT on Stochastic World; the cross-entropy over the last fifth of the steps per run."""
-    model = model_problem(ElmanCell(hidden, 1, "tanh"), LinearReadout(hidden, 2), SoftmaxCrossEntropy())
-    stream = stochastic_world(steps, runs, generator)
-    onehot = torch.nn.functional.one_hot(stream.targets, 2).to(torch.float64)
-    theta0 = torch.stack([model.init_theta(generator) for _ in range(runs)])
-    refs = stochastic_world_reference_losses()
-    out: dict[str, Any] = {}
-    for method in methods:
-        for T in Ts:
-            cfg = OnlineConfig(T=T, buffer_size=buffer_size, lam=lam)
-            L = _runs(method, model, cfg, stream.inputs, onehot, theta0, [lr], generator)[0]
-            window = L[:, -max(1, steps // 5) :].mean(-1).numpy()
-            m, lo, hi = mean_ci(window)
-            out[f"{method}/T={T}"] = {
-                "method": method,
-                "T": T,
-                "final_ce_mean": m,
-                "final_ce_ci": [lo, hi],
-                "online_ce_mean": float(L.mean()),
-                "final_ce_runs": window.tolist(),
-                "curve": _curve(L),  # report figure (Fig. 3(b)'s learning curves)
-            }
-    return {"steps": steps, "runs": runs, "lr": lr, "hidden": hidden, "references": refs, "results": out}
+@dataclass(frozen=True)
+class Reproduction:
+    """The design of one reproduction at one scale: the learners, the T and lr grids, the sizes, the controls.
+
+    ``learners`` are (method, T) pairs; every one runs over ``lrs``. ``controls``
+    are (label, method, T, mutant) learners run through the same harness (same
+    blocks, same lr selection) that the check's criteria must reject.
+    ``common`` holds the :class:`Block` fields shared by every block;
+    ``split_lrs`` makes one block per learning rate (more, smaller cells for a
+    cluster) instead of one block per learner with the lrs vectorised (fewer,
+    cheaper cells on a few cores; the sampler's draws differ between the two).
+    """
+
+    name: str
+    scale: str
+    env: str
+    learners: tuple[tuple[str, int], ...]
+    lrs: tuple[float, ...]
+    steps: int
+    runs: int
+    seed: int = 0
+    controls: tuple[tuple[str, str, int, str | None], ...] = ()
+    common: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    split_lrs: bool = False
+
+    def _blocks(self, method: str, T: int, mutant: str | None = None) -> list[Block]:
+        groups = [(lr,) for lr in self.lrs] if self.split_lrs else [tuple(self.lrs)]
+        return [Block(self.env, method, T, g, self.steps, self.runs, self.seed, mutant=mutant, **self.common)
+                for g in groups]  # fmt: skip
+
+    def learner_blocks(self) -> dict[str, list[Block]]:
+        return {f"{m}/T={T}": self._blocks(m, T) for m, T in self.learners}
+
+    def control_blocks(self) -> dict[str, list[Block]]:
+        return {label: self._blocks(m, T, mut) for label, m, T, mut in self.controls}
+
+    def all_blocks(self) -> list[Block]:
+        return [b for bs in (*self.learner_blocks().values(), *self.control_blocks().values()) for b in bs]
+
+    def with_seed(self, seed: int) -> Reproduction:
+        return replace(self, seed=seed)
+
+
+def _summary(blocks: Sequence[Block], values: Mapping[Block, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """One learner over its lr grid: the lr with the lowest mean online measure, its CIs, every lr's means.
+
+    None when a block has no value (a failed cell).
+    """
+    if any(b not in values for b in blocks):
+        return None
+    lrs: list[float] = []
+    online_l: list[list[float]] = []
+    final_l: list[list[float]] = []
+    curves: list[Any] = []
+    finite = True
+    for b in blocks:
+        v = values[b]
+        lrs += [float(x) for x in v["lrs"]]
+        online_l += v["online"]
+        final_l += v["final"]
+        curves += v["curve"]
+        finite = finite and bool(v.get("finite", True))
+    online, final = np.array(online_l, dtype=float), np.array(final_l, dtype=float)  # (lrs, runs)
+    means = np.where(np.isfinite(online).all(1), online.mean(1), np.inf)
+    best = int(np.argmin(means))
+    om, olo, ohi = mean_ci(online[best])
+    fm, flo, fhi = mean_ci(final[best])
+    return {
+        "method": blocks[0].method,
+        "T": blocks[0].T,
+        "lr": lrs[best],
+        "online_mean": om,
+        "online_ci": [olo, ohi],
+        "final_mean": fm,
+        "final_ci": [flo, fhi],
+        "online_runs": online[best].tolist(),
+        "final_runs": final[best].tolist(),
+        "online_by_lr": {repr(x): float(online[j].mean()) for j, x in enumerate(lrs)},
+        "final_by_lr": {repr(x): float(final[j].mean()) for j, x in enumerate(lrs)},
+        "curve": curves[best],
+        "finite": finite,
+    }
+
+
+def summarize(rep: Reproduction, values: Mapping[Block, Mapping[str, Any]]) -> dict[str, Any]:
+    """Per learner ``"method/T=.."`` and per control label: :func:`_summary` (None where blocks are missing)."""
+    return {
+        "learners": {k: _summary(bs, values) for k, bs in rep.learner_blocks().items()},
+        "controls": {k: _summary(bs, values) for k, bs in rep.control_blocks().items()},
+    }
+
+
+# ------------------------------------------------------------------ designs
+SCALES = ("ci", "full", "paper")
+
+
+def _check_scale(scale: str) -> None:
+    if scale not in SCALES:
+        raise InvalidArgument("scale", scale, f"must be one of {SCALES}")
+
+
+def stochasticworld_design(scale: str, seed: int = 0, *, split_lrs: bool = False) -> Reproduction:
+    """Stochastic World (§5, Fig. 3(b), App. D.2) at ``scale`` (:data:`SCALES`).
+
+    ``paper``: 32 units, lags (15, 30), 10 000 steps, 30 runs, the App. D lr grid,
+    FPP, T-BPTT and No-Overlap T-BPTT at T ∈ {10, 15, 20, 30, 40}; controls: FPP at
+    T = 40 with its gradient zeroed (learns nothing) and T-BPTT with k = 1 (no credit
+    beyond one step: it cannot learn a lag of 15). ``full``: FPP and T-BPTT at
+    T ∈ {20, 40}, 10 runs, lrs {3e-4, 1e-3, 3e-3} (the neighbourhood of the best
+    points of the paper-scale grid), same controls. ``ci``: the same harness scaled
+    down -- 8 units, lags (2, 4), T = 5, 400 steps, 12 runs, lr 3e-3; controls: the
+    zeroed and the sign-flipped gradient (T-BPTT with k = 1 still learns lags of 2
+    and 4 through the recurrent dynamics, so it is no control at this size).
+    Initialisation: ``glorot`` (the authors' TensorFlow code, see :func:`block_theta0`).
+    """
+    _check_scale(scale)
+    if scale == "paper":
+        Ts = (10, 15, 20, 30, 40)
+        learners = tuple((m, T) for m in ("fpp", "tbptt", "tbptt-no-overlap") for T in Ts)
+        return Reproduction(
+            "fpp.stochasticworld", scale, "stochasticworld", learners, APP_D_LRS, 10_000, 30, seed,
+            controls=(("FPP, gradient zeroed (fpp.learner-frozen), T = 40", "fpp", 40, "fpp.learner-frozen"),
+                      ("T-BPTT with k = 1", "tbptt", 1, None)),
+            common={"hidden": 32, "lags": (15, 30), "init": "glorot"}, split_lrs=split_lrs,
+        )  # fmt: skip
+    if scale == "full":
+        learners = tuple((m, T) for m in ("fpp", "tbptt") for T in (20, 40))
+        return Reproduction(
+            "fpp.stochasticworld", scale, "stochasticworld", learners, (3e-4, 1e-3, 3e-3), 10_000, 10, seed,
+            controls=(("FPP, gradient zeroed (fpp.learner-frozen), T = 40", "fpp", 40, "fpp.learner-frozen"),
+                      ("T-BPTT with k = 1", "tbptt", 1, None)),
+            common={"hidden": 32, "lags": (15, 30), "init": "glorot"}, split_lrs=split_lrs,
+        )  # fmt: skip
+    return Reproduction(
+        "fpp.stochasticworld", scale, "stochasticworld", (("fpp", 5), ("tbptt", 5)), (3e-3,), 400, 12, seed,
+        controls=(("FPP, gradient zeroed (fpp.learner-frozen)", "fpp", 5, "fpp.learner-frozen"),
+                  ("FPP, gradient sign flipped (fpp.learner-sign-flip)", "fpp", 5, "fpp.learner-sign-flip")),
+        common={"hidden": 8, "lags": (2, 4), "init": "glorot", "buffer_size": 20}, split_lrs=split_lrs,
+    )  # fmt: skip
+
+
+def cycleworld_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
+    """CycleWorld (§5, Fig. 2, App. D.1) at ``scale``: one :class:`Reproduction` per cycle length p.
+
+    Every p: FPP and T-BPTT at T ∈ {p/2, p}, 4 units; controls: FPP at T = p with its
+    gradient sign-flipped and zeroed. ``paper``: p ∈ {4, 6, 8, 10} (the paper does not
+    list its p; the authors' scripts use 6 and 10), 5000 steps, 30 runs, the App. D
+    lr grid. ``full``: p = 8, 5000 steps, 10 runs, lrs {1e-3, 3e-3, 1e-2, 3e-2}.
+    ``ci``: p = 4, 600 steps, 8 runs, lrs {1e-2, 3e-2}, buffer 20.
+    """
+    _check_scale(scale)
+    ps: tuple[int, ...]
+    lrs: tuple[float, ...]
+    if scale == "paper":
+        ps, steps, runs, lrs, buf = (4, 6, 8, 10), 5000, 30, APP_D_LRS, 100
+    elif scale == "full":
+        ps, steps, runs, lrs, buf = (8,), 5000, 10, (1e-3, 3e-3, 1e-2, 3e-2), 100
+    else:
+        ps, steps, runs, lrs, buf = (4,), 600, 8, (1e-2, 3e-2), 20
+    out = []
+    for p in ps:
+        Ts = sorted({max(1, p // 2), p})
+        out.append(
+            Reproduction(
+                f"fpp.cycleworld-p{p}", scale, "cycleworld", tuple((m, T) for m in ("fpp", "tbptt") for T in Ts),
+                lrs, steps, runs, seed,
+                controls=(("FPP, gradient sign flipped (fpp.learner-sign-flip), T = p", "fpp", p,
+                           "fpp.learner-sign-flip"),
+                          ("FPP, gradient zeroed (fpp.learner-frozen), T = p", "fpp", p, "fpp.learner-frozen")),
+                common={"hidden": 4, "p": p, "init": "glorot", "buffer_size": buf}, split_lrs=split_lrs,
+            )
+        )  # fmt: skip
+    return out
+
+
+def updates_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
+    """FPP §5 Fig. 4 (and App. D Fig. 7): M updates per step and mini-batches of B, FPP with and without state update.
+
+    One :class:`Reproduction` per (environment, M, B) with the learners FPP and FPP
+    without state update at each T; buffer 1000 (§5: "We use a buffer size of 1000
+    and 10000 training steps"). ``paper``: Stochastic World (32 units) and CycleWorld
+    (p = 10, 4 units, the authors' ``cyc_run_all.sh``), T ∈ {1, 2, 4, 8, 16},
+    M ∈ {1, 2, 4, 8, 16} at B = 1 and B ∈ {2, 4, 8, 16} at M = 1 (the authors'
+    ``sd_run_all.sh`` / ``cyc_run_all.sh`` grids), 10 000 steps, 30 runs, the App. D
+    lr grid; control: FPP with its gradient zeroed at M = 16. ``full``: CycleWorld
+    p = 10, T = 1, M ∈ {1, 8}, B ∈ {1, 8}, 5000 steps, 10 runs, lrs {3e-3, 1e-2, 3e-2}.
+    ``ci``: CycleWorld p = 4, T = 1, M ∈ {1, 3}, 300 steps, 8 runs, lr 3e-2, buffer 100 (at M = B = 1
+    FPP only: the comparisons there need it alone).
+    """
+    _check_scale(scale)
+    envs: list[tuple[str, dict[str, Any]]]
+    configs: list[tuple[int, int]]
+    Ts: tuple[int, ...]
+    lrs: tuple[float, ...]
+    if scale == "paper":
+        envs = [("stochasticworld", {"hidden": 32, "lags": (15, 30)}), ("cycleworld", {"hidden": 4, "p": 10})]
+        Ts, steps, runs, lrs, buf = (1, 2, 4, 8, 16), 10_000, 30, APP_D_LRS, 1000
+        configs = [(M, 1) for M in (1, 2, 4, 8, 16)] + [(1, B) for B in (2, 4, 8, 16)]
+    elif scale == "full":
+        envs = [("cycleworld", {"hidden": 4, "p": 10})]
+        Ts, steps, runs, lrs, buf = (1,), 5000, 10, (3e-3, 1e-2, 3e-2), 1000
+        configs = [(1, 1), (8, 1), (1, 8)]
+    else:
+        envs = [("cycleworld", {"hidden": 4, "p": 4})]
+        Ts, steps, runs, lrs, buf = (1,), 300, 8, (3e-2,), 100
+        configs = [(1, 1), (3, 1)]
+    M_max = max(M for M, _ in configs)
+    out = []
+    for env, kw in envs:
+        for M, B in configs:
+            controls: tuple[tuple[str, str, int, str | None], ...] = ()
+            if M == M_max and B == 1:
+                controls = ((f"FPP, gradient zeroed (fpp.learner-frozen), M = {M}, T = {max(Ts)}", "fpp", max(Ts),
+                             "fpp.learner-frozen"),)  # fmt: skip
+            methods = ("fpp",) if scale == "ci" and (M, B) == (1, 1) else ("fpp", "fpp-no-state-update")
+            out.append(
+                Reproduction(
+                    f"{env} M={M} B={B}", scale, env,
+                    tuple((m, T) for m in methods for T in Ts), lrs, steps, runs, seed,
+                    controls=controls,
+                    common={**kw, "init": "glorot", "buffer_size": buf, "updates": M, "batch": B},
+                    split_lrs=split_lrs,
+                )
+            )  # fmt: skip
+    return out

@@ -13,25 +13,40 @@
 * ``fpp.multiplier-unscaled`` -- compares λ(s_i − ŝ_i) with λ_i instead of λ_i/n
   (forgets that eq. (11)'s penalty is not divided by n); replaces
   :func:`verify.fpp.kkt.lemma1_multipliers`.
+
+Broken *learners* for the §5 reproductions (the ``theta_grad`` of
+:func:`verify.fpp.batched.run_online_batched`, named in a
+:class:`~verify.fpp.reproduction.Block` so that a sweep cell can carry them):
+
+* ``fpp.learner-frozen`` -- every parameter gradient zeroed: the learner never
+  learns (a "learns nothing" control: its loss stays at the initial model's);
+* ``fpp.learner-sign-flip`` -- every parameter gradient negated: gradient *ascent*.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch.func import grad
 
 from verify._func import vjp
+from verify.errors import InvalidArgument
 from verify.fpp.kkt import full_loss_adjoints, lemma1_multipliers
 from verify.fpp.objective import prediction_loss, unroll_window
 from verify.mutants import Mutant
 from verify.problem import Problem
 
 __all__ = [
+    "LEARNER_MUTANTS",
     "MUTANTS",
     "eq7_penalty_sign",
     "exclusive_endpoint_distribution",
     "exclusive_endpoint_indices",
+    "frozen_learner",
     "full_loss_multipliers",
+    "learner_mutant",
+    "sign_flipped_learner",
     "unscaled_multipliers",
 ]
 
@@ -80,6 +95,28 @@ def unscaled_multipliers(problem: Problem, theta: torch.Tensor, states: torch.Te
     return lemma1_multipliers(problem, theta, states) * problem.T
 
 
+def frozen_learner(g: torch.Tensor) -> torch.Tensor:
+    """Zero parameter gradient: W and β never move (RMSprop's step is 0)."""
+    return torch.zeros_like(g)  # MUTANT: no learning
+
+
+def sign_flipped_learner(g: torch.Tensor) -> torch.Tensor:
+    """Negated parameter gradient: the optimiser climbs the loss."""
+    return -g  # MUTANT: gradient ascent
+
+
+#: broken learners by name (the reproductions' negative controls)
+LEARNER_MUTANTS = {"fpp.learner-frozen": frozen_learner, "fpp.learner-sign-flip": sign_flipped_learner}
+
+
+def learner_mutant(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The broken learner ``name`` of :data:`LEARNER_MUTANTS`; InvalidArgument for an unknown name."""
+    fn = LEARNER_MUTANTS.get(name)
+    if fn is None:
+        raise InvalidArgument("mutant", name, f"must be one of {sorted(LEARNER_MUTANTS)}")
+    return fn
+
+
 MUTANTS = (
     Mutant(
         "fpp.eq7-penalty-sign",
@@ -108,5 +145,19 @@ MUTANTS = (
         "lemma1_multipliers",
         unscaled_multipliers,
         ("fpp.kkt-recovery",),
+    ),
+    Mutant(
+        "fpp.learner-frozen",
+        "online learner whose parameter gradient is zeroed: it learns nothing",
+        "theta_grad",
+        frozen_learner,
+        ("fpp.cycleworld-reproduction", "fpp.stochasticworld-reproduction"),
+    ),
+    Mutant(
+        "fpp.learner-sign-flip",
+        "online learner whose parameter gradient is negated (gradient ascent)",
+        "theta_grad",
+        sign_flipped_learner,
+        ("fpp.cycleworld-reproduction", "fpp.stochasticworld-reproduction"),
     ),
 )

@@ -94,6 +94,7 @@ def _run_line(run: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("device", "device"),
         ("dtype", "dtype"),
         ("workers", "workers"),
+        ("executor", "executor"),
         ("started", "started"),
         ("wall_time", "wall time (s)"),
         ("torch_version", "torch"),
@@ -101,6 +102,11 @@ def _run_line(run: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("platform", "platform"),
     )
     return [(label, fmt(run.get(k))) for k, label in keys if k in run]
+
+
+def _run_figures_title(run: Mapping[str, Any]) -> str:
+    """The heading of the run-level figures: the controls table, and a sweep's cell tables."""
+    return "Negative controls and the sweep's cells" if run.get("sweep") else "Negative controls"
 
 
 def _counts_line(summary: Mapping[str, Any]) -> str:
@@ -211,7 +217,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         lines += [f"- [{md_code(cid)}](#{_anchor(cid)}): {md_escape(f)}" for cid, f in found]
     figs = doc.get("figures") or []
     if figs:
-        lines += ["", "## Negative controls", ""]
+        lines += ["", f"## {_run_figures_title(run)}", ""]
         for j, f in enumerate(figs):
             lines += _md_figure(f, figure_key(None, j), f"figures[{j}]")
     for i, r in enumerate(claims):
@@ -367,7 +373,7 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
         out.append("</ul>")
     figs = doc.get("figures") or []
     if figs:
-        out.append('<h2 id="controls">Negative controls</h2>')
+        out.append(f'<h2 id="controls">{html.escape(_run_figures_title(run))}</h2>')
         for j, f in enumerate(figs):
             key = figure_key(None, j)
             out.append(_html_figure(f, pngs.get(key), "run", j, f"figures[{j}]"))
