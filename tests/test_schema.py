@@ -57,6 +57,8 @@ _DELETE = object()
 
 #: (where, new value, the field path the error must name, a word of the expected type) -- issue 12 case 3 and more
 RESULTS_CASES = [
+    (("claims", 0, "references"), True, "claims[0].references", "list"),
+    (("claims", 0, "citation"), 3, "claims[0].citation", "string"),
     (("claims", 0, "wall_time"), "12s", "claims[0].wall_time", "number"),
     (("claims", 0, "controls"), "FAIL", "claims[0].controls", "list"),
     (("claims", 0, "controls", 0, "name"), 3, "claims[0].controls[0].name", "string"),

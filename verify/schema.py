@@ -336,6 +336,7 @@ _RECORD_STRINGS = (
     "title",
     "family",
     "paper",
+    "citation",
     "equation",
     "statement",
     "math",
@@ -349,7 +350,7 @@ _RECORD_STRINGS = (
     "rerun",
     "source",
 )
-_RECORD_STR_LISTS = ("profiles", "assumptions", "errata", "findings", "figure_problems")
+_RECORD_STR_LISTS = ("profiles", "assumptions", "errata", "findings", "figure_problems", "references")
 _RECORD_MEASURED = ("statistic", "threshold", "alpha", "beta", "delta")
 _RECORD_KNOWN = frozenset(
     {"id", "verdict", "summary", "reason", "samples_planned", "samples_used", "seed", "wall_time"}
