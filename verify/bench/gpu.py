@@ -315,8 +315,10 @@ def calibration_rows(
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    from verify.report.atomic import preflight_dir, write_dir_atomic
+
+    out = preflight_dir(Path(args.out), "--out", needs=())  # a new, empty or rnn-verify-marked folder only
+    files: dict[str, bytes] = {}
     print(f"# machine: {machine()}")
     seeds = list(range(args.seeds))
     large = list(range(100, 100 + args.large_seeds))
@@ -332,7 +334,7 @@ def calibrate(args: argparse.Namespace) -> int:
     for alg, order in keys:
         v = sorted(r["raw_ratio"] for r in rows if r["algorithm"] == alg and r["order"] == order)
         print(f"{alg:24s} {order:18s} {len(v):5d} {v[-1]:9.4f} {statistics.median(v):9.4f} {v[-1] / C_PARITY:12.4f}")
-    (out / "calibration.json").write_text(json.dumps({"rows": rows, "max_raw_ratio": worst}, indent=1))
+    files["calibration.json"] = json.dumps({"rows": rows, "max_raw_ratio": worst}, indent=1).encode("utf-8")
     from verify.report.figures import render_png
 
     orders = sorted({r["order"] for r in rows})
@@ -377,7 +379,9 @@ def calibrate(args: argparse.Namespace) -> int:
         },
     }
     for name, spec in figs.items():
-        (out / name).write_bytes(render_png(spec))
+        files[name] = render_png(spec)
+    write_dir_atomic(out, files)  # replaces only what rnn-verify wrote there (verify.report.atomic)
+    for name in files:
         print(f"# wrote {out / name}")
     return 0
 
@@ -398,7 +402,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="calibration-device")
     args = ap.parse_args(argv)
     if args.calibrate:
-        return calibrate(args)
+        from verify.errors import VerifyError
+
+        try:
+            return calibrate(args)
+        except VerifyError as exc:  # e.g. --out names a folder rnn-verify did not write
+            print(f"verify.bench.gpu: error: {exc}", file=sys.stderr)
+            return 2
     return bench(args)
 
 

@@ -173,7 +173,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ok = False
             if not ok:
                 raise SystemExit(f"refusing to overwrite {out_path}: not a file written by {TOOL}")
-        out_path.write_text(json.dumps(result, indent=1))
+        from verify.report.atomic import write_file_atomic
+
+        write_file_atomic(out_path, json.dumps(result, indent=1).encode("utf-8"))
         print(f"wrote {out_path}")
     return result
 

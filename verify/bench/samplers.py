@@ -364,7 +364,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "rtrl": "bytes = item*(2Np + 2p), FLOPs = 2N^2 p + 2Np per step",
             },
         }
-        path.write_text(json.dumps(result, indent=1, default=str))
+        from verify.report.atomic import write_file_atomic
+
+        write_file_atomic(path, json.dumps(result, indent=1, default=str).encode("utf-8"))
         return result
 
     for n in ns:

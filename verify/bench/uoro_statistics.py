@@ -148,6 +148,9 @@ def calibrate_adversarial(
         if unknown:
             raise SystemExit(f"unknown cells {unknown}; known: {[c.name for c in suite]}")
         suite = [c for c in suite if c.name in cells]
+    from verify.report.atomic import preflight_dir, write_dir_atomic
+
+    preflight_dir(out, "--out", needs=("calibration.md", "calibration.json"))  # refused now, not after the compute
     seeds = range(first_seed, first_seed + n)
     print(f"machine: {machine()}")
     print(f"adversarial calibration: {len(suite)} cells x {len(levels)} levels x 3 mechanisms, {n} seeds each")
@@ -164,10 +167,7 @@ def calibrate_adversarial(
 
     results = adversarial.run_suite(suite, seeds=seeds, levels=levels, jobs=jobs, progress=progress)
     wall = time.perf_counter() - t0
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "calibration.md").write_text(
-        adversarial.markdown_table(results, command=command, wall_s=wall, machine=machine()), encoding="utf-8"
-    )
+    table = adversarial.markdown_table(results, command=command, wall_s=wall, machine=machine())
     payload = {
         "command": command,
         "wall_s": wall,
@@ -177,7 +177,14 @@ def calibrate_adversarial(
         "summary": adversarial.summarize(results),
         "cells": [r.to_data() for r in results],
     }
-    (out / "calibration.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    # a marked folder: only what rnn-verify wrote is ever replaced (verify.report.atomic)
+    write_dir_atomic(
+        out,
+        {
+            "calibration.md": table.encode("utf-8"),
+            "calibration.json": (json.dumps(payload, indent=1) + "\n").encode("utf-8"),
+        },
+    )
     bad = [r for r in results if not r.ok]
     print(f"wrote {out / 'calibration.md'} and .json; wall {wall:.0f} s; cells over their level: {len(bad)}")
     return results
@@ -201,16 +208,22 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     what = [w.strip() for w in args.what.split(",") if w.strip()]
     if args.calibrate and "adversarial" in what:
+        from verify.errors import VerifyError
+
         raw = sys.argv[1:] if argv is None else argv
-        calibrate_adversarial(
-            args.calibrate,
-            args.first_seed,
-            [float(v) for v in args.levels.split(",") if v.strip()],
-            [c.strip() for c in args.cells.split(",") if c.strip()],
-            args.jobs,
-            Path(args.out),
-            "python -m verify.bench.uoro_statistics " + " ".join(raw),
-        )
+        try:
+            calibrate_adversarial(
+                args.calibrate,
+                args.first_seed,
+                [float(v) for v in args.levels.split(",") if v.strip()],
+                [c.strip() for c in args.cells.split(",") if c.strip()],
+                args.jobs,
+                Path(args.out),
+                "python -m verify.bench.uoro_statistics " + " ".join(raw),
+            )
+        except VerifyError as exc:  # e.g. --out names a folder rnn-verify did not write
+            print(f"verify.bench.uoro_statistics: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         what = [w for w in what if w != "adversarial"]
     if args.calibrate and what:
         calibrate(args.calibrate, args.alpha, what, args.first_seed)
