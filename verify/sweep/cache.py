@@ -21,12 +21,10 @@ machines) return values and never touch the disk.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.errors import InvalidArgument
+from verify.report.atomic import write_file_atomic
 
 __all__ = ["CACHE_MARKER", "CachedValue", "CellCache", "canonical_json", "cell_key", "code_version"]
 
@@ -203,19 +202,6 @@ class CellCache:
 
 def _atomic_write(path: Path, data: bytes) -> Path:
     """``data`` into ``path`` through a temporary sibling and ``os.replace``; a link at ``path`` is refused."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink():
         raise InvalidArgument("cache entry", str(path), "is a symbolic link; rnn-verify does not write through links")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)  # our own temporary file, made above
-        raise
-    return path
+    return write_file_atomic(path, data)
