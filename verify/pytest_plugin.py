@@ -593,16 +593,19 @@ def rnn_verify_reference() -> Callable[[Problem, torch.Tensor], References]:
 def rnn_verify_impl(pytestconfig: pytest.Config) -> Callable[[str, Callable[..., Any]], Callable[..., Any]]:
     """``rnn_verify_impl(target, default)``: ``default``, or the mutant under ``--rnn-verify-mutant``.
 
-    ``target`` names what the implementation computes (the mutant catalog's
-    ``Mutant.target``, e.g. ``"adjoint"`` with the signature of
-    :func:`verify.reference.adjoint_gradient`).
+    ``target`` names the part of an implementation under test (:mod:`verify.impl`) as
+    ``"family.field"`` (``"reference.adjoint"``) or by its field alone (``"adjoint"``,
+    with the signature of :func:`verify.reference.adjoint_gradient`); the mutant's
+    broken part (``Mutant.part``) is returned where it replaces that part.
     """
     state = pytestconfig.stash[_STATE]
 
     def impl(target: str, default: Callable[..., Any]) -> Callable[..., Any]:
-        if state.mutant is not None and state.mutant.target == target:
+        m = state.mutant
+        if m is not None and target in (m.target, m.field):
             state.mutant_used = True
-            return state.mutant.impl
+            part: Callable[..., Any] = m.part
+            return part
         return default
 
     return impl

@@ -71,7 +71,7 @@ def test_injected_mutant_fails_the_run_and_names_the_claim(inner: pytest.Pyteste
     res.assert_outcomes(failed=5)
     res.stdout.fnmatch_lines(
         [
-            "*mutant adjoint.jacobian-wrong-step (target 'adjoint'): injected*",
+            "*mutant adjoint.jacobian-wrong-step (target 'reference.adjoint'): injected*",
             "FAIL*mylib.adjoint-exact*mutant adjoint.jacobian-wrong-step injected*",
         ]
     )

@@ -52,7 +52,7 @@ def test_hand_written_uoro_readme_example() -> None:
 def test_biased_mutants_raise(name: str) -> None:
     P, th = _problem()
     with pytest.raises(AssertionError, match="biased"):
-        assert_unbiased(get(name).impl(), P, th, delta=0.1)
+        assert_unbiased(get(name).part(), P, th, delta=0.1)
 
 
 def test_fixed_method_and_inconclusive_budget() -> None:
@@ -128,7 +128,7 @@ test_property_toolkit_uoro = unbiasedness_property(
 
 def test_property_catches_a_biased_estimator() -> None:
     prop = unbiasedness_property(
-        get("uoro.theta-tilde-scaled").impl(),
+        get("uoro.theta-tilde-scaled").part(),
         problems(cells=("elman-tanh",), losses=("squared-error",), max_n=2, max_T=3),
         examples=3,
         delta=0.2,

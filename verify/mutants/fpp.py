@@ -5,8 +5,8 @@
   :func:`verify.fpp.objective.eq7_gradients`.
 * ``fpp.sampler-exclusive-endpoint`` -- i ~ uniform{T..n−1}: ``randint(T, n)``
   with an exclusive upper bound, so the newest transition is never sampled;
-  replaces the sampler (:func:`~verify.fpp.objective.sample_indices` and
-  :func:`~verify.fpp.objective.index_distribution`).
+  replaces the sampler (:func:`~verify.fpp.objective.sample_indices`;
+  :func:`exclusive_endpoint_distribution` is the law it really draws from).
 * ``fpp.multiplier-full-loss-adjoint`` -- the multiplier target of Thm 2 taken as
   the adjoint of s_i for ALL losses ℓ_i..ℓ_n instead of the later ones only;
   replaces :func:`verify.fpp.kkt.lemma1_multipliers`.
@@ -80,10 +80,11 @@ def unscaled_multipliers(problem: Problem, theta: torch.Tensor, states: torch.Te
     return lemma1_multipliers(problem, theta, states) * problem.T
 
 
-MUTANTS = (
+MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "fpp.eq7-penalty-sign",
         "eq. (7) with +λ(s_i − ŝ_i) in the bracket of ∇_W L_i and ∇_{s_{i−T}} L_i",
+        "fpp",
         "eq7_gradients",
         eq7_penalty_sign,
         ("fpp.gradient-eq7", "fpp.lemma3-unbiased", "fpp.stationarity"),
@@ -91,6 +92,7 @@ MUTANTS = (
     Mutant(
         "fpp.sampler-exclusive-endpoint",
         "k ~ uniform{T..n−1} (exclusive upper bound): the newest transition is never sampled",
+        "fpp",
         "sampler",
         exclusive_endpoint_indices,
         ("fpp.lemma3-unbiased",),
@@ -98,14 +100,16 @@ MUTANTS = (
     Mutant(
         "fpp.multiplier-full-loss-adjoint",
         "Thm 2 multiplier target = adjoint of s_i for all losses l_i..l_n, not the later ones only",
-        "lemma1_multipliers",
+        "fpp",
+        "multipliers",
         full_loss_multipliers,
         ("fpp.kkt-recovery", "fpp.prop2-kkt-equivalence"),
     ),
     Mutant(
         "fpp.multiplier-unscaled",
         "Thm 2 multiplier target lambda_i instead of lambda_i / n (eq. (11)'s penalty is not divided by n)",
-        "lemma1_multipliers",
+        "fpp",
+        "multipliers",
         unscaled_multipliers,
         ("fpp.kkt-recovery",),
     ),
