@@ -113,11 +113,12 @@ class NotApplicable(VerifyError):
 class ImplementationError(InvalidArgument):
     """An implementation under test (``--impl NAME=SPEC``) cannot be used: names it, the spec and what is wrong."""
 
-    def __init__(self, name: str, spec: str, reason: str) -> None:
-        super().__init__(f"--impl {name}", spec, reason)
+    def __init__(self, name: str, spec: str, reason: str, option: str = "--impl") -> None:
+        super().__init__(f"{option} {name}", spec, reason)
         self.name = name
         self.spec = spec
-        self.args = (f"--impl {name}={spec}: {reason}",)
+        self.option = option
+        self.args = (f"{option} {name}={spec}: {reason}",)
 
     def __str__(self) -> str:
         return str(self.args[0])

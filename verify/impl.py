@@ -438,11 +438,15 @@ class Implementations:
 
     def with_part(self, family: str, name: str, obj: Any, source: Source | None = None) -> Implementations:
         """This value with ``family.name`` set to a user's ``obj`` (see :meth:`FamilyImpl.with_part`)."""
-        new = self.family(family).with_part(name, obj)
-        sources = tuple(s for s in self.sources if s.name != f"{family}.{name}")
+        old = self.family(family)
+        new = old.with_part(name, obj)
+        # the part and the fields derived from it (truncation.tbptt -> tbptt_gradient) come from ``source``
+        changed = [name, *(f for f in new.parts() if f != name and new.parts()[f] is not old.parts()[f])]
+        sources = tuple(s for s in self.sources if s.name not in {f"{family}.{f}" for f in changed})
         if source is not None:
-            sources = (*sources, source)
-        return dataclasses.replace(self, **{family: new}, sources=sources)
+            sources = (*sources, *(dataclasses.replace(source, name=f"{family}.{f}") for f in changed))
+        changes: dict[str, Any] = {family: new, "sources": sources}
+        return dataclasses.replace(self, **changes)
 
     def part(self, dotted: str) -> Any:
         fam, _, name = dotted.partition(".")
@@ -462,7 +466,7 @@ class Implementations:
             f"{fam}.{name}"
             for fam in FAMILIES
             for name in self.family(fam).parts()
-            if not self.is_default(f"{fam}.{name}")
+            if not self.is_default(f"{fam}.{name}") or self.source(f"{fam}.{name}") is not None
         )
 
     def describe(self, uses: tuple[str, ...]) -> dict[str, str]:
@@ -473,11 +477,11 @@ class Implementations:
 def describe_part(impls: Implementations, dotted: str) -> str:
     """``toolkit default (verify.estimators.uoro.UORO)``, the user's spec with file and SHA-256, or a mutant."""
     obj = impls.part(dotted)
+    src = impls.source(dotted)
+    if src is not None:  # given with --impl (even where it is the toolkit's own object)
+        return f"--impl {src.describe()}"
     if impls.is_default(dotted):
         return f"toolkit default ({part_label(obj)})"
-    src = impls.source(dotted)
-    if src is not None:
-        return f"user: {src.describe()}"
     if impls.label:
         return f"{impls.label} ({part_label(obj)})"
     return part_label(obj)
