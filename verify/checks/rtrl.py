@@ -149,8 +149,12 @@ def check_exact(config: RunConfig) -> CheckResult:
     verdict = Verdict.PASS if ok and control.ok else Verdict.FAIL
     no_infl = all(math.isnan(float(r["influence_error"])) for r in rows)
     max_err = max(max(_num(r["influence_error"]), float(r["gradient_error"])) for r in rows)
+    e_i, e_g = float(worst["influence_error"]), float(worst["gradient_error"])
+    r_i = e_i / float(worst["influence_budget"]) if not math.isnan(e_i) else -math.inf
+    which = "influence ds_t/dtheta" if r_i >= e_g / float(worst["gradient_budget"]) else "per-step gradient"
     summary = (
-        f"{len(rows)} problems; worst error/budget {float(worst['ratio']):.2e} ({worst['problem']}); "
+        f"{len(rows)} problems; worst error/budget {float(worst['ratio']):.2e} in the {which} ({worst['problem']}: "
+        f"relative errors influence {e_i:.2e}, gradient {e_g:.2e}); "
         f"max relative error {max_err:.2e} (DESIGN target {TARGET:.0e})"
     )
     if no_infl:
@@ -236,9 +240,15 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
         rows, key=lambda r: max(float(r["tbptt_error"]), float(r["truncated_model_error"])) / float(r["budget"])
     )
     stat = max(float(worst["tbptt_error"]), float(worst["truncated_model_error"]))
+    which = (
+        "TBPTT per-step gradient"
+        if float(worst["tbptt_error"]) >= float(worst["truncated_model_error"])
+        else "truncated-model gradient"
+    )
     summary = (
         f"{len(rows)} comparisons (TBPTT per step and truncated model) on {len(cases)} problems; "
-        f"worst error {stat:.2e} vs budget {float(worst['budget']):.2e} ({worst['problem']}, k={worst['k']})"
+        f"worst relative error {stat:.2e} in the {which} vs budget {float(worst['budget']):.2e} "
+        f"({worst['problem']}, k={worst['k']})"
     )
     if not control.ok:
         summary += f"; NEGATIVE CONTROL NOT CAUGHT: {control.name}"
