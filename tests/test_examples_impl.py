@@ -75,7 +75,7 @@ CASES = {
 BUGGY = {  # the seeded bug, the claim that must FAIL and words of the quantity its message names
     "rtrl": ("rtrl=verify.examples.rtrl:MyRTRLBuggy", "rtrl.exact", "in the influence ds_t/dtheta"),
     "tbptt": ("tbptt=verify.examples.tbptt:MyTBPTTBuggy", "rtrl.truncated-bptt", "in the TBPTT per-step gradient"),
-    "uoro": ("uoro=verify.examples.uoro:MyUOROBuggy", "uoro.algorithm-1-conformance", "s~"),
+    "uoro": ("uoro=verify.examples.uoro:MyUOROBuggy", "uoro.algorithm-1-conformance", "over budget: s~"),
 }
 
 

@@ -1278,6 +1278,9 @@ def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
             )
         )
     worst = max(_worst_row(r) for r in f_rows)
+    names = {"rel_err_s_tilde": "s~", "rel_err_theta_tilde": "theta~", "rel_err_g": "g~"}
+    per_quantity = {q: max((_num_or_zero(r[k]) for r in f_rows), default=0.0) for k, q in names.items()}
+    worst_in = ", ".join(f"{q} {v:.2e}" for q, v in per_quantity.items() if v > CONFORMANCE_BUDGET)
     law_fail = [r["test"] for r in law_rows if r["rejected"]]
     bad_form = [f"{r['problem']} rank {r['rank']}" for r in f_rows if r["rel_err_form"] == "neither"]
     exposed = all(bool(r["rel_err_factors_exposed"]) for r in f_rows)
@@ -1289,6 +1292,8 @@ def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
         + ("conforms" if not law_fail else "REJECTED " + ", ".join(law_fail))
         + variant_note
     )
+    if worst_in:
+        summary += f"; over budget: {worst_in}"
     if bad_form:
         summary += f"; g~ matches neither Algorithm 1's nor the post-update form on {', '.join(bad_form)}"
     if missing:
@@ -1306,6 +1311,11 @@ def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
         data={"formulas": f_rows, "noise_law": law_rows, "variant": variants[0] if variants else None},
         alpha=float(config.option("alpha", 1e-3)),
     )
+
+
+def _num_or_zero(x: Any) -> float:
+    v = float(x)
+    return 0.0 if math.isnan(v) else v
 
 
 def _worst_row(r: dict[str, Any]) -> float:
