@@ -125,3 +125,18 @@ def test_broken_user_adjoint_fails_the_claim(tmp_path: Path, capsys: pytest.Capt
     assert main(argv) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "reference.adjoint" in out
+
+
+def test_derived_parts_carry_the_source_and_workers_are_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    impls = load_implementations(["tbptt=verify.examples.tbptt:MyTBPTT"])
+    # the truncation bounds judge the last-step estimate of the user's TBPTT: named with the same source
+    assert set(impls.user_parts()) == {"truncation.tbptt", "truncation.tbptt_gradient"}
+    src = impls.source("truncation.tbptt_gradient")
+    assert src is not None and src.spec == "verify.examples.tbptt:MyTBPTT" and len(src.sha256) == 64
+    out = tmp_path / "r.json"
+    argv = ["run", "--impl", "tbptt=verify.examples.tbptt:MyTBPTT", "--claims", "rtrl.truncated-bptt", "--workers"]
+    assert main([*argv, "2", "--no-report", "-q", "--json", str(out)]) == 0
+    assert "--workers 1 with --impl" in capsys.readouterr().err
+    (rec,) = json.loads(out.read_text())["claims"]
+    assert rec["implementation"]["truncation.truncated_model"].startswith("toolkit default")
+    assert "verify.examples.tbptt:MyTBPTT" in rec["implementation"]["truncation.tbptt"]
