@@ -87,4 +87,11 @@ def test_kill_tables_equal_on_the_whole_catalog(tmp_path: Path) -> None:
             internal[m.name] = _internal(m, claims)
             user[m.name] = _via_impl(m, claims, tmp_path)
     assert user == internal
-    assert all(v == "FAIL" for row in internal.values() for v in row.values()), internal
+    # every entry FAIL, but for the CUDA claim without CUDA (SKIPPED with the reason on both routes)
+    missed = {
+        (m, c): v
+        for m, row in internal.items()
+        for c, v in row.items()
+        if v != "FAIL" and not (v == "SKIPPED" and "cuda" in all_claims()[c].requires)
+    }
+    assert not missed, missed
