@@ -125,7 +125,7 @@ def test_uoro_float32_pass_and_mutant_fail() -> None:
     # UORO's float32 rounding is far below the parity model's prediction for these sizes
     assert out.allowance is not None and max(out.allowance.measured_mean) < parity_factor(P, P.T) * 1e3
     bad = sequential_test_with_precision(
-        get("uoro.noise-uniform").impl(),
+        get("uoro.noise-uniform").part(),
         P,
         th,
         generator=torch.Generator().manual_seed(6),

@@ -22,14 +22,29 @@ def test_self_check_passes_correct_references(kind: str) -> None:
     assert "overall: PASS" in rep.format()
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+ADJOINT = [m for m in MUTANTS if m.field == "adjoint"]
+INFLUENCE = [m for m in MUTANTS if m.field == "influence"]
+
+
+@pytest.mark.parametrize("mutant", ADJOINT, ids=[m.name for m in ADJOINT])
 @pytest.mark.parametrize("kind", ["elman-tanh", "lstm"])
 def test_self_check_fails_broken_adjoint(mutant: object, kind: str) -> None:
     gen = torch.Generator().manual_seed(2)
     P, th = random_problem(kind, T=8, generator=gen)
-    rep = reference_self_check(P, th, generator=gen, adjoint=mutant.impl)  # type: ignore[attr-defined]
+    rep = reference_self_check(P, th, generator=gen, adjoint=mutant.part)  # type: ignore[attr-defined]
     assert not rep.ok
     failed = {c.family for c in rep.comparisons if not c.passed}
     # the adjoint pair sees every mutant; the independent methods see it too
     assert "adjoint" in failed and "finite-difference" in failed
     assert "overall: FAIL" in rep.format()
+
+
+@pytest.mark.parametrize("mutant", INFLUENCE, ids=[m.name for m in INFLUENCE])
+def test_self_check_fails_broken_influence(mutant: object) -> None:
+    gen = torch.Generator().manual_seed(2)
+    P, th = random_problem("elman-tanh", T=8, generator=gen)
+    rep = reference_self_check(P, th, generator=gen, influence=mutant.part)  # type: ignore[attr-defined]
+    assert not rep.ok
+    failed = {c.family for c in rep.comparisons if not c.passed}
+    # reverse vs forward mode and complex step vs influence see it; the gradient pairs do not use it
+    assert "influence" in failed and not failed & {"adjoint", "finite-difference"}

@@ -175,6 +175,23 @@ def reference_truths(
     return out
 
 
+def _contract_first(estimator: OnlineEstimator, problem: Problem, theta: torch.Tensor) -> None:
+    """The estimator contract before any statistics, so that a dtype, device, shape or purity mistake is named as such.
+
+    (A float32 estimate on a float64 problem, an impure step or a wrong shape would
+    otherwise surface as "bias".) Raises :class:`~verify.errors.InvalidArgument` naming
+    the estimator and the violated property.
+    """
+    from verify.estimators.online import ContractViolation, check_contract
+
+    try:
+        check_contract(estimator, problem, theta, samples=2, steps=min(3, problem.T))
+    except ContractViolation as exc:
+        name = getattr(estimator, "name", type(estimator).__name__)
+        reason = f"violates the online-estimator contract (checked before any statistics): {exc}"
+        raise InvalidArgument("estimator", name, reason) from None
+
+
 def assert_unbiased(
     estimator: OnlineEstimator,
     problem: Problem,
@@ -227,6 +244,7 @@ def assert_unbiased(
     theta = problem.check_theta(theta)
     ts = _check_steps(steps, problem.T)
     sampler, names = estimator_sampler(estimator, problem, theta, steps=ts, quantities=quantities, influence=influence)
+    _contract_first(estimator, problem, theta)
     truths = reference_truths(problem, theta, ts, quantities)
     gen = torch.Generator().manual_seed(seed)
     first = min(2000, max_samples)

@@ -7,6 +7,7 @@ Commands::
                        [--strict-device] [--dtype float64|float32] [--out DIR | --no-report]
                        [--json [FILE]] [--junit FILE] [--fail-on fail|inconclusive] [--workers N] [--quiet]
                        [--executor auto|serial|process|dask[=ADDRESS]]
+                       [--impl FAMILY=SPEC ...] [--impl-only]
     rnn-verify sweep   NAME [--scale paper|full|ci] [--seed N] [--seeds N] [--claims ID ...] [--profile ci|full]
                        [--executor auto|serial|process|dask[=ADDRESS]] [--workers N] [--threads N] [--split-lrs]
                        [--cache DIR | --no-cache] [--out DIR | --no-report] [--json FILE] [--fail-on ...] [--quiet]
@@ -44,6 +45,17 @@ content in ``--cache`` (default ``$XDG_CACHE_HOME/rnn-verify/cells``, a folder
 rnn-verify creates and marks): a rerun resumes and computes only what is missing. On a terminal a live status line shows
 the running claims; otherwise (CI logs) a ``[k/N] running <claim> 12s`` line is
 printed every ~10 s.
+
+``run --impl FAMILY=SPEC`` (repeatable) runs the claims against *your*
+implementation: ``SPEC`` is ``module.path:Name`` or ``path/to/file.py:name``
+(:mod:`verify.impl_loader`; ``FAMILY`` is ``reference``, ``rtrl``, ``truncation``
+(alias ``tbptt``), ``uoro``, ``fpp``, ``device`` or a ``family.field``). It is loaded
+and put through the estimator contract before any claim runs; a bad spec is exit 2
+naming it. The report header, ``results.json`` (``run.implementations``) and every
+claim (``implementation``) name what was under test, with the file and its SHA-256.
+Claims that exercise none of the given parts run on the toolkit's own
+implementations, or, with ``--impl-only``, are left out (a note says how many;
+``run.impl_only_left_out`` lists them).
 """
 
 from __future__ import annotations
@@ -213,6 +225,20 @@ def _parser() -> argparse.ArgumentParser:
         "--workers processes) or dask=ADDRESS (an existing scheduler, e.g. dask=tcp://10.0.0.5:8786)",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+    run.add_argument(
+        "--impl",
+        action="append",
+        default=[],
+        metavar="FAMILY=SPEC",
+        help="run the claims against your implementation: FAMILY is reference, rtrl, truncation (or tbptt), uoro, "
+        "fpp, device or family.field; SPEC is module.path:Name or path/to/file.py:name (repeatable)",
+    )
+    run.add_argument(
+        "--impl-only",
+        action="store_true",
+        help="with --impl: leave out the claims that exercise none of the given implementations (default: they run "
+        "on the toolkit's own)",
+    )
 
     sw = sub.add_parser(
         "sweep",
@@ -486,6 +512,13 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     validate_seed("--seed", args.seed)
     if args.workers < 1:
         raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
+    if args.impl_only and not args.impl:
+        raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
+    impls = None
+    if args.impl:  # loaded and checked before anything else runs: a bad spec is exit 2, naming it
+        from verify.impl_loader import load_implementations
+
+        impls = load_implementations(args.impl)
     # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
     claims = select_claims(args.claims)
     skip: dict[str, str] = {
@@ -493,6 +526,22 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         for c in claims
         if args.profile not in c.profiles
     }
+    left_out: list[str] = []
+    if impls is not None and args.impl_only:  # claims that exercise none of the given parts are left out
+        from verify.checks import uses
+
+        given = set(impls.user_parts())
+        left_out = [c.id for c in claims if not set(uses(c.id)) & given]
+        claims = [c for c in claims if c.id not in left_out]
+        for cid in left_out:
+            skip.pop(cid, None)
+        print(
+            f"rnn-verify: note: --impl-only: {len(left_out)} claims that exercise none of the given implementations "
+            f"left out; {len(claims)} run",
+            file=sys.stderr,
+        )
+        if not claims:
+            raise InvalidArgument("--impl-only", True, "no selected claim exercises the implementations given")
     dev = resolve_device(args.device, strict=args.strict_device)
     if dev is None:  # cuda asked for, none here: the device claims are SKIPPED, the rest run on the CPU
         device = "cpu"
@@ -506,6 +555,10 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         device = str(dev)
     cpus = available_cpus()
     workers = args.workers
+    if impls is not None and workers > 1:  # a part loaded from a file cannot be sent to a spawned worker
+        note = "rnn-verify: note: --workers 1 with --impl (the loaded implementations run in this process)"
+        print(note, file=sys.stderr)
+        workers = 1
     if workers > cpus:
         print(
             f"rnn-verify: note: --workers {workers} capped at {cpus}, the CPUs available to this process",
@@ -522,9 +575,12 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     junit = preflight_file(args.junit, "--junit") if args.junit else None
     json_file = preflight_file(args.json, "--json") if args.json not in (None, "-") else None
     to_stdout = args.json == "-"
-    config = RunConfig(profile=args.profile, seed=args.seed, device=device, dtype=args.dtype)
+    config = RunConfig(profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls)
     executor = None
-    if args.executor is not None:
+    if args.executor is not None and impls is not None:  # loaded parts cannot be sent to other processes
+        print("rnn-verify: note: --executor ignored with --impl (the loaded implementations run in this process)",
+              file=sys.stderr)  # fmt: skip
+    elif args.executor is not None:
         from verify.sweep.executors import make_executor, parse_executor
 
         kind, address = parse_executor(args.executor)
@@ -538,7 +594,9 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     pngs = _BackgroundPNGs() if out is not None and n_run >= _BACKGROUND_PNG_MIN_CLAIMS else None
 
     def record_of(r: CheckResult) -> dict[str, object]:
-        rerun = rerun_command(r.claim_id, profile=args.profile, seed=args.seed, device=args.device, dtype=args.dtype)
+        rerun = rerun_command(
+            r.claim_id, profile=args.profile, seed=args.seed, device=args.device, dtype=args.dtype, impls=args.impl
+        )
         return claim_record(r, by_id[r.claim_id], rerun=rerun)
 
     def on_event(event: str, claim: Claim, result: CheckResult | None) -> None:
@@ -588,6 +646,8 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "wall_time": time.perf_counter() - t0,
             "exit_code": code,
             "source": "rnn-verify run",
+            **({"implementations": [s.as_dict() for s in impls.sources]} if impls is not None else {}),
+            **({"impl_only_left_out": left_out} if args.impl_only else {}),
         },
     )
     try:

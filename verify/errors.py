@@ -12,11 +12,24 @@ a caller can catch the toolkit's errors without catching programming mistakes.
 * :class:`AssumptionViolated` -- a theorem's premise does not hold for the instance
   (e.g. a truncation bound asked for a non-contractive system). Checks turn it into
   a SKIPPED/INCONCLUSIVE verdict that names the premise; it is never a PASS.
+* :class:`NotApplicable` -- the implementation under test does not declare what a
+  claim needs (rank-r UORO asked of an estimator without ``rank=``, tabulated
+  noise asked of one without the noise hook): the claim is SKIPPED with the reason.
+* :class:`ImplementationError` -- an implementation given with ``--impl`` (or the
+  plugin's ``--rnn-verify-impl``) cannot be used: no such module or attribute, a
+  wrong signature, a contract violation. It names the implementation (exit 2).
 """
 
 from __future__ import annotations
 
-__all__ = ["AssumptionViolated", "InvalidArgument", "InvalidFile", "VerifyError"]
+__all__ = [
+    "AssumptionViolated",
+    "ImplementationError",
+    "InvalidArgument",
+    "InvalidFile",
+    "NotApplicable",
+    "VerifyError",
+]
 
 
 class VerifyError(Exception):
@@ -83,6 +96,29 @@ class InvalidFile(InvalidArgument):
         else:
             msg = f"{file}: {expected}"
         self.args = (msg,)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class NotApplicable(VerifyError):
+    """The implementation under test does not declare what a claim needs; the claim is SKIPPED with ``reason``."""
+
+    def __init__(self, what: str, reason: str) -> None:
+        self.what = what
+        self.reason = reason
+        super().__init__(f"{what}: {reason}")
+
+
+class ImplementationError(InvalidArgument):
+    """An implementation under test (``--impl NAME=SPEC``) cannot be used: names it, the spec and what is wrong."""
+
+    def __init__(self, name: str, spec: str, reason: str, option: str = "--impl") -> None:
+        super().__init__(f"{option} {name}", spec, reason)
+        self.name = name
+        self.spec = spec
+        self.option = option
+        self.args = (f"{option} {name}={spec}: {reason}",)
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -11,9 +11,16 @@ Options
 ``--rnn-verify-seed N``             base seed of the fixtures and claims, 0 .. 18446688733642 (default 0).
 ``--rnn-verify-claims PATTERN``     also run catalog claims (ids or globs, repeatable)
     as test items: PASS passes, FAIL fails, SKIPPED skips, INCONCLUSIVE fails.
-``--rnn-verify-mutant NAME``        substitute the mutant ``NAME`` of the mutant catalog
-    (:mod:`verify.mutants`) wherever a test asks :func:`rnn_verify_impl` for its target
-    (e.g. ``adjoint``): a suite that is any good must then FAIL.
+``--rnn-verify-impl FAMILY=SPEC``   the implementation under test (repeatable), loaded and
+    checked by :mod:`verify.impl_loader` exactly as ``rnn-verify run --impl`` does
+    (``uoro=mypkg.mod:MyUORO``, ``rtrl=path/to/file.py:my_rtrl``; a bad spec is a usage
+    error naming it): catalog claims (``--rnn-verify-claims``) run against it, and
+    :func:`rnn_verify_impl` returns it for its part.
+``--rnn-verify-mutant NAME``        the mutant ``NAME`` of the mutant catalog
+    (:mod:`verify.mutants`) as the implementation under test: a name for the value
+    ``replace(default, field=broken)``, used wherever a test asks
+    :func:`rnn_verify_impl` for its part (e.g. ``adjoint``) and by the catalog claims
+    that exercise it: a suite that is any good must then FAIL.
 ``--rnn-verify-report DIR``         write a report (results.json, report.md/html,
     junit.xml, figures) of every claim seen in the session into DIR.
 
@@ -35,7 +42,9 @@ Fixtures
                            (exact float64 gradient, per-step gradients, influence
                            matrices, truncated gradients, round-off budget; cached);
 ``rnn_verify_impl``        ``rnn_verify_impl(target, default)`` -> the implementation
-                           to test (the mutant under ``--rnn-verify-mutant``);
+                           to test: a view of the session's implementations under test
+                           (``--rnn-verify-impl`` / ``--rnn-verify-mutant``; ``default``
+                           where the part ``target`` was not given);
 ``rnn_verify_record``      ``rnn_verify_record(statistic=..., threshold=..., data=...)``.
 
 Assertion helpers
@@ -65,6 +74,7 @@ import pytest
 if TYPE_CHECKING:
     import torch
 
+    from verify.impl import Implementations
     from verify.mutants import Mutant
     from verify.problem import Problem
     from verify.results import CheckResult, RunConfig
@@ -227,6 +237,8 @@ class _State:
     mutant: Mutant | None
     report_dir: Path | None
     mutant_used: bool = False
+    #: the implementations under test (--rnn-verify-impl, --rnn-verify-mutant); None: the toolkit's own
+    impls: Implementations | None = None
     user: dict[str, _UserClaim] = field(default_factory=dict)
     catalog: dict[str, CheckResult] = field(default_factory=dict)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -270,6 +282,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="substitute mutant NAME (verify.mutants) wherever rnn_verify_impl(target) is asked for its target",
     )
+    group.addoption(
+        "--rnn-verify-impl",
+        action="append",
+        default=[],
+        metavar="FAMILY=SPEC",
+        help="your implementation under test (as rnn-verify run --impl): FAMILY=module.path:Name or "
+        "FAMILY=path/to/file.py:name; catalog claims and rnn_verify_impl use it (repeatable)",
+    )
     group.addoption("--rnn-verify-report", default=None, metavar="DIR", help="write an rnn-verify report into DIR")
     parser.addini("rnn_verify_profile", "default rnn-verify profile (ci or full)", default="ci")
 
@@ -308,7 +328,18 @@ def pytest_configure(config: pytest.Config) -> None:
             report_dir = preflight_dir(config.getoption("--rnn-verify-report"), "--rnn-verify-report")
         except VerifyError as exc:
             raise pytest.UsageError(str(exc)) from None
-    config.stash[_STATE] = _State(profile, seed, mutant, report_dir)
+    impls = mutant.implementations if mutant is not None else None
+    specs = config.getoption("--rnn-verify-impl")
+    if specs:
+        from verify.errors import VerifyError
+        from verify.impl import DEFAULT
+        from verify.impl_loader import load_implementations
+
+        try:  # the same loader and checks as rnn-verify run --impl
+            impls = load_implementations(specs, base=impls or DEFAULT, option="--rnn-verify-impl")
+        except VerifyError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config.stash[_STATE] = _State(profile, seed, mutant, report_dir, impls=impls)
 
 
 class ClaimItem(pytest.Item):
@@ -321,12 +352,15 @@ class ClaimItem(pytest.Item):
 
     def runtest(self) -> None:
         from theory.catalog import get_claim
+        from verify.checks import uses
         from verify.results import RunConfig, Verdict
         from verify.runner import run_check
 
         state = self.config.stash[_STATE]
         claim = get_claim(self.claim_id)
-        res = run_check(claim, RunConfig(profile=state.profile, seed=state.seed))
+        if state.mutant is not None and state.mutant.target in uses(self.claim_id):
+            state.mutant_used = True  # the claim's check exercises the mutant's part
+        res = run_check(claim, RunConfig(profile=state.profile, seed=state.seed, implementations=state.impls))
         self.result = res
         state.catalog[self.claim_id] = res
         if res.verdict is Verdict.SKIPPED:
@@ -589,21 +623,39 @@ def rnn_verify_reference() -> Callable[[Problem, torch.Tensor], References]:
     return get
 
 
+def _part_name(target: str) -> str | None:
+    """``"reference.adjoint"`` as it is, a bare field (``"adjoint"``) as the one ``family.field`` it names."""
+    from verify.impl import FAMILIES, field_names
+
+    if "." in target:
+        return target
+    found = [f"{fam}.{target}" for fam in FAMILIES if target in field_names(fam)]
+    return found[0] if len(found) == 1 else None
+
+
 @pytest.fixture
 def rnn_verify_impl(pytestconfig: pytest.Config) -> Callable[[str, Callable[..., Any]], Callable[..., Any]]:
-    """``rnn_verify_impl(target, default)``: ``default``, or the mutant under ``--rnn-verify-mutant``.
+    """``rnn_verify_impl(target, default)``: the session's implementation under test of part ``target``.
 
-    ``target`` names what the implementation computes (the mutant catalog's
-    ``Mutant.target``, e.g. ``"adjoint"`` with the signature of
-    :func:`verify.reference.adjoint_gradient`).
+    A view of the implementations given with ``--rnn-verify-impl`` or named by
+    ``--rnn-verify-mutant`` (:mod:`verify.impl`): ``target`` names a part as
+    ``"family.field"`` (``"reference.adjoint"``) or by its field alone (``"adjoint"``,
+    with the signature of :func:`verify.reference.adjoint_gradient`); the given part
+    is returned where there is one, ``default`` otherwise.
     """
     state = pytestconfig.stash[_STATE]
 
     def impl(target: str, default: Callable[..., Any]) -> Callable[..., Any]:
-        if state.mutant is not None and state.mutant.target == target:
+        if state.impls is None:
+            return default
+        dotted = _part_name(target)
+        if dotted is None or dotted not in state.impls.user_parts():
+            return default
+        m = state.mutant
+        if m is not None and dotted == m.target:
             state.mutant_used = True
-            return state.mutant.impl
-        return default
+        part: Callable[..., Any] = state.impls.part(dotted)
+        return part
 
     return impl
 

@@ -13,12 +13,15 @@ import enum
 import math
 import platform
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from verify._validate import SEED_MULTIPLIER, validate_seed
 from verify.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from verify.impl import Implementations
 
 __all__ = ["CheckResult", "Control", "RunConfig", "Verdict", "to_jsonable"]
 
@@ -45,6 +48,9 @@ class RunConfig:
     ``profile="ci"`` runs every claim at sizes that finish quickly (the CI gate);
     ``"full"`` uses larger sizes, more seeds and the reproductions.
     ``options`` carries check-specific overrides (documented by each check).
+    ``implementations`` is the implementation under test of every family
+    (:class:`verify.impl.Implementations`; ``None``: the toolkit's own); checks read
+    it as :attr:`impls`.
     """
 
     profile: str = "ci"
@@ -52,6 +58,7 @@ class RunConfig:
     device: str = "cpu"
     dtype: str = "float64"
     options: tuple[tuple[str, Any], ...] = ()
+    implementations: Implementations | None = None
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -63,6 +70,13 @@ class RunConfig:
     @property
     def full(self) -> bool:
         return self.profile == "full"
+
+    @property
+    def impls(self) -> Implementations:
+        """The implementations under test (the toolkit's own unless a user's or a mutant was given)."""
+        from verify.impl import DEFAULT
+
+        return self.implementations if self.implementations is not None else DEFAULT
 
     def option(self, key: str, default: Any = None) -> Any:
         return dict(self.options).get(key, default)
@@ -113,6 +127,7 @@ class CheckResult:
     established -- a reproduction that did not reproduce, an erratum confirmed by a
     measurement. They are independent of the verdict (the corrected claim may PASS
     while the printed one fails) and the report lists them next to its summary.
+    ``implementation`` names what was under test (``{"uoro.uoro": "user: mypkg:MyUORO (file ..., sha256 ...)"}``).
     """
 
     claim_id: str
@@ -134,6 +149,8 @@ class CheckResult:
     data: dict[str, Any] = field(default_factory=dict)
     findings: tuple[str, ...] = ()
     wall_time: float = 0.0
+    #: ``family.field`` -> the implementation under test there (set by the runner from the check's ``uses``)
+    implementation: dict[str, str] = field(default_factory=dict)
     torch_version: str = field(default_factory=lambda: torch.__version__)
     python_version: str = field(default_factory=platform.python_version)
 

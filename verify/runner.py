@@ -1,8 +1,12 @@
 """Run catalog claims: selection by id or glob, timing, and turning errors into verdicts.
 
 A check that raises :class:`~verify.errors.AssumptionViolated` becomes
-INCONCLUSIVE with the premise as its reason (never PASS); any other exception in a
+INCONCLUSIVE with the premise as its reason (never PASS); one that raises
+:class:`~verify.errors.NotApplicable` (the implementation under test does not declare
+what the claim needs) becomes SKIPPED with the reason; any other exception in a
 check is a FAIL naming the exception -- a crashed check must not let a CI gate through.
+Every result names the implementation under test of the parts its check uses
+(``CheckResult.implementation``).
 
 :func:`run_claims` runs claims in this process or, with ``workers > 1``, in that
 many worker processes (``spawn``; each gets ``cpu_count // workers`` torch
@@ -28,8 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from theory.catalog import Claim, all_claims
-from verify.checks import registry
-from verify.errors import AssumptionViolated, InvalidArgument
+from verify.checks import registry, uses
+from verify.errors import AssumptionViolated, InvalidArgument, NotApplicable
 from verify.results import CheckResult, RunConfig, Verdict
 
 __all__ = ["run_check", "run_claims", "select_claims", "stop_processes"]
@@ -64,6 +68,13 @@ def select_claims(patterns: Sequence[str] | None = None, profile: str | None = N
 
 def run_check(claim: Claim, config: RunConfig) -> CheckResult:
     """Run one claim's check; never raises for a failing or crashing check."""
+    from dataclasses import replace
+
+    res = _run_check(claim, config)
+    return replace(res, implementation=config.impls.describe(uses(claim.id)))
+
+
+def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
     checks = registry()
     t0 = time.perf_counter()
     fn = checks.get(claim.id)
@@ -77,6 +88,15 @@ def run_check(claim: Claim, config: RunConfig) -> CheckResult:
         )
     try:
         result = fn(config)
+    except NotApplicable as exc:
+        return CheckResult(
+            claim.id,
+            Verdict.SKIPPED,
+            f"not applicable to the implementation under test: {exc}",
+            reason=str(exc),
+            seed=config.seed,
+            wall_time=time.perf_counter() - t0,
+        )
     except AssumptionViolated as exc:
         return CheckResult(
             claim.id,

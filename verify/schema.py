@@ -330,7 +330,30 @@ _RUN_FIELDS: dict[str, Callable[[At, Any], Any]] = {
     "platform": string,
     "cuda_available": lambda at, v: _boolean(at, v),
     "mutant": lambda at, v: optional(at, v, string),
+    "impl_only_left_out": lambda at, v: str_list(at, v),
+    "implementations": lambda at, v: _sources(at, v),
 }
+
+
+def _str_map(at: At, v: Any) -> dict[str, str]:
+    """An object of strings (a claim's ``implementation``: ``family.field`` -> what ran there)."""
+    d = obj(at, v)
+    for k, x in d.items():
+        string(at.key(str(k)), x)
+    return d
+
+
+def _sources(at: At, v: Any) -> list[dict[str, str]]:
+    """``run.implementations``: the parts given with ``--impl`` (name, spec, module, file, sha256: strings)."""
+    out = []
+    for i, s in enumerate(lst(at, v)):
+        where = at.idx(i)
+        d = obj(where, s)
+        for k in ("name", "spec", "module", "file", "sha256"):
+            string(*field(where, d, k, required=True))
+        out.append(d)
+    return out
+
 
 _RECORD_STRINGS = (
     "title",
@@ -354,7 +377,7 @@ _RECORD_STR_LISTS = ("profiles", "assumptions", "errata", "findings", "figure_pr
 _RECORD_MEASURED = ("statistic", "threshold", "alpha", "beta", "delta")
 _RECORD_KNOWN = frozenset(
     {"id", "verdict", "summary", "reason", "samples_planned", "samples_used", "seed", "wall_time"}
-    | {"controls", "data", "figures"}
+    | {"controls", "data", "figures", "implementation"}
     | set(_RECORD_STRINGS)
     | set(_RECORD_STR_LISTS)
     | set(_RECORD_MEASURED)
@@ -414,6 +437,9 @@ def _record(at: At, v: Any, seen: set[str]) -> tuple[ClaimRecord, dict[str, Any]
     if controls is not MISSING and controls is not None:
         for i, c in enumerate(lst(where, controls)):
             _control(where.idx(i), c)
+    where, impl = field(at, d, "implementation")
+    if impl is not MISSING and impl is not None:
+        _str_map(where, impl)
     where, data = field(at, d, "data")
     if data is not MISSING and data is not None:
         json_value(where, obj(where, data))

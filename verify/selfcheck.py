@@ -52,6 +52,7 @@ TARGETS = {
 }
 
 AdjointFn = Callable[..., torch.Tensor]
+InfluenceFn = Callable[[Problem, torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -119,12 +120,14 @@ def reference_self_check(
     full_jacobian_max_p: int = 0,
     adjoint: AdjointFn = adjoint_gradient,
     families: tuple[str, ...] = ("adjoint", "influence", "complex-step", "finite-difference"),
+    influence: InfluenceFn = influence_matrices,
 ) -> SelfCheckReport:
     """Run the reference pairs on ``problem`` at θ and judge each against its budget.
 
-    ``adjoint`` is the adjoint implementation under test (the toolkit's
-    :func:`~verify.reference.adjoint_gradient` by default; the mutant catalog
-    passes broken ones). Its gradient is what the complex-step and Richardson
+    ``adjoint`` and ``influence`` are the implementations under test (the toolkit's
+    :func:`~verify.reference.adjoint_gradient` and reverse-mode
+    :func:`~verify.reference.influence_matrices` by default, :class:`verify.impl.ReferenceImpl`;
+    the mutant catalog passes broken ones). Its gradient is what the complex-step and Richardson
     pairs check, so a broken adjoint fails those pairs too. Complex-step pairs are
     skipped (not passed) for non-analytic cells. ``full_jacobian_max_p`` > 0 adds
     full-Jacobian comparisons for p up to that size.
@@ -147,7 +150,7 @@ def reference_self_check(
         )
     I_rev = None
     if "influence" in families:
-        I_rev = influence_matrices(problem, theta)
+        I_rev = influence(problem, theta)
         I_fwd = influence_jacfwd(problem, theta)
         out.append(
             Comparison(
@@ -171,7 +174,7 @@ def reference_self_check(
             )
         )
         if I_rev is None:
-            I_rev = influence_matrices(problem, theta)
+            I_rev = influence(problem, theta)
         inorm = float(torch.linalg.vector_norm(I_rev))
         ierrs = [
             float(

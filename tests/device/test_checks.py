@@ -9,6 +9,7 @@ import torch
 
 from theory.catalog import all_claims
 from verify.device import NO_CUDA_REASON
+from verify.mutants import get as get_mutant
 from verify.report.figures import normalize_figure
 from verify.results import CheckResult, RunConfig, Verdict
 from verify.runner import run_check
@@ -16,9 +17,13 @@ from verify.runner import run_check
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 
 
-def _run(claim_id: str, **options: object) -> CheckResult:
+def _run(claim_id: str, mutant: str | None = None, **options: object) -> CheckResult:
+    """Run a device claim; ``mutant``: with that catalog mutant as the implementation under test."""
     profile = "full" if claim_id == "device.gpu-unbiasedness" else "ci"
-    return run_check(all_claims()[claim_id], RunConfig(profile=profile, options=tuple(options.items())))
+    impls = get_mutant(mutant).implementations if mutant is not None else None
+    return run_check(
+        all_claims()[claim_id], RunConfig(profile=profile, options=tuple(options.items()), implementations=impls)
+    )
 
 
 @pytest.fixture(scope="module")

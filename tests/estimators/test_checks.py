@@ -13,7 +13,7 @@ from theory.influence_balancing import equilibrium_derivative, truncated_derivat
 from verify.checks import rtrl as rtrl_checks
 from verify.checks._figures import WITHOUT_FIGURE
 from verify.errors import InvalidArgument
-from verify.estimators.rtrl import RTRL
+from verify.impl import RTRLImpl
 from verify.mutants.estimators import get as get_mutant
 from verify.report.figures import claim_figures
 from verify.results import RunConfig, Verdict
@@ -76,13 +76,13 @@ def test_influence_balancing_sweep_matches_the_derived_truncation(results: dict[
 
 @pytest.mark.parametrize(("n", "p"), [(5, 2), (7, 6), (10, 3)])
 def test_tbptt_equilibrium_derivative_is_the_truncated_sum(n: int, p: int) -> None:
-    _, _, s_eq, P, th = rtrl_checks.equilibrium_rtrl(RTRL(), n, p, 0.5)
+    _, _, s_eq, P, th = rtrl_checks.equilibrium_rtrl(RTRLImpl(), n, p, 0.5)
     off = get_mutant("tbptt.off-by-one")
     for k in (1, 2, 3, n, 2 * n + 1):
         got = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k)
         assert abs(got - float(truncated_derivative(n, p, k))) <= rtrl_checks.truncated_budget(P, k)
         if k >= 2:  # the window one step short sees the sum up to k - 1, which differs by (A^(k-1) c)_1 != 0
-            bad = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k, make=lambda k: off.impl(k=k))
+            bad = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k, off.impl)
             assert abs(bad - float(truncated_derivative(n, p, k - 1))) <= rtrl_checks.truncated_budget(P, k)
             assert abs(bad - float(truncated_derivative(n, p, k))) > rtrl_checks.truncated_budget(P, k)
 
@@ -92,8 +92,8 @@ def test_influence_balancing_fails_on_a_wrong_truncation(monkeypatch: pytest.Mon
     off = get_mutant("tbptt.off-by-one")
     orig = rtrl_checks.tbptt_equilibrium_derivative
 
-    def wrong(P: Any, th: Any, s_eq: Any, k: int, make: Any = None) -> float:
-        return orig(P, th, s_eq, k, make=lambda k: off.impl(k=k)) if k >= 2 else orig(P, th, s_eq, k)
+    def wrong(P: Any, th: Any, s_eq: Any, k: int, impl: Any = None) -> float:
+        return orig(P, th, s_eq, k, off.impl) if k >= 2 else orig(P, th, s_eq, k)
 
     monkeypatch.setattr(rtrl_checks, "tbptt_equilibrium_derivative", wrong)
     res = rtrl_checks.check_influence_balancing(RunConfig())

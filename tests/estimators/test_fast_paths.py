@@ -139,12 +139,12 @@ def test_fused_mutants_keep_their_bugs(mode: str) -> None:
     P, th = problem("gru", T=6)
     names = set()
     for m in (*est_mutants.MUTANTS, *uoro_mutants.MUTANTS):
-        if m.target not in ("uoro", "uoro-preact") or m.name in names:
+        if m.field not in ("uoro", "preactivation") or m.name in names:
             continue
         names.add(m.name)
-        est = m.impl(rank=2) if m.target == "uoro" else m.impl()
-        Pm, thm = (P, th) if m.target == "uoro" else problem("elman-tanh", T=6)
-        if m.target == "uoro":
+        est = m.part(rank=2) if m.field == "uoro" else m.part()
+        Pm, thm = (P, th) if m.field == "uoro" else problem("elman-tanh", T=6)
+        if m.field == "uoro":
             compare_sampler(est, Pm, thm, steps=(2, 6), mode=mode)
         else:
             compare_sampler(est, Pm, thm, steps=(2, 6))

@@ -16,6 +16,7 @@ from verify.checks import uoro as uoro_checks
 from verify.errors import InvalidArgument
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.online import check_contract
+from verify.impl import RTRLImpl, TruncationImpl
 from verify.mutants import Mutant
 from verify.mutants.estimators import MUTANTS, get
 from verify.results import RunConfig
@@ -40,7 +41,7 @@ def test_catalog_is_well_formed() -> None:
     }
     assert required <= set(names)
     for m in MUTANTS:
-        assert m.description and m.target in ("rtrl", "tbptt", "uoro")
+        assert m.description and m.field in ("rtrl", "tbptt", "uoro")
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
@@ -49,39 +50,39 @@ def test_mutants_follow_the_contract(mutant: Mutant) -> None:
     from tests.estimators.helpers import small_problem
 
     P, th = small_problem("elman-tanh", T=4)
-    est = mutant.impl(k=2) if mutant.target == "tbptt" else mutant.impl()
+    est = mutant.part(k=2) if mutant.field == "tbptt" else mutant.part()
     check_contract(est, P, th, samples=2)
 
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.exact"), ids=lambda m: m.name)
 def test_rtrl_exact_catches(mutant: Mutant) -> None:
     case = rtrl_checks.suite(CONFIG, salt=31)[0]
-    assert not rtrl_checks.compare_rtrl(mutant.impl(), case)["passed"]
-    assert rtrl_checks.compare_rtrl(rtrl_checks.RTRL(), case)["passed"]
+    assert not rtrl_checks.compare_rtrl(mutant.impl, case)["passed"]
+    assert rtrl_checks.compare_rtrl(RTRLImpl(), case)["passed"]
 
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.influence-balancing"), ids=lambda m: m.name)
 def test_influence_balancing_catches(mutant: Mutant) -> None:
-    if mutant.target == "tbptt":  # the check's TBPTT sweep: the derived truncated value is missed
+    if mutant.field == "tbptt":  # the check's TBPTT sweep: the derived truncated value is missed
         from theory.influence_balancing import truncated_derivative
 
         n, p, k = 23, 10, 5
-        _, _, s_eq, P, th = rtrl_checks.equilibrium_rtrl(rtrl_checks.RTRL(), n, p, 0.5)
+        _, _, s_eq, P, th = rtrl_checks.equilibrium_rtrl(RTRLImpl(), n, p, 0.5)
         exact = float(truncated_derivative(n, p, k))
         good = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k)
-        bad = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k, make=lambda k: mutant.impl(k=k))
+        bad = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k, mutant.impl)
         budget = rtrl_checks.truncated_budget(P, k)
         assert abs(good - exact) <= budget < abs(bad - exact)
         return
-    val = rtrl_checks.equilibrium_rtrl(mutant.impl(), 5, 2, 0.5)[0]
+    val = rtrl_checks.equilibrium_rtrl(mutant.impl, 5, 2, 0.5)[0]
     assert abs(val - (4 * 2 - 2 * 5)) > 1e-9
 
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.truncated-bptt"), ids=lambda m: m.name)
 def test_truncated_bptt_catches(mutant: Mutant) -> None:
     case = rtrl_checks.suite(CONFIG, salt=32)[0]
-    bad = rtrl_checks.compare_truncated(mutant.impl(k=3), 3, case, 1e-13)
-    good = rtrl_checks.compare_truncated(rtrl_checks.TBPTT(3), 3, case, 1e-13)
+    bad = rtrl_checks.compare_truncated(mutant.impl, 3, case, 1e-13)
+    good = rtrl_checks.compare_truncated(TruncationImpl(), 3, case, 1e-13)
     assert not bad["passed"] and good["passed"]
 
 
@@ -93,7 +94,7 @@ def _uoro_case() -> tuple[uoro_checks.Case, uoro_checks.References]:
 @pytest.mark.parametrize("mutant", _visible("uoro.exact-expectation"), ids=lambda m: m.name)
 def test_exact_expectation_catches(mutant: Mutant) -> None:
     case, refs = _uoro_case()
-    r = uoro_checks.compare_enumeration(mutant.impl(), case, refs)
+    r = uoro_checks.compare_enumeration(mutant.part(), case, refs)
     assert not r["passed"], r
 
 
@@ -103,26 +104,26 @@ def test_unbiased_normalizer_mutants_are_invisible_to_the_expectation(name: str)
     mutant = get(name)
     assert mutant.visible_to == ()
     case, refs = _uoro_case()
-    r = uoro_checks.compare_enumeration(mutant.impl(), case, refs)
+    r = uoro_checks.compare_enumeration(mutant.part(), case, refs)
     assert r["within_budget"], r  # equal in expectation, to the round-off of its own magnitudes
     # ... but they are different algorithms: with the same noise, the estimates differ
     from verify.estimators import UORO, Tabulated, run_estimator
 
     table = (2 * torch.randint(0, 2, (case.problem.T, 1, 1, case.problem.n), generator=torch.Generator()) - 1).double()
     a = run_estimator(UORO(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())
-    b = run_estimator(mutant.impl(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())
+    b = run_estimator(mutant.part(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())
     assert not torch.allclose(a, b)
 
 
 def test_gaussian_noise_mutant_cannot_be_enumerated() -> None:
     case, _ = _uoro_case()
     with pytest.raises(InvalidArgument, match="continuous"):
-        enumerate_expectation(get("uoro.noise-gaussian-variance").impl(), case.problem, case.theta)
+        enumerate_expectation(get("uoro.noise-gaussian-variance").part(), case.problem, case.theta)
 
 
 def test_rtrl_without_immediate_term_keeps_zero_influence() -> None:
     P, th = influence_balancing_problem(n=4, p=1, T=5)
-    est = get("rtrl.no-immediate-term").impl()
+    est = get("rtrl.no-immediate-term").part()
     state = est.init(P, th, torch.Generator())
     for t in range(1, 6):
         state, _ = est.step(P, th, state, t, torch.Generator())

@@ -170,11 +170,11 @@ def test_uoro_t_at_full_length_is_bptt() -> None:
 
 def test_enumeration_uses_the_estimators_own_noise_law() -> None:
     P, th = small_problem(n=2, d=1, T=3)
-    zero_one = get_mutant("uoro.noise-zero-one").impl()
+    zero_one = get_mutant("uoro.noise-zero-one").part()
     e_g, e_i = enum_errors(zero_one, P, th)
     assert e_g > 1e-3 and e_i > 1e-3
     with pytest.raises(InvalidArgument, match="continuous"):
-        enumerate_expectation(get_mutant("uoro.noise-gaussian-variance").impl(), P, th)
+        enumerate_expectation(get_mutant("uoro.noise-gaussian-variance").part(), P, th)
 
 
 def test_sign_patterns() -> None:

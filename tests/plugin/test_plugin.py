@@ -71,7 +71,7 @@ def test_injected_mutant_fails_the_run_and_names_the_claim(inner: pytest.Pyteste
     res.assert_outcomes(failed=5)
     res.stdout.fnmatch_lines(
         [
-            "*mutant adjoint.jacobian-wrong-step (target 'adjoint'): injected*",
+            "*mutant adjoint.jacobian-wrong-step (target 'reference.adjoint'): injected*",
             "FAIL*mylib.adjoint-exact*mutant adjoint.jacobian-wrong-step injected*",
         ]
     )
@@ -227,3 +227,28 @@ def test_assertion_helpers_are_reexported() -> None:
     else:
         with pytest.raises(AttributeError, match=r"verify\.assertions"):
             plugin.assert_unbiased  # noqa: B018
+
+
+def test_rnn_verify_impl_option_loads_through_the_cli_loader(inner: pytest.Pytester) -> None:
+    """``--rnn-verify-impl`` puts the user's code under test: the fixture returns it, catalog claims run on it."""
+    inner.makepyfile(test_user=USER_TEST)
+    inner.makepyfile(
+        my_impl="from verify.mutants.reference import jacobian_from_wrong_step as my_adjoint\n",
+    )
+    spec = f"reference={inner.path / 'my_impl.py'}:my_adjoint"
+    res = _run(inner, "--rnn-verify-impl", spec, "--rnn-verify-claims", "reference.adjoint")
+    res.assert_outcomes(failed=6)  # the 5 user tests and the catalog claim reference.adjoint
+    res.stdout.fnmatch_lines(["*FAIL reference.adjoint*"])
+
+
+def test_rnn_verify_impl_with_a_correct_implementation_passes(inner: pytest.Pytester) -> None:
+    inner.makepyfile(test_user=USER_TEST)
+    res = _run(inner, "--rnn-verify-impl", "reference=verify.reference:adjoint_gradient")
+    res.assert_outcomes(passed=5)
+
+
+def test_bad_rnn_verify_impl_is_a_usage_error_naming_it(inner: pytest.Pytester) -> None:
+    inner.makepyfile(test_user=USER_TEST)
+    res = _run(inner, "--rnn-verify-impl", "uoro=no_such_pkg_xyz:UORO")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    res.stderr.fnmatch_lines(["*--rnn-verify-impl uoro.uoro=no_such_pkg_xyz:UORO: no module named*"])

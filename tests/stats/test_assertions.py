@@ -52,7 +52,7 @@ def test_hand_written_uoro_readme_example() -> None:
 def test_biased_mutants_raise(name: str) -> None:
     P, th = _problem()
     with pytest.raises(AssertionError, match="biased"):
-        assert_unbiased(get(name).impl(), P, th, delta=0.1)
+        assert_unbiased(get(name).part(), P, th, delta=0.1)
 
 
 def test_fixed_method_and_inconclusive_budget() -> None:
@@ -85,7 +85,7 @@ class _WrongShape(MyUORO):
 
 def test_bad_input_is_invalid_argument_never_pass() -> None:
     P, th = _problem()
-    with pytest.raises(InvalidArgument, match="non-finite"):
+    with pytest.raises(InvalidArgument, match=r"contract.*not finite"):  # named by the contract, before statistics
         assert_unbiased(_NaNEstimator(), P, th)
     with pytest.raises(InvalidArgument, match="shape"):
         assert_unbiased(_WrongShape(), P, th)
@@ -132,7 +132,7 @@ test_property_toolkit_uoro = unbiasedness_property(
 
 def test_property_catches_a_biased_estimator() -> None:
     prop = unbiasedness_property(
-        get("uoro.theta-tilde-scaled").impl(),
+        get("uoro.theta-tilde-scaled").part(),
         problems(cells=("elman-tanh",), losses=("squared-error",), max_n=2, max_T=3),
         examples=3,
         delta=0.2,
@@ -140,3 +140,20 @@ def test_property_catches_a_biased_estimator() -> None:
     )
     with pytest.raises(AssertionError):
         prop()
+
+
+def test_float32_estimate_on_a_float64_problem_is_a_contract_error_not_bias() -> None:
+    """Issue 13: the contract runs before any statistics, so a dtype mistake is named as such."""
+    import dataclasses
+
+    from verify.examples.uoro import MyUORO
+
+    @dataclasses.dataclass(frozen=True)
+    class Float32Estimate(MyUORO):
+        def step(self, *a, **k):  # type: ignore[no-untyped-def]
+            state, g = super().step(*a, **k)
+            return state, g.float()
+
+    P, th = _problem()
+    with pytest.raises(InvalidArgument, match=r"contract.*float32"):
+        assert_unbiased(Float32Estimate(), P, th)

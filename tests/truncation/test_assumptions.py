@@ -112,6 +112,6 @@ def test_checker_suite_and_mutant_certificates() -> None:
     assert ok, rows
     for name in ("certificate.spectral-radius", "certificate.linf-norm"):
         m = next(m for m in MUTANTS if m.name == name)
-        mok, mrows = _run_checker(RunConfig(), m.impl)
+        mok, mrows = _run_checker(RunConfig(), m.part)
         assert not mok
         assert any(r["instance"].startswith("linear non-normal") and not r["ok"] for r in mrows)

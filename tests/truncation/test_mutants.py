@@ -21,12 +21,12 @@ from verify.checks.truncation import (
     extremal_linear_problem,
     figure1_instance,
     fit_log_rate,
-    impl_with,
 )
+from verify.mutants import get as get_mutant
 from verify.mutants.truncation import MUTANTS
 from verify.results import RunConfig
 
-IMPL_MUTANTS = [m.name for m in MUTANTS if m.target in ("model_states", "model_gradient", "tbptt_gradient")]
+IMPL_MUTANTS = [m.name for m in MUTANTS if m.field in ("model_states", "model_gradient", "tbptt_gradient")]
 _PART = {"model_states": "state", "model_gradient": "model", "tbptt_gradient": "tbptt"}
 
 
@@ -42,8 +42,8 @@ def test_reference_conforms_and_holds_on_the_extremal_system() -> None:
 @pytest.mark.parametrize("name", IMPL_MUTANTS)
 def test_each_implementation_mutant_is_caught(name: str) -> None:
     m = next(m for m in MUTANTS if m.name == name)
-    part = _PART[m.target]
-    impl = impl_with(name)
+    part = _PART[m.field]
+    impl = get_mutant(name).impl
     ks = (2, 5, 13)
     ok_c, worst = _conformance(part, impl, 0.6, 60, ks)
     ok_b, _ = _fixture_bound(part, impl, 0.6)
@@ -56,13 +56,15 @@ def test_each_implementation_mutant_is_caught(name: str) -> None:
 )
 def test_late_restart_violates_the_bound_itself(name: str) -> None:
     # one transition fewer costs a factor 1/lambda, which the (nearly tight) bound cannot absorb
-    ok, s = _fixture_bound(_PART[next(m for m in MUTANTS if m.name == name).target], impl_with(name), 0.6)
+    ok, s = _fixture_bound(_PART[next(m for m in MUTANTS if m.name == name).field], get_mutant(name).impl, 0.6)
     assert not ok and s.tightness > 1.5
 
 
 def test_block_restart_breaks_the_rate() -> None:
     _, P, th = _random_suite(RunConfig())[1]
-    ev = evaluate_instance(P, th, impl=impl_with("truncated-gradient.block-restart"), parts=("model",), with_rate=False)
+    ev = evaluate_instance(
+        P, th, impl=get_mutant("truncated-gradient.block-restart").impl, parts=("model",), with_rate=False
+    )
     s = ev.series["model"]
     fit = fit_log_rate(s.ks, s.errors, 10 * s.budget)
     assert not s.holds

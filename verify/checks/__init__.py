@@ -5,6 +5,12 @@ registers its checks with :func:`register`; :func:`registry` imports every modul
 of this package and returns
 ``{claim_id: function}``. The catalog (:mod:`theory.catalog`) and this registry
 must match exactly (tested).
+
+``register(claim_id, uses=("uoro.uoro",))`` also declares which parts of the
+implementation under test (:mod:`verify.impl`, ``family.field``) the check
+exercises: the runner names them in the result, the CLI decides from them which
+claims a ``--impl`` concerns (:func:`uses`). A check with ``uses=()`` tests the
+toolkit itself (a reproduction, a kill table) whatever implementation is given.
 """
 
 from __future__ import annotations
@@ -15,14 +21,15 @@ from collections.abc import Callable
 
 from verify.results import CheckResult, RunConfig
 
-__all__ = ["CheckFn", "register", "registry"]
+__all__ = ["CheckFn", "register", "registry", "uses"]
 
 CheckFn = Callable[[RunConfig], CheckResult]
 _REGISTRY: dict[str, CheckFn] = {}
+_USES: dict[str, tuple[str, ...]] = {}
 
 
-def register(claim_id: str) -> Callable[[CheckFn], CheckFn]:
-    """Decorator: register ``fn`` as the check of catalog claim ``claim_id``."""
+def register(claim_id: str, uses: tuple[str, ...] = ()) -> Callable[[CheckFn], CheckFn]:
+    """Decorator: register ``fn`` as the check of catalog claim ``claim_id``, exercising ``uses`` (``family.field``)."""
 
     def deco(fn: CheckFn) -> CheckFn:
         old = _REGISTRY.get(claim_id)
@@ -34,6 +41,7 @@ def register(claim_id: str) -> Callable[[CheckFn], CheckFn]:
                 f"{fn.__module__}.{fn.__qualname__} cannot register it too"
             )
         _REGISTRY[claim_id] = fn
+        _USES[claim_id] = tuple(uses)
         return fn
 
     return deco
@@ -45,3 +53,9 @@ def registry() -> dict[str, CheckFn]:
         if not mod.name.startswith("_"):
             importlib.import_module(f"{__name__}.{mod.name}")
     return dict(_REGISTRY)
+
+
+def uses(claim_id: str) -> tuple[str, ...]:
+    """The parts of the implementation under test (``family.field``) the check of ``claim_id`` exercises."""
+    registry()
+    return _USES.get(claim_id, ())

@@ -31,9 +31,11 @@ Which device the GPU claims use: :func:`verify.device.parity_device` -- an expli
 ``cuda:0`` when CUDA is available (a plain ``rnn-verify run`` on a GPU machine
 checks its GPU), else SKIPPED.
 
-Options (``RunConfig.options``): ``mutant`` (name in :mod:`verify.mutants.device`:
-inject it as the candidate; the check must then FAIL), ``controls`` (False skips
-the negative controls), ``cuda_device``; for ``device.gpu-unbiasedness`` also
+The candidate side is computed by the implementation under test,
+``config.impls.device.runner`` (:class:`verify.impl.DeviceImpl`; the algorithm itself by
+default); the mutants of :mod:`verify.mutants.device` are other runners and must FAIL.
+Options (``RunConfig.options``): ``controls`` (False skips the negative controls), ``cuda_device``;
+for ``device.gpu-unbiasedness`` also
 ``standin`` (True: run on the CPU at the given small size, to test the path; the
 result says so), ``n``, ``T``, ``max_samples``, ``delta``, ``directions``, ``chunk``, ``precision``
 ("auto": float32 draws on CUDA where the rounding allowance is below δ/10; "float64"; "float32").
@@ -54,6 +56,7 @@ from verify.device import NO_CUDA_REASON, describe_device, device_record, matmul
 from verify.estimators import UORO, NoiseSource, Rademacher
 from verify.estimators.fused import fused_sampler
 from verify.float32_sampling import rounded, run_with_precision
+from verify.impl import describe_part
 from verify.mutants.device import MUTANTS as DEVICE_MUTANTS
 from verify.mutants.device import get as get_mutant
 from verify.parity import (
@@ -137,11 +140,11 @@ def _algorithms(config: RunConfig) -> tuple[ParityAlgorithm, ...]:
     return ALGORITHMS if config.full else CI_ALGORITHMS
 
 
-def _runner(config: RunConfig) -> tuple[Runner | None, str | None]:
-    name = config.option("mutant")
-    if name is None:
-        return None, None
-    return get_mutant(str(name)).impl, str(name)
+def _runner(config: RunConfig) -> tuple[Runner, str | None]:
+    """The candidate's runner under test and, when it is not the toolkit's, what it is."""
+    impls = config.impls
+    label = None if impls.is_default("device.runner") else describe_part(impls, "device.runner")
+    return impls.device.runner, label
 
 
 def run_parity(
@@ -175,7 +178,7 @@ def _control(
     mutant: str, case: ParityCase, algorithm: ParityAlgorithm, arithmetic: Arithmetic, gen: torch.Generator
 ) -> tuple[Control, dict[str, Any]]:
     """Run one mutant as the candidate on one comparison: it must FAIL (ratio > 1, or the run breaks)."""
-    impl = get_mutant(mutant).impl
+    impl = get_mutant(mutant).impl.runner
     inputs = algorithm.prepare(case.problem, case.theta, gen)
     ref = parity_reference(algorithm, inputs, torch.float32 if arithmetic.dtype != torch.float64 else torch.float64)
     cmp = compare(ref, arithmetic, runner=impl, label=case.label)
@@ -270,7 +273,7 @@ def _result(
         + ", ".join(f"{a} {r:.2g}" for a, r in by_alg.items())
     )
     if mutant:
-        summary += f"; candidate replaced by mutant {mutant}"
+        summary += f"; candidate computed by {mutant}"
     if failed:
         broken = [c for c in failed if c.note]
         summary += f"; {len(failed)} over budget" + (f" ({len(broken)}: {broken[0].note})" if broken else "")
@@ -332,7 +335,7 @@ def _controls(
 
 
 # -------------------------------------------------------------------- stand-in
-@register("device.float32-standin")
+@register("device.float32-standin", uses=("device.runner",))
 def float32_standin(config: RunConfig) -> CheckResult:
     """CPU float32 (and reordered float64) vs CPU float64 within the parity budget, every algorithm.
 
@@ -356,7 +359,7 @@ def float32_standin(config: RunConfig) -> CheckResult:
         for c in run_parity(reordered, [Arithmetic(torch.float64, cpu)], gen, algorithms=algs, runner=runner)
         if c.order != "natural"
     ]
-    controls, rows = _controls(cases, cpu, config, gen) if mutant is None else ([], [])
+    controls, rows = _controls(cases, cpu, config, gen)
     return _result(
         "device.float32-standin",
         config,
@@ -372,7 +375,7 @@ def float32_standin(config: RunConfig) -> CheckResult:
 
 
 # ------------------------------------------------------------------------ CUDA
-@register("device.cuda-parity")
+@register("device.cuda-parity", uses=("device.runner",))
 def cuda_parity(config: RunConfig) -> CheckResult:
     """Every algorithm on CUDA (float64; float32 TF32 off and on) vs CPU float64 within the parity budget.
 
@@ -407,7 +410,7 @@ def cuda_parity(config: RunConfig) -> CheckResult:
             with matmul_tf32(flag) as s:
                 settings[f"tf32={'on' if flag else 'off'}"] = s
     comparisons = run_parity(cases, arith, gen, algorithms=_algorithms(config), runner=runner, reorder=False)
-    controls, rows = _controls(cases, dev, config, gen) if mutant is None else ([], [])
+    controls, rows = _controls(cases, dev, config, gen)
     rec = device_record(dev)
     prefix = "STAND-IN on cpu (not a CUDA result): " if standin else f"{describe_device(dev)}: "
     extra = {"device_record": rec, "tf32_settings": settings, "tf32_rounding_unit": U_TF32, "standin": standin}

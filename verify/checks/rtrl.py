@@ -5,7 +5,11 @@
 * ``rtrl.influence-balancing`` -- UORO §4's closed form, and truncated BPTT's sign flip.
 * ``rtrl.online-convergence`` -- the rebuilt §7.1-7.2 experiments of rtrl-convergence-analysis.md.
 
-Every check runs its negative control(s) from :mod:`verify.mutants.estimators`.
+Every check runs the implementation under test (``config.impls.rtrl`` and, for the
+truncated estimators, ``config.impls.truncation``; :mod:`verify.impl`) and its
+negative control(s): mutants of :mod:`verify.mutants.estimators`, other values of
+the same types. An RTRL without ``influence_estimate`` is compared on its gradients
+only (the summary says so).
 """
 
 from __future__ import annotations
@@ -24,13 +28,12 @@ from verify.budget import conditioning, roundoff_budget, unit_roundoff
 from verify.cells import ElmanCell, LinearCell
 from verify.checks import register
 from verify.checks._figures import influence_balancing_figures, online_convergence_figures
-from verify.errors import AssumptionViolated, InvalidArgument
+from verify.errors import AssumptionViolated, InvalidArgument, NotApplicable
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.online import RobbinsMonroSGD, run_online
-from verify.estimators.rtrl import RTRL
-from verify.estimators.tbptt import TBPTT, TruncatedModel
+from verify.impl import RTRLImpl, TruncationImpl, build
 from verify.losses import LinearReadout, SquaredError
-from verify.mutants.estimators import get as get_mutant
+from verify.mutants import get as get_mutant
 from verify.problem import Problem
 from verify.reference import (
     influence_matrices,
@@ -75,44 +78,53 @@ def suite(config: RunConfig, salt: int, all_losses: bool = True) -> list[Case]:
     return cases
 
 
+def _num(x: object) -> float:
+    """A float, NaN (a quantity not measured) as 0 for maxima."""
+    v = float(x)  # type: ignore[arg-type]
+    return 0.0 if math.isnan(v) else v
+
+
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     den = float(torch.linalg.vector_norm(b))
     num = float(torch.linalg.vector_norm(a - b))
     return num / den if den > 0 else (0.0 if num == 0 else math.inf)
 
 
-def _run_rtrl(est: RTRL, case: Case, samples: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-step influence (sample 0) and gradients (last sample) of an RTRL-like estimator."""
+def _run_rtrl(est: OnlineEstimator, case: Case, samples: int = 2) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """Per-step influence (sample 0; None without ``influence_estimate``) and gradients (last sample)."""
     P, th = case.problem, case.theta
     rng = torch.Generator().manual_seed(0)
     state = est.init(P, th, rng, samples=samples)
+    influence = getattr(est, "influence_estimate", None)
     infl, grads = [], []
     for t in range(1, P.T + 1):
         state, g = est.step(P, th, state, t, rng)
-        infl.append(est.influence_estimate(P, state)[0])
+        if influence is not None:
+            infl.append(influence(P, state)[0])
         grads.append(g[-1])
-    return torch.stack(infl), torch.stack(grads)
+    return (torch.stack(infl) if influence is not None else None), torch.stack(grads)
 
 
-def compare_rtrl(est: RTRL, case: Case) -> dict[str, Any]:
-    I_est, G_est = _run_rtrl(est, case)
+def compare_rtrl(impl: RTRLImpl, case: Case) -> dict[str, Any]:
+    """RTRL of ``impl`` against the float64 references on one case (influence only where it exposes one)."""
+    I_est, G_est = _run_rtrl(build(impl.rtrl, "rtrl.exact"), case)
     cond = conditioning(case.problem, case.theta)
-    e_i = _rel(I_est, influence_matrices(case.problem, case.theta))
     e_g = _rel(G_est, per_step_gradients(case.problem, case.theta))
     b_i, b_g = cond.influence_budget(), cond.gradient_budget()
-    ok = e_i <= min(b_i, TARGET) and e_g <= min(b_g, TARGET)
+    e_i = math.nan if I_est is None else _rel(I_est, influence_matrices(case.problem, case.theta))
+    ok = (I_est is None or e_i <= min(b_i, TARGET)) and e_g <= min(b_g, TARGET)
     return {
         "problem": case.label,
         "influence_error": e_i,
         "influence_budget": b_i,
         "gradient_error": e_g,
         "gradient_budget": b_g,
-        "ratio": max(e_i / b_i, e_g / b_g),
+        "ratio": max(e_i / b_i if I_est is not None else 0.0, e_g / b_g),
         "passed": ok,
     }
 
 
-@register("rtrl.exact")
+@register("rtrl.exact", uses=("rtrl.rtrl",))
 def check_exact(config: RunConfig) -> CheckResult:
     """RTRL (UORO eq. (4), eq. (7)) = float64 reverse-mode influence matrices and per-step BPTT gradients.
 
@@ -122,10 +134,10 @@ def check_exact(config: RunConfig) -> CheckResult:
     """
     t0 = time.perf_counter()
     cases = suite(config, salt=31)
-    rows = [compare_rtrl(RTRL(), c) for c in cases]
+    rows = [compare_rtrl(config.impls.rtrl, c) for c in cases]
     worst = max(rows, key=lambda r: float(r["ratio"]))
     mutant = get_mutant("rtrl.no-immediate-term")
-    bad = compare_rtrl(mutant.impl(), cases[0])
+    bad = compare_rtrl(mutant.impl, cases[0])
     control = Control(
         f"mutant {mutant.name}",
         "FAIL",
@@ -135,17 +147,24 @@ def check_exact(config: RunConfig) -> CheckResult:
     )
     ok = all(bool(r["passed"]) for r in rows)
     verdict = Verdict.PASS if ok and control.ok else Verdict.FAIL
-    max_err = max(max(float(r["influence_error"]), float(r["gradient_error"])) for r in rows)
+    no_infl = all(math.isnan(float(r["influence_error"])) for r in rows)
+    max_err = max(max(_num(r["influence_error"]), float(r["gradient_error"])) for r in rows)
+    e_i, e_g = float(worst["influence_error"]), float(worst["gradient_error"])
+    r_i = e_i / float(worst["influence_budget"]) if not math.isnan(e_i) else -math.inf
+    which = "influence ds_t/dtheta" if r_i >= e_g / float(worst["gradient_budget"]) else "per-step gradient"
     summary = (
-        f"{len(rows)} problems; worst error/budget {float(worst['ratio']):.2e} ({worst['problem']}); "
+        f"{len(rows)} problems; worst error/budget {float(worst['ratio']):.2e} in the {which} ({worst['problem']}: "
+        f"relative errors influence {e_i:.2e}, gradient {e_g:.2e}); "
         f"max relative error {max_err:.2e} (DESIGN target {TARGET:.0e})"
     )
+    if no_infl:
+        summary += "; gradients only: the implementation under test has no influence_estimate(problem, state)"
     if not control.ok:
         summary += f"; NEGATIVE CONTROL NOT CAUGHT: {control.name}"
-    stat = max(float(worst["influence_error"]), float(worst["gradient_error"]))
+    stat = max(_num(worst["influence_error"]), float(worst["gradient_error"]))
     thr = float(
         worst["influence_budget"]
-        if float(worst["influence_error"]) / float(worst["influence_budget"])
+        if _num(worst["influence_error"]) / float(worst["influence_budget"])
         >= float(worst["gradient_error"]) / float(worst["gradient_budget"])
         else worst["gradient_budget"]
     )
@@ -173,10 +192,11 @@ def _online(est: OnlineEstimator, P: Problem, th: torch.Tensor) -> torch.Tensor:
     return torch.stack(out)
 
 
-def compare_truncated(tbptt: OnlineEstimator, k: int, case: Case, budget: float) -> dict[str, Any]:
+def compare_truncated(impl: TruncationImpl, k: int, case: Case, budget: float) -> dict[str, Any]:
+    """Online TBPTT(k) and truncated model of ``impl`` against their offline references on one case."""
     P, th = case.problem, case.theta
-    e_tb = _rel(_online(tbptt, P, th), tbptt_gradient(P, th, k, which="per_step"))
-    G_tm = _online(TruncatedModel(k), P, th)
+    e_tb = _rel(_online(build(impl.tbptt, "truncated BPTT", k), P, th), tbptt_gradient(P, th, k, which="per_step"))
+    G_tm = _online(build(impl.truncated_model, "truncated model", k), P, th)
     e_tm = max(
         _rel(G_tm.sum(0), truncated_model_gradient(P, th, k, which="total")),
         _rel(G_tm[-1], truncated_model_gradient(P, th, k, which="final")),
@@ -191,7 +211,7 @@ def compare_truncated(tbptt: OnlineEstimator, k: int, case: Case, budget: float)
     }
 
 
-@register("rtrl.truncated-bptt")
+@register("rtrl.truncated-bptt", uses=("truncation.tbptt", "truncation.truncated_model"))
 def check_truncated_bptt(config: RunConfig) -> CheckResult:
     """Online TBPTT(k) = offline truncated BPTT per step; online truncated model = Miller & Hardt eq. (3) gradient.
 
@@ -205,10 +225,10 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
     budgets = [conditioning(c.problem, c.theta, with_influence=False).gradient_budget() for c in cases]
     for case, budget in zip(cases, budgets, strict=True):
         for k in sorted({1, 3, case.problem.T} if config.full else {1, 3}):
-            rows.append(compare_truncated(TBPTT(k), k, case, budget))
+            rows.append(compare_truncated(config.impls.truncation, k, case, budget))
     mutant = get_mutant("tbptt.off-by-one")
     c0, b0 = cases[0], budgets[0]
-    bad = compare_truncated(mutant.impl(k=3), 3, c0, b0)
+    bad = compare_truncated(mutant.impl, 3, c0, b0)
     control = Control(
         f"mutant {mutant.name} (k=3, T={c0.problem.T})",
         "FAIL",
@@ -220,9 +240,15 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
         rows, key=lambda r: max(float(r["tbptt_error"]), float(r["truncated_model_error"])) / float(r["budget"])
     )
     stat = max(float(worst["tbptt_error"]), float(worst["truncated_model_error"]))
+    which = (
+        "TBPTT per-step gradient"
+        if float(worst["tbptt_error"]) >= float(worst["truncated_model_error"])
+        else "truncated-model gradient"
+    )
     summary = (
         f"{len(rows)} comparisons (TBPTT per step and truncated model) on {len(cases)} problems; "
-        f"worst error {stat:.2e} vs budget {float(worst['budget']):.2e} ({worst['problem']}, k={worst['k']})"
+        f"worst relative error {stat:.2e} in the {which} vs budget {float(worst['budget']):.2e} "
+        f"({worst['problem']}, k={worst['k']})"
     )
     if not control.ok:
         summary += f"; NEGATIVE CONTROL NOT CAUGHT: {control.name}"
@@ -241,20 +267,31 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
 
 # -------------------------------------------------------------- influence balancing
 def equilibrium_rtrl(
-    est: RTRL, n: int, p: int, theta: float
+    impl: RTRLImpl, n: int, p: int, theta: float
 ) -> tuple[float, float, torch.Tensor, Problem, torch.Tensor]:
-    """RTRL run to equilibrium: (∂s¹/∂θ, relative change over the last step, final state, problem, θ)."""
+    r"""RTRL run to equilibrium: (∂s¹/∂θ, relative change over the last step, final state, problem, θ).
+
+    ∂s¹/∂θ is read from the estimator's ``influence_estimate`` where it has one, else from its
+    gradient: :math:`\partial\ell_t/\partial\theta = (s^1_t - 1)\,\partial s^1_t/\partial\theta` (eq. (9)).
+    """
     T = 10 * n + 50
     P, th = influence_balancing_problem(n=n, p=p, T=T, theta=theta)
+    est = build(impl.rtrl, "rtrl.influence-balancing")
+    influence = getattr(est, "influence_estimate", None)
+    with torch.no_grad():
+        states = P.rollout(th)
     rng = torch.Generator().manual_seed(0)
     state = est.init(P, th, rng)
-    prev = 0.0
+    prev = val = 0.0
     for t in range(1, T + 1):
-        prev = float(state.influence[0, 0, 0])
-        state, _ = est.step(P, th, state, t, rng)
-    val = float(state.influence[0, 0, 0])
+        state, g = est.step(P, th, state, t, rng)
+        prev = val
+        if influence is not None:
+            val = float(influence(P, state)[0, 0, 0])
+        else:
+            val = float(g[0, 0]) / (float(states[t, 0]) - 1.0)  # eq. (9): dl/ds^1 = s^1 - 1
     change = abs(val - prev) / max(abs(val), 1e-300)
-    return val, change, state.s[0], P, th
+    return val, change, states[-1], P, th
 
 
 def tbptt_equilibrium_derivative(
@@ -262,7 +299,7 @@ def tbptt_equilibrium_derivative(
     theta: torch.Tensor,
     s_eq: torch.Tensor,
     k: int,
-    make: Callable[[int], OnlineEstimator] = TBPTT,
+    impl: TruncationImpl | None = None,
 ) -> float:
     r"""The online TBPTT(k) estimator's implied :math:`\partial s^1/\partial\theta` at equilibrium (UORO §4).
 
@@ -277,10 +314,10 @@ def tbptt_equilibrium_derivative(
     .. math:: \hat D_k = \sum_{j<k} (A^j c)_1 ,
 
     which :func:`theory.influence_balancing.truncated_derivative` derives exactly.
-    ``make(k)`` builds the estimator (a mutant for the negative control).
+    ``impl.tbptt(k)`` builds the estimator (the toolkit's by default; a mutant for the negative control).
     """
     Pk = P.slice(0, k + 1, s0=s_eq)
-    est = make(k)
+    est = build((impl or TruncationImpl()).tbptt, "truncated BPTT", k)
     rng = torch.Generator().manual_seed(0)
     state = est.init(Pk, theta, rng)
     state, g = est.step(Pk, theta, state, k + 1, rng)
@@ -323,7 +360,7 @@ def _sign(x: float) -> int:
     return (x > 0) - (x < 0)
 
 
-@register("rtrl.influence-balancing")
+@register("rtrl.influence-balancing", uses=("rtrl.rtrl", "truncation.tbptt"))
 def check_influence_balancing(config: RunConfig) -> CheckResult:
     r"""UORO §4 eq. (8)-(9): RTRL's equilibrium ∂s¹/∂θ = 4p − 2n; TBPTT(k) sees :math:`\sum_{j<k}(A^j c)_1`.
 
@@ -348,7 +385,7 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
     main: tuple[Problem, torch.Tensor, torch.Tensor] | None = None
     for n, p in pairs:
         exact = float(equilibrium_derivative(n, p))
-        val, change, s_eq, P, th = equilibrium_rtrl(RTRL(), n, p, theta)
+        val, change, s_eq, P, th = equilibrium_rtrl(config.impls.rtrl, n, p, theta)
         if change > 1e-13:
             raise AssumptionViolated("equilibrium reached (relative change of ∂s¹/∂θ <= 1e-13)", change, f"n={n}")
         rows.append({"n": n, "p": p, "closed_form": exact, "rtrl": val, "abs_error": abs(val - exact)})
@@ -365,7 +402,7 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
     sweep = []
     for k in ks:
         derived = truncated_derivative(23, 10, k)  # exact Rational
-        measured = tbptt_equilibrium_derivative(P23, th23, s23, k)
+        measured = tbptt_equilibrium_derivative(P23, th23, s23, k, config.impls.truncation)
         budget = truncated_budget(P23, k)
         err = abs(measured - float(derived))
         sweep.append(
@@ -391,7 +428,7 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
     if first_right != first_right_derived:
         sweep_failures.append(f"first k with the right sign: measured {first_right}, derived {first_right_derived}")
     # negative control 1 (the paper's finding): k = 5 << n = 23 gets the sign wrong
-    d5 = tbptt_equilibrium_derivative(P23, th23, s23, 5)
+    d5 = tbptt_equilibrium_derivative(P23, th23, s23, 5, config.impls.truncation)
     wrong = _sign(d5) != target_sign
     c_tbptt = Control(
         "TBPTT k=5 << n=23 recovers the sign of ∂s¹/∂θ (paper: it does not)",
@@ -401,7 +438,7 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
     )
     # negative control 2: RTRL without the immediate term
     mutant = get_mutant("rtrl.no-immediate-term")
-    bad = equilibrium_rtrl(mutant.impl(), 23, 10, theta)[0]
+    bad = equilibrium_rtrl(mutant.impl, 23, 10, theta)[0]
     c_mut = Control(
         f"mutant {mutant.name}",
         "FAIL",
@@ -411,7 +448,7 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
     # negative control 3: a truncation window one step short must miss the derived truncated value
     off = get_mutant("tbptt.off-by-one")
     k_off = 5
-    d_off = tbptt_equilibrium_derivative(P23, th23, s23, k_off, make=lambda k: off.impl(k=k))
+    d_off = tbptt_equilibrium_derivative(P23, th23, s23, k_off, off.impl)
     exact_off = float(truncated_derivative(23, 10, k_off))
     b_off = truncated_budget(P23, k_off)
     c_off = Control(
@@ -630,6 +667,8 @@ def online_curve(
     t1 = time.perf_counter()
     try:
         run = run_online(make(), Ptrain, th0, opt, torch.Generator().manual_seed(0), record=record)
+    except NotApplicable:
+        raise
     except Exception as exc:  # divergence is a result, reported as such
         return {"diverged": f"{type(exc).__name__}: {exc}", "steps": list(record)}
     evals: list[Stationarity] = []
@@ -697,14 +736,24 @@ def convergence_trial(
         "teacher_loss": at_star.loss,
         "floor_at_teacher": float(torch.linalg.vector_norm(at_star.grad)),
         "natural_floor_at_teacher": at_star.natural,
-        "rtrl": online_curve(RTRL, Ptrain, Peval, th0, record, cells, at0),
+        "rtrl": online_curve(
+            lambda: build(config.impls.rtrl.rtrl, "rtrl.online-convergence"), Ptrain, Peval, th0, record, cells, at0
+        ),
     }
     for k in ks:
         out[f"tbptt(k={k})"] = online_curve(
-            functools.partial(TBPTT, k), Ptrain, Peval, th0, ends, cells, at0, natural=False
+            functools.partial(build, config.impls.truncation.tbptt, "truncated BPTT", k),
+            Ptrain,
+            Peval,
+            th0,
+            ends,
+            cells,
+            at0,
+            natural=False,
         )
     if control:
-        out["control"] = online_curve(get_mutant("rtrl.no-immediate-term").impl, Ptrain, Peval, th0, ends, cells, at0)
+        bad = get_mutant("rtrl.no-immediate-term").impl
+        out["control"] = online_curve(lambda: build(bad.rtrl, "control"), Ptrain, Peval, th0, ends, cells, at0)
     out["reduction"] = natural_reduction(out["rtrl"])
     out["euclidean_reduction"] = euclidean_reduction(out["rtrl"])
     if control:
@@ -713,7 +762,7 @@ def convergence_trial(
     return out
 
 
-@register("rtrl.online-convergence")
+@register("rtrl.online-convergence", uses=("rtrl.rtrl",))
 def check_online_convergence(config: RunConfig) -> CheckResult:
     r"""rtrl-convergence-analysis.md §2.3 eq. (2.26) with Assumption 2.14 steps, on §7.1 (linear) / §7.2 (Elman) data.
 

@@ -18,8 +18,10 @@ bound drops below round-off and the comparison is reported as below the floor, n
 as a violation.
 
 The implementations under test (truncated model, its gradient, truncated BPTT, the
-contraction certificate) are fields of :class:`TruncationImpl`; the mutants of
-:mod:`verify.mutants.truncation` replace them and must be caught.
+contraction certificate) are fields of :class:`verify.impl.TruncationImpl`; every
+check runs ``config.impls.truncation``, and its controls run mutants of
+:mod:`verify.mutants.truncation` -- the same type with one field replaced -- which
+must be caught.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from theory import truncation as tt
 from theory.truncation import TruncationConstants
 from verify.assumptions import (
     ContractionCertificate,
-    contraction_certificate,
     require_contraction,
     truncation_constants,
 )
@@ -50,10 +51,11 @@ from verify.budget import roundoff_budget, unit_roundoff
 from verify.cells import ElmanCell, LinearCell, LSTMCell
 from verify.checks import register
 from verify.errors import AssumptionViolated
+from verify.impl import TruncationImpl
 from verify.losses import LinearReadout, SquaredError
-from verify.mutants.truncation import MUTANTS
+from verify.mutants import get as get_mutant
 from verify.problem import Problem
-from verify.reference import tbptt_gradient, truncated_model_gradient, truncated_model_states
+from verify.reference import truncated_model_gradient, truncated_model_states
 from verify.results import CheckResult, Control, RunConfig, Verdict
 from verify.strategies import clip_spectral_norm, contractive_problem, make_cell
 
@@ -73,7 +75,6 @@ __all__ = [
     "figure1_instance",
     "final_gradient",
     "fit_log_rate",
-    "impl_with",
     "measured_contraction_rate",
     "prop2_train",
     "prop3_problem",
@@ -81,39 +82,16 @@ __all__ = [
     "weight_index",
 ]
 
-StatesFn = Callable[[Problem, torch.Tensor, int], torch.Tensor]
 GradFn = Callable[[Problem, torch.Tensor, int], torch.Tensor]
 CertFn = Callable[[Problem, torch.Tensor], ContractionCertificate]
 WEIGHTS = ("W", "U")
 
-
-def _ref_model_gradient(problem: Problem, theta: torch.Tensor, k: int) -> torch.Tensor:
-    return truncated_model_gradient(problem, theta, k, which="final")
-
-
-def _ref_tbptt(problem: Problem, theta: torch.Tensor, k: int) -> torch.Tensor:
-    return tbptt_gradient(problem, theta, k, which="final")
-
-
-@dataclass(frozen=True)
-class TruncationImpl:
-    """The implementations a truncation check exercises (the references by default)."""
-
-    model_states: StatesFn = truncated_model_states
-    model_gradient: GradFn = _ref_model_gradient
-    tbptt_gradient: GradFn = _ref_tbptt
-    certificate: CertFn = contraction_certificate
-
-
+#: the toolkit's truncation implementations (the default value of ``config.impls.truncation``)
 REFERENCE = TruncationImpl()
 
 
-def impl_with(mutant_name: str) -> TruncationImpl:
-    """:data:`REFERENCE` with one implementation replaced by the named mutant of :mod:`verify.mutants.truncation`."""
-    m = next((m for m in MUTANTS if m.name == mutant_name), None)
-    if m is None or m.target not in ("model_states", "model_gradient", "tbptt_gradient", "certificate"):
-        raise KeyError(f"no implementation mutant named {mutant_name!r}")
-    return replace(REFERENCE, **{m.target: m.impl})
+def _ref_model_gradient(problem: Problem, theta: torch.Tensor, k: int) -> torch.Tensor:
+    return truncated_model_gradient(problem, theta, k, which="final")
 
 
 # ============================================================== measurements
@@ -595,13 +573,18 @@ def _random_suite(config: RunConfig) -> list[tuple[str, Problem, torch.Tensor]]:
 
 @lru_cache(maxsize=4)
 def _suite_evaluations(config: RunConfig) -> tuple[InstanceEvaluation, ...]:
-    """Every bound on the random suite: every k up to T = 59, every ⌊T/30⌋-th k beyond (cost ~ T²)."""
+    """Every bound on the random suite: every k up to T = 59, every ⌊T/30⌋-th k beyond (cost ~ T²).
+
+    Evaluated with the implementation under test (``config.impls.truncation``; cached per config,
+    whose implementations compare by identity).
+    """
     return tuple(
         evaluate_instance(
             P,
             th,
             label=lab,
             ks=range(1, P.T, max(1, P.T // 30)),
+            impl=config.impls.truncation,
             forms=("gamma",),
             state_ks=_FIB if config.full else _FIB[:7],
         )
@@ -611,7 +594,8 @@ def _suite_evaluations(config: RunConfig) -> tuple[InstanceEvaluation, ...]:
 
 def _evaluations(config: RunConfig) -> tuple[InstanceEvaluation, ...]:
     if config.option("instance") is not None:  # never cached: the premise check must run
-        return tuple(evaluate_instance(P, th, label=lab) for lab, P, th in _random_suite(config))
+        impl = config.impls.truncation
+        return tuple(evaluate_instance(P, th, label=lab, impl=impl) for lab, P, th in _random_suite(config))
     return _suite_evaluations(config)
 
 
@@ -663,7 +647,8 @@ def _tightness_figure(title: str, evs: Sequence[InstanceEvaluation], name: str) 
 
 
 def _mutant_control(mutant: str, run: Callable[[TruncationImpl], tuple[bool, str]]) -> Control:
-    ok, detail = run(impl_with(mutant))
+    """``run`` on the mutant (``replace(default, field=broken)``): it must come out FAIL (``ok`` False)."""
+    ok, detail = run(get_mutant(mutant).impl)
     return Control(f"mutant {mutant}", "FAIL", "PASS" if ok else "FAIL", detail)
 
 
@@ -705,9 +690,9 @@ def _fixture_bound(part: str, impl: TruncationImpl, lam: float) -> tuple[bool, B
 
 
 def _extremal_fixture(
-    part: str, title: str, ylabel: str
+    part: str, title: str, ylabel: str, impl: TruncationImpl
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], list[str]]:
-    """The extremal scalar system at every λ of ``_FIXTURE_LAMS``: the bound and the closed form.
+    """The extremal scalar system at every λ of ``_FIXTURE_LAMS``: ``impl``'s bound and closed form.
 
     Returns the per-λ record, the figure at λ = 0.6 and the failing labels.
     """
@@ -715,8 +700,8 @@ def _extremal_fixture(
     figs: list[dict[str, Any]] = []
     fails: list[str] = []
     for lam in _FIXTURE_LAMS:
-        ok_b, s = _fixture_bound(part, REFERENCE, lam)
-        ok_c, worst = _conformance(part, REFERENCE, lam, 60, (1, 2, 5, 13))
+        ok_b, s = _fixture_bound(part, impl, lam)
+        ok_c, worst = _conformance(part, impl, lam, 60, (1, 2, 5, 13))
         if lam == 0.6:
             figs.append(_bound_figure(f"{title} (lambda = {lam})", s, ylabel=ylabel))
         fixture[str(lam)] = {
@@ -730,7 +715,7 @@ def _extremal_fixture(
     return fixture, figs, fails
 
 
-@register("truncation.state-bound")
+@register("truncation.state-bound", uses=("truncation.model_states", "truncation.certificate"))
 def check_state_bound(config: RunConfig) -> CheckResult:
     r"""Lemma 1: :math:`\|h_t - h^k_t\| \le \lambda^k L_xB_x/(1-\lambda)` at every t and k, explicit constants.
 
@@ -743,7 +728,7 @@ def check_state_bound(config: RunConfig) -> CheckResult:
     evs = _evaluations(config)
     rows = [e.summary_row() for e in evs]
     fixture, fix_figs, fix_fails = _extremal_fixture(
-        "state", "Lemma 1 on the extremal scalar system", "max_t ||h_t - h_t^k||"
+        "state", "Lemma 1 on the extremal scalar system", "max_t ||h_t - h_t^k||", config.impls.truncation
     )
     fails = [e.label for e in evs if not e.series["state"].holds] + fix_fails
     figs = [_tightness_figure("Lemma 1: tightness on random contractive instances", evs, "state"), *fix_figs]
@@ -786,7 +771,7 @@ def check_state_bound(config: RunConfig) -> CheckResult:
 
 
 # ===================================================================== Lemma 2
-@register("truncation.gradient-bound")
+@register("truncation.gradient-bound", uses=("truncation.model_gradient", "truncation.certificate"))
 def check_gradient_bound(config: RunConfig) -> CheckResult:
     r"""Lemma 2: :math:`\|\nabla_w p_T - \nabla_w p^k_T\| \le \gamma k\lambda^k` (truncated model), γ from the proof.
 
@@ -804,9 +789,15 @@ def check_gradient_bound(config: RunConfig) -> CheckResult:
     for lam in _FIXTURE_LAMS:
         P, th = extremal_linear_problem(lam, 120)
         ev = evaluate_instance(
-            P, th, ks=range(1, 31), parts=("model",), forms=("gamma", "printed-proof", "printed-gamma"), with_rate=False
+            P,
+            th,
+            ks=range(1, 31),
+            impl=config.impls.truncation,
+            parts=("model",),
+            forms=("gamma", "printed-proof", "printed-gamma"),
+            with_rate=False,
         )
-        ok_c, worst = _conformance("model", REFERENCE, lam, 60, (1, 2, 5, 13))
+        ok_c, worst = _conformance("model", config.impls.truncation, lam, 60, (1, 2, 5, 13))
         if lam == 0.3:
             figs.append(
                 _bound_figure(
@@ -889,7 +880,7 @@ def check_gradient_bound(config: RunConfig) -> CheckResult:
     )
 
 
-@register("truncation.tbptt-gradient-bound")
+@register("truncation.tbptt-gradient-bound", uses=("truncation.tbptt_gradient", "truncation.certificate"))
 def check_tbptt_gradient_bound(config: RunConfig) -> CheckResult:
     r"""Lemma 2 for truncated BPTT on the full model.
 
@@ -902,7 +893,7 @@ def check_tbptt_gradient_bound(config: RunConfig) -> CheckResult:
     t0 = time.perf_counter()
     evs = _evaluations(config)
     fixture, fix_figs, fix_fails = _extremal_fixture(
-        "tbptt", "truncated BPTT on the extremal scalar system", "||grad p_T - g^k_T||"
+        "tbptt", "truncated BPTT on the extremal scalar system", "||grad p_T - g^k_T||", config.impls.truncation
     )
     fails = [e.label for e in evs if not e.series["tbptt"].holds] + fix_fails
     figs = [_tightness_figure("truncated BPTT: tightness on random contractive instances", evs, "tbptt"), *fix_figs]
@@ -943,7 +934,7 @@ def _rate_of(ev: InstanceEvaluation, name: str = "model") -> RateFit | None:
     return fit_log_rate(s.ks, s.errors, 10.0 * s.budget)
 
 
-@register("truncation.rate")
+@register("truncation.rate", uses=("truncation.model_gradient", "truncation.tbptt_gradient"))
 def check_rate(config: RunConfig) -> CheckResult:
     r"""Lemma 2's rate :math:`k\lambda^k`: the slope of :math:`\log(e_k/k)` against k, fitted with a CI.
 
@@ -1120,7 +1111,7 @@ def prop2_train(
     thetas: Sequence[torch.Tensor],
     setup: Prop2Setup,
     schedules: Sequence[str] = ("alpha/t",),
-    truncated_override: GradFn | None = None,
+    model_gradient: GradFn | None = None,
 ) -> dict[str, dict[str, torch.Tensor]]:
     r"""Projected gradient descent on w = W for the full (:math:`p_T`) and truncated (:math:`p^k_T`) models (Prop. 2).
 
@@ -1131,9 +1122,9 @@ def prop2_train(
     Lemma 2 error :math:`e_i = \|\nabla p_T(w^{i-1}_{trunc}) - \nabla p^k_T(w^{i-1}_{trunc})\|`
     (correct truncated gradient) and
     :math:`\beta_i = \|\nabla p_T(w^{i-1}_{recurr}) - \nabla p_T(w^{i-1}_{trunc})\|/\delta_{i-1}`.
-    Runs and schedules are batched; ``truncated_override`` (a gradient with the
-    signature of :func:`verify.reference.truncated_model_gradient`) replaces the
-    truncated gradient that trains w_trunc.
+    Runs and schedules are batched; ``model_gradient`` (the implementation under test's
+    ``TruncationImpl.model_gradient``; ``None``: the toolkit's, computed by the batched
+    hand-written BPTT) is the truncated gradient that trains w_trunc.
     """
     tanh = isinstance(problems[0].cell, ElmanCell)
     S, R = len(schedules), len(problems)
@@ -1156,14 +1147,14 @@ def prop2_train(
         g_r = batched_final_gradient_W(tanh, Wr, U, V, X, Y, 0)
         g_tf = batched_final_gradient_W(tanh, Wt, U, V, X, Y, 0)
         g_t_ref = batched_final_gradient_W(tanh, Wt, U, V, X, Y, T - k)  # eq. (3): restart at T - k
-        if truncated_override is None:
+        if model_gradient is None:
             g_t = g_t_ref
         else:
             gs = []
             for j in range(S * R):
                 P, th = problems[j % R], thetas[j % R].clone()
                 th[P.layout["cell.W"].slice] = Wt[j].reshape(-1)
-                gs.append(P.layout.unflatten(truncated_override(P, th, k))["cell.W"])
+                gs.append(P.layout.unflatten(model_gradient(P, th, k))["cell.W"])
             g_t = torch.stack(gs)
         es.append(torch.linalg.matrix_norm(g_tf - g_t_ref))
         diff = torch.linalg.matrix_norm(g_r - g_tf)
@@ -1209,7 +1200,9 @@ def _prop2_kind(config: RunConfig, kind: str, setup: Prop2Setup) -> dict[str, An
         math.log10(setup.alpha) + math.log10(gam) + math.log10(kl) + (setup.alpha * bet + 1) * math.log10(setup.N)
     )
     out["log10_explicit_prop2"] = log_explicit  # Prop. 2 with the sympy constants
-    trained = prop2_train(problems, thetas, setup, tuple(_SCHEDULES))
+    impls = config.impls  # the toolkit's truncated gradient trains in the batched path; a user's one step at a time
+    user = None if impls.is_default("truncation.model_gradient") else impls.truncation.model_gradient
+    trained = prop2_train(problems, thetas, setup, tuple(_SCHEDULES), model_gradient=user)
     for sched in _SCHEDULES:
         r = trained[sched]
         delta, e, beta = r["delta"], r["e"], r["beta"]
@@ -1320,7 +1313,7 @@ def _max_ratio(values: Sequence[float], bounds: Sequence[float]) -> float:
     return out
 
 
-@register("truncation.training-prop2")
+@register("truncation.training-prop2", uses=("truncation.model_gradient",))
 def check_training_prop2(config: RunConfig) -> CheckResult:
     r"""Prop. 2: after N steps of projected GD with :math:`\alpha_t = \alpha/t` the weights stay close.
 
@@ -1359,7 +1352,7 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
             )
     # controls: the batched training gradients = references; w_trunc trained by a mutant exceeds the bound
     conf, mut_ratios = [], []
-    mut = next(m for m in MUTANTS if m.name == "truncated-gradient.block-restart")
+    mut = get_mutant("truncated-gradient.block-restart")
     kl = setup.k * setup.lam**setup.k
     for kind, r in res.items():
         P, th = r["_train"][0][0], r["_train"][1][0]
@@ -1370,7 +1363,8 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
         for start, ref in ((0, final_gradient(P, th)), (setup.T - setup.k, _ref_model_gradient(P, th, setup.k))):
             got = batched_final_gradient_W(tanh, *args, start)[0].reshape(-1)
             conf.append(float(torch.linalg.vector_norm(got - ref[idx]) / torch.linalg.vector_norm(ref[idx])))
-        rm = prop2_train([P], [th], replace(setup, runs=1), ("alpha/t",), truncated_override=mut.impl)["alpha/t"]
+        bad = mut.impl.model_gradient
+        rm = prop2_train([P], [th], replace(setup, runs=1), ("alpha/t",), model_gradient=bad)["alpha/t"]
         g_emp, b_emp = float(rm["e"].max()) / kl, float(rm["beta"].max())
         sharp = [
             tt.prop2_bound(setup.alpha, g_emp, max(b_emp, 1e-300), setup.lam, setup.k, i, "sum")
@@ -1474,7 +1468,7 @@ def _refusal(fn: Callable[[], object]) -> tuple[str, str]:
     return "RAN", "no refusal"
 
 
-@register("truncation.unstable-counterexample")
+@register("truncation.unstable-counterexample", uses=("truncation.certificate",))
 def check_unstable_counterexample(config: RunConfig) -> CheckResult:
     r"""Prop. 3: without stability the truncation error is unbounded, and the bound checks refuse the system.
 
@@ -1488,6 +1482,7 @@ def check_unstable_counterexample(config: RunConfig) -> CheckResult:
     misleading FAIL -- the failure the gate prevents.
     """
     t0 = time.perf_counter()
+    impl = config.impls.truncation
     T = 30
     P, th = prop3_problem(2.0, T)
     rows: list[dict[str, Any]] = []
@@ -1504,14 +1499,16 @@ def check_unstable_counterexample(config: RunConfig) -> CheckResult:
     grows = all(all(b > a for a, b in itertools.pairwise(r["error"])) for r in rows)
     refusals = {
         "contraction": _refusal(lambda: require_contraction(P, th)),
-        "state-bound": _refusal(lambda: evaluate_instance(P, th, parts=("state",), with_rate=False)),
-        "gradient-bound": _refusal(lambda: evaluate_instance(P, th, parts=("model",), with_rate=False)),
-        "tbptt-gradient-bound": _refusal(lambda: evaluate_instance(P, th, parts=("tbptt",), with_rate=False)),
+        "state-bound": _refusal(lambda: evaluate_instance(P, th, impl=impl, parts=("state",), with_rate=False)),
+        "gradient-bound": _refusal(lambda: evaluate_instance(P, th, impl=impl, parts=("model",), with_rate=False)),
+        "tbptt-gradient-bound": _refusal(
+            lambda: evaluate_instance(P, th, impl=impl, parts=("tbptt",), with_rate=False)
+        ),
         "runner": _refusal(lambda: _evaluations(replace(config, options=(("instance", "prop3-unstable"),)))),
     }
     all_refused = all(v[0] == "ASSUMPTION-VIOLATED" and "contraction" in v[1] for v in refusals.values())
     Ps, ths = prop3_problem(0.5, T)
-    stable = evaluate_instance(Ps, ths, parts=("state",), with_rate=False).series["state"]
+    stable = evaluate_instance(Ps, ths, impl=impl, parts=("state",), with_rate=False).series["state"]
     # ungated: Lemma 1's formula with lambda = 2, L_x = B_x = 1 (premise ignored) gives a negative "bound"
     ungated_bound = float(tt.lemma1_bound().subs({tt.lam: 2, tt.L_x: 1, tt.B_x: 1, tt.k: 3}))
     ungated = rows[1]["error"][-1] <= ungated_bound
@@ -1847,7 +1844,7 @@ def _run_checker(config: RunConfig, certificate: CertFn) -> tuple[bool, list[dic
     return ok, rows
 
 
-@register("truncation.assumption-checker")
+@register("truncation.assumption-checker", uses=("truncation.certificate",))
 def check_assumption_checker(config: RunConfig) -> CheckResult:
     r"""The contraction checker (eq. (2), §6.1–6.2, Prop. 5): decides λ < 1 and reports λ.
 
@@ -1859,11 +1856,10 @@ def check_assumption_checker(config: RunConfig) -> CheckResult:
     from the ℓ∞ norm.
     """
     t0 = time.perf_counter()
-    ok, rows = _run_checker(config, contraction_certificate)
+    ok, rows = _run_checker(config, config.impls.truncation.certificate)
     controls = []
     for name in ("certificate.spectral-radius", "certificate.linf-norm"):
-        m = next(m for m in MUTANTS if m.name == name)
-        mok, mrows = _run_checker(config, m.impl)
+        mok, mrows = _run_checker(config, get_mutant(name).impl.certificate)
         bad = [r["instance"] for r in mrows if not r["ok"]]
         controls.append(Control(f"mutant {name}", "FAIL", "PASS" if mok else "FAIL", f"invalid on: {', '.join(bad)}"))
     tight = [r["witness/lam"] for r in rows if r.get("valid") and r["instance"].startswith("linear")]
@@ -1918,7 +1914,7 @@ def check_assumption_checker(config: RunConfig) -> CheckResult:
 
 
 # ============================================================== Fig. 1(a)
-@register("truncation.figure-1a")
+@register("truncation.figure-1a", uses=("truncation.model_gradient",))
 def check_figure_1a(config: RunConfig) -> CheckResult:
     r"""Fig. 1(a) of §7.1: :math:`\|\nabla_w p_T - \nabla_w p^k_T\|` against k (mean of 10 runs), linear and tanh.
 
@@ -1944,7 +1940,9 @@ def check_figure_1a(config: RunConfig) -> CheckResult:
             P, th = figure1_instance(kind, n, n, T, lam, gen)
             if first is None:
                 first = (P, th)
-            ev = evaluate_instance(P, th, ks=ks, parts=("model",), forms=("gamma",), with_rate=False)
+            ev = evaluate_instance(
+                P, th, ks=ks, impl=config.impls.truncation, parts=("model",), forms=("gamma",), with_rate=False
+            )
             s = ev.series["model"]
             if not s.holds:
                 fails.append(f"{kind}: bound")

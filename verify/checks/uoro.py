@@ -2,10 +2,12 @@
 
 ``uoro.exact-expectation``: UORO's Proposition 1 verified by computation -- the
 expectation over every Rademacher sign pattern (:mod:`verify.estimators.enumerate`)
-of s̃_t ⊗ θ̃_t and g̃_t equals the float64 references, for UORO, rank-r UORO,
-UORO-T and preactivation-space UORO. Its controls come from
-:mod:`verify.mutants.estimators`: three biased mutants must FAIL; three unbiased
-ones (normalizer changes the expectation cannot see) must PASS.
+of s̃_t ⊗ θ̃_t and g̃_t equals the float64 references, for the implementation under
+test (``config.impls.uoro``: UORO, rank-r UORO and UORO-T where its factory takes
+``rank=``/``block=``, preactivation-space UORO). It needs the noise hook of
+:mod:`verify.estimators.noise` (without it the claim is SKIPPED, saying so). Its
+controls come from :mod:`verify.mutants.estimators`: three biased mutants must FAIL;
+three unbiased ones (normalizer changes the expectation cannot see) must PASS.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import torch
 
 from verify.budget import conditioning, roundoff_budget, unit_roundoff
 from verify.checks import register
+from verify.errors import NotApplicable
 from verify.estimators.enumerate import Enumerable, enumerate_expectation
-from verify.estimators.uoro import UORO, PreactivationUORO
-from verify.mutants.estimators import get as get_mutant
+from verify.estimators.noise import require_noise_hook
+from verify.impl import UOROImpl, build
+from verify.mutants import get as get_mutant
 from verify.problem import Problem
 from verify.reference import influence_matrices, per_step_gradients
 from verify.results import CheckResult, Control, RunConfig, Verdict
@@ -57,11 +61,36 @@ def _steps(est: Enumerable, problem: Problem, limit: int) -> int:
     return best
 
 
-def suite(config: RunConfig) -> list[Case]:
-    """UORO, rank 2, UORO-T (T=2), preactivation UORO over every cell; n = 2 (LSTM: H = 1).
+def _variants(impl: UOROImpl, full: bool, elman: bool) -> tuple[list[Enumerable], list[str]]:
+    """The estimators of ``impl`` the suite enumerates, and the variants its factories do not declare."""
+    wanted: list[tuple[str, Any, dict[str, int]]] = [
+        ("uoro", impl.uoro, {}),
+        ("uoro", impl.uoro, {"rank": 2}),
+        ("uoro", impl.uoro, {"block": 2}),
+        ("uoro", impl.uoro, {"block": 2, "rank": 2}),
+    ]
+    if full:
+        wanted += [("uoro", impl.uoro, {"block": 3}), ("uoro", impl.uoro, {"rank": 3})]
+    if elman:
+        wanted += [("preactivation", impl.preactivation, {}), ("preactivation", impl.preactivation, {"rank": 2})]
+    ests: list[Enumerable] = []
+    missing: list[str] = []
+    for part, factory, kw in wanted:
+        try:
+            est = build(factory, "uoro.exact-expectation", **kw)
+        except NotApplicable:
+            missing.append(f"{part}({', '.join(f'{k}={v}' for k, v in kw.items())})")
+            continue
+        ests.append(require_noise_hook(est, "uoro.exact-expectation"))  # type: ignore[arg-type]
+    return ests, missing
+
+
+def suite(config: RunConfig, missing: list[str] | None = None) -> list[Case]:
+    """UORO, rank 2, UORO-T (T=2), preactivation UORO of ``config.impls.uoro`` over every cell; n = 2 (LSTM: H = 1).
 
     ``ci``: up to 4096 patterns on the Elman-tanh problem, 256 on the others;
-    ``full``: 2^14 everywhere, T = 5, and UORO-T3 / rank 3 as well.
+    ``full``: 2^14 everywhere, T = 5, and UORO-T3 / rank 3 as well. Variants the
+    implementation's factories do not take are left out and appended to ``missing``.
     """
     gen = config.generator(salt=61)
     T = 5 if config.full else 4
@@ -79,11 +108,9 @@ def suite(config: RunConfig) -> list[Case]:
         P, th = random_problem(kind, n=n, d=1, T=T, k=2, loss=loss, batch=batch, generator=gen)
         label = f"{kind}/{loss}" + ("/batch2" if batch else "")
         limit = 2**14 if config.full else (MAX_PATTERNS if i == 0 else 256)
-        ests: list[Enumerable] = [UORO(), UORO(rank=2), UORO(block=2), UORO(block=2, rank=2)]
-        if config.full:
-            ests += [UORO(block=3), UORO(rank=3)]
-        if kind.startswith("elman"):
-            ests += [PreactivationUORO(), PreactivationUORO(rank=2)]
+        ests, lacking = _variants(config.impls.uoro, config.full, kind.startswith("elman"))
+        if missing is not None:
+            missing.extend(m for m in lacking if m not in missing)
         for est in ests:
             if _steps(est, P, limit) >= 1:
                 cases.append(Case(f"{label}: {est.name}", est, P, th, limit))
@@ -121,11 +148,15 @@ def compare_enumeration(est: Enumerable, case: Case, refs: References) -> dict[s
     u = unit_roundoff(P.dtype)
     depth = P.n + P.cell.input_size + P.readout.output_size + E.coordinates
     k_g = float(torch.linalg.vector_norm(E.gradients_abs)) / max(float(torch.linalg.vector_norm(G)), 1e-300)
-    k_i = float(torch.linalg.vector_norm(E.influence_abs)) / max(float(torch.linalg.vector_norm(I_at)), 1e-300)
+    k_i = (
+        0.0
+        if E.influence_abs is None
+        else float(torch.linalg.vector_norm(E.influence_abs)) / max(float(torch.linalg.vector_norm(I_at)), 1e-300)
+    )
     b_g = roundoff_budget(u, depth, steps, max(refs.kappa_grad, 1.0) * max(k_g, 1.0))
     b_i = roundoff_budget(u, depth, steps, max(refs.kappa_influence, 1.0) * max(k_i, 1.0))
     e_g = _rel(E.gradients, G)
-    e_i = _rel(E.influence, I_at)
+    e_i = 0.0 if E.influence is None else _rel(E.influence, I_at)
     within = e_g <= b_g and e_i <= b_i
     ok = within and e_g <= TARGET and e_i <= TARGET
     return {
@@ -138,6 +169,7 @@ def compare_enumeration(est: Enumerable, case: Case, refs: References) -> dict[s
         "influence_error": e_i,
         "influence_budget": b_i,
         "kappa_noise": max(k_g, k_i),
+        "influence_compared": E.influence is not None,
         "within_budget": within,
         "passed": ok,
     }
@@ -149,7 +181,7 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return num / den if den > 0 else (0.0 if num == 0 else math.inf)
 
 
-@register("uoro.exact-expectation")
+@register("uoro.exact-expectation", uses=("uoro.uoro", "uoro.preactivation"))
 def check_exact_expectation(config: RunConfig) -> CheckResult:
     """UORO Prop. 1 (App. A) by enumeration: E[s̃⊗θ̃] = ∂s/∂θ, E[g̃] = ∂ℓ/∂θ (Algorithm 1, §3, preactivation UORO).
 
@@ -161,7 +193,10 @@ def check_exact_expectation(config: RunConfig) -> CheckResult:
     previous-step ρ₀ and ρ₁ ≡ 1 must PASS (unbiased: invisible to this check).
     """
     t0 = time.perf_counter()
-    cases = suite(config)
+    missing: list[str] = []
+    cases = suite(config, missing)
+    if not cases:
+        raise NotApplicable("uoro.exact-expectation", "no variant of the implementation under test can be enumerated")
     refs: dict[int, References] = {}
     for c in cases:
         if id(c.problem) not in refs:
@@ -169,9 +204,10 @@ def check_exact_expectation(config: RunConfig) -> CheckResult:
     rows = [compare_enumeration(c.estimator, c, refs[id(c.problem)]) for c in cases]
     base = cases[0]  # elman-tanh, plain UORO
     controls = []
-    for name in NEGATIVE + POSITIVE:
+    controls_on = bool(config.option("controls", True))
+    for name in NEGATIVE + POSITIVE if controls_on else ():
         mutant = get_mutant(name)
-        r = compare_enumeration(mutant.impl(), base, refs[id(base.problem)])
+        r = compare_enumeration(build(mutant.part, "control"), base, refs[id(base.problem)])
         # a biased mutant must miss the exact equality; an unbiased one must stay within its
         # round-off budget (its normalizers may inflate the magnitudes that cancel, so the
         # 1e-12 target is not asked of it: e.g. a stale rho0 = eps at the second step)
@@ -204,6 +240,10 @@ def check_exact_expectation(config: RunConfig) -> CheckResult:
         f"{sum(c.ok for c in controls[: len(NEGATIVE)])}/{len(NEGATIVE)} biased mutants caught, "
         f"{len(POSITIVE)} unbiased normalizer mutants pass as they must"
     )
+    if missing:
+        summary += f"; not declared by the implementation under test (left out): {', '.join(missing)}"
+    if not all(bool(r["influence_compared"]) for r in rows):
+        summary += "; gradients only where the estimator has no influence_estimate(problem, state)"
     bad = [c.name for c in controls if not c.ok]
     if bad:
         summary += "; CONTROLS NOT AS EXPECTED: " + ", ".join(bad)

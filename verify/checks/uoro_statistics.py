@@ -20,9 +20,13 @@ REINFORCE link uses :class:`Reinforce` (here, with its check).
   the independent Algorithm 1; the paper's normalizers vs alternatives;
 * ``uoro.mutants-caught`` -- the kill table of :mod:`verify.mutants.uoro`.
 
-Options (``RunConfig.options``): ``mutant`` (a name of :mod:`verify.mutants.uoro`:
-the check runs it in place of the implementation it targets), ``controls``
-(``False`` skips the negative controls, as the kill table does), ``alpha``,
+Every check runs the implementation under test, ``config.impls.uoro``
+(:class:`verify.impl.UOROImpl`: the UORO factory, preactivation UORO, REINFORCE); a
+mutant of :mod:`verify.mutants.uoro` is another value of that type. A claim that
+needs what the implementation does not declare (``rank=``, ``block=``, the noise hook
+of :mod:`verify.estimators.noise`) is SKIPPED with the reason. Options
+(``RunConfig.options``): ``controls`` (``False`` skips the negative controls, as the
+kill table does), ``kill_table`` (the smaller fixtures of the kill table), ``alpha``,
 ``beta``, ``delta``.
 """
 
@@ -44,14 +48,14 @@ from verify.assertions import reference_truths
 from verify.budget import step_jacobians as budget_step_jacobians
 from verify.checks import register, registry
 from verify.checks._figures import preactivation_variance_figure
-from verify.errors import InvalidArgument
+from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.estimators.enumerate import sign_patterns
 from verify.estimators.fused import sampler_for
-from verify.estimators.uoro import UORO, PreactivationUORO, Tabulated
-from verify.mutants.estimators import ZeroOne
-from verify.mutants.estimators import rho0_inverted as _rho0_inverted_rule
-from verify.mutants.uoro import MUST_NOT_FAIL, MUTANTS, SharedAcrossPairs, get
+from verify.estimators.noise import factors, require_noise_hook, tabulated
+from verify.estimators.uoro import UORO, Tabulated
+from verify.impl import build
+from verify.mutants.uoro import MUST_NOT_FAIL, MUTANTS, get
 from verify.problem import Problem
 from verify.reference import per_step_gradients
 from verify.results import CheckResult, Control, RunConfig, Verdict
@@ -76,6 +80,7 @@ __all__ = [
 ]
 
 EPS = 1e-7  # Algorithm 1's ε
+CONFORMANCE = "uoro.algorithm-1-conformance"
 
 
 # ================================================================ shared helpers
@@ -88,23 +93,23 @@ def _options(config: RunConfig, *, split: int = 1) -> TestOptions:
     )
 
 
-def _impl(config: RunConfig, target: str, default: Callable[..., Any]) -> Callable[..., Any]:
-    """The implementation under test: ``default`` or the injected mutant of that target."""
-    name = config.option("mutant")
-    if name:
-        m = get(str(name))
-        if m.target == target:
-            return m.impl
-    return default
+def _uoro(config: RunConfig, claim: str, **kw: int) -> Any:
+    """The UORO of the implementation under test with hyperparameters ``kw`` (NotApplicable if it takes none)."""
+    return build(config.impls.uoro.uoro, claim, **kw)
+
+
+def _mutant(name: str, claim: str, **kw: int) -> Any:
+    """The estimator of catalog mutant ``name`` (a control: ``replace(default, field=broken)``'s part)."""
+    return build(get(name).part, claim, **kw)
 
 
 def _controls(config: RunConfig) -> bool:
-    return bool(config.option("controls", True)) and not config.option("mutant")
+    return bool(config.option("controls", True))
 
 
 def _mutant_label(config: RunConfig) -> str:
-    name = config.option("mutant")
-    return f" [mutant {name} injected]" if name else ""
+    label = config.impls.label
+    return f" [{label} injected]" if label else ""
 
 
 def _finish(
@@ -205,11 +210,16 @@ def _unbiased_family(
     influence_steps: Sequence[int] | None = None,
     first: int = 1000,
 ) -> UnbiasednessResult:
-    """Sequential test of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) for one problem."""
+    """Sequential test of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) for one problem.
+
+    The influence is tested only where the estimator has ``influence_estimate`` (optional).
+    """
     P, th = case.problem, case.theta
     isteps = tuple(steps if influence_steps is None else influence_steps)
+    if not callable(getattr(est, "influence_estimate", None)):
+        isteps = ()
     allsteps = sorted(set(steps) | set(isteps))
-    quantities = ("gradient", "total", "influence")
+    quantities = ("gradient", "total", "influence") if isteps else ("gradient", "total")
     # the fused sampler where it covers the estimator (same draws as init/step, issue 15), else init/step
     both, names_all, _ = sampler_for(est, P, th, steps=allsteps, quantities=quantities)
     truths_all = _cached_truths(case, tuple(allsteps), quantities)
@@ -422,6 +432,7 @@ class ReferenceRun(NamedTuple):
     g: torch.Tensor  #: g̃_t, (T, M, p)
     s_tilde: torch.Tensor  #: s̃_t, (T, M, r, n)
     theta_tilde: torch.Tensor  #: θ̃_t, (T, M, r, p)
+    g_post: torch.Tensor  #: the post-update form (∂ℓ_t/∂s_t · s̃_t) θ̃_t + ∂ℓ_t/∂θ|_{s_t}, (T, M, p) (unbiased too)
 
 
 def algorithm1_reference(
@@ -446,7 +457,7 @@ def algorithm1_reference(
     dt = jac.J_th.dtype
     st = torch.zeros(M, r, n, dtype=dt)
     tt = torch.zeros(M, r, p, dtype=dt)
-    gs, ss, ts = [], [], []
+    gs, ss, ts, gp = [], [], [], []
     for t in range(T):
         Js, Jt = jac.J_s[t], jac.J_th[t]
         d_s = jac.dl_ds[t] @ Js  # backprop of dl/do through F_out: delta s
@@ -463,7 +474,8 @@ def algorithm1_reference(
         gs.append(g)
         ss.append(st)
         ts.append(tt)
-    return ReferenceRun(torch.stack(gs), torch.stack(ss), torch.stack(ts))
+        gp.append(((st @ jac.dl_ds[t]).unsqueeze(-1) * tt).mean(1) + jac.dl_dth[t])  # E[s~ x th~] = ds_t/dth too
+    return ReferenceRun(torch.stack(gs), torch.stack(ss), torch.stack(ts), torch.stack(gp))
 
 
 def _rademacher(T: int, M: int, r: int, n: int, gen: torch.Generator) -> torch.Tensor:
@@ -553,7 +565,7 @@ def _max_samples(config: RunConfig) -> int:
 
 
 # ============================================================== the checks
-@register("uoro.unbiased-statistical")
+@register("uoro.unbiased-statistical", uses=("uoro.uoro",))
 def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     """UORO is unbiased (Tallec & Ollivier, Prop. 1, App. A; Algorithm 1): a statistical test per cell.
 
@@ -564,17 +576,17 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     ``uoro.theta-tilde-scaled`` must FAIL.
     """
     t0 = time.perf_counter()
-    factory = _impl(config, "uoro", UORO)
     runs = []
     for i, (kind, n, T) in enumerate(_prop1_cells(config)):
         case = _case(kind, n, T, config, salt=410 + i)
         steps = tuple(sorted({2, (T + 1) // 2 + 1, T}))
-        runs.append((case, factory(), steps, (T,)))  # the influence at the end of the run (the longest chain)
+        est = _uoro(config, "uoro.unbiased-statistical")
+        runs.append((case, est, steps, (T,)))  # the influence at the end of the run (the longest chain)
 
     def control() -> Control:
         case, _, steps, _ = runs[0]
-        m = get("uoro.theta-tilde-scaled")
-        return _unbiased_control(m.impl(), case, steps, _options(config), config.generator(402), m.name)
+        bad = _mutant("uoro.theta-tilde-scaled", "control")
+        return _unbiased_control(bad, case, steps, _options(config), config.generator(402), "uoro.theta-tilde-scaled")
 
     return _unbiased_claim(
         "uoro.unbiased-statistical",
@@ -587,7 +599,7 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     )
 
 
-@register("uoro.truncated-unbiased")
+@register("uoro.truncated-unbiased", uses=("uoro.uoro",))
 def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     """UORO-T is unbiased (Tallec & Ollivier §3: Algorithm 1 applied to F^T, the last T steps exact).
 
@@ -597,14 +609,14 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     δ = 0.02. Negative control: UORO-T with θ̃ scaled by 2 must FAIL.
     """
     t0 = time.perf_counter()
-    factory = _impl(config, "uoro", UORO)
     n, T, block = (4, 64, 4) if config.full else (4, 16, 4)
+    est = _uoro(config, "uoro.truncated-unbiased (UORO-T)", block=block)
     case = _case("elman-tanh", n, T, config, salt=420)
     bounds = (block * (T // 2 // block), T)  # the influence at two block boundaries: mid-run and the end
-    runs = [(case, factory(block=block), (2, 3, T), bounds)]
+    runs = [(case, est, (2, 3, T), bounds)]
 
     def control() -> Control:
-        bad = UORO(block=block, theta_tilde_scale=2.0, label="uoro-T[theta-tilde-scaled]")
+        bad = _mutant("uoro.theta-tilde-scaled", "control", block=block)
         return _unbiased_control(bad, case, (2, 3, T), _options(config), config.generator(403), bad.name)
 
     return _unbiased_claim(
@@ -612,7 +624,7 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     )
 
 
-@register("uoro.rank-unbiased")
+@register("uoro.rank-unbiased", uses=("uoro.uoro",))
 def check_rank_unbiased(config: RunConfig) -> CheckResult:
     """Rank-r UORO is unbiased (Tallec & Ollivier §3: r independent pairs of Algorithm 1, averaged).
 
@@ -622,14 +634,14 @@ def check_rank_unbiased(config: RunConfig) -> CheckResult:
     must FAIL.
     """
     t0 = time.perf_counter()
-    factory = _impl(config, "uoro", UORO)
     n, T, r = (4, 64, 8) if config.full else (4, 16, 4)
+    est = _uoro(config, "uoro.rank-unbiased (rank-r UORO)", rank=r)
     case = _case("elman-tanh", n, T, config, salt=430)
     steps = tuple(sorted({2, (T + 1) // 2 + 1, T}))
-    runs = [(case, factory(rank=r), steps, (T,))]
+    runs = [(case, est, steps, (T,))]
 
     def control() -> Control:
-        bad = UORO(rank=r, noise=ZeroOne(), label="uoro-rank[noise-zero-one]")
+        bad = _mutant("uoro.noise-zero-one", "control", rank=r)
         return _unbiased_control(bad, case, steps, _options(config), config.generator(404), bad.name)
 
     return _unbiased_claim("uoro.rank-unbiased", config, t0, runs, _max_samples(config), control, f"rank-{r} UORO")
@@ -642,7 +654,7 @@ def _rank_slope(
     g = per_step_gradients(P, th).sum(0)
     xs, ys, ses, rows = [], [], [], []
     for r in ranks:
-        X = run_estimator(factory(rank=r), P, th, gen, samples=draws).sum(0)
+        X = run_estimator(build(factory, "uoro.rank-variance (rank-r UORO)", rank=r), P, th, gen, samples=draws).sum(0)
         q = squared_errors(X, g)
         lm, se = log_mean_with_se(q)
         xs.append(math.log(r))
@@ -652,7 +664,7 @@ def _rank_slope(
     return fit_slope(xs, ys, se=ses, level=level), rows
 
 
-@register("uoro.rank-variance")
+@register("uoro.rank-variance", uses=("uoro.uoro",))
 def check_rank_variance(config: RunConfig) -> CheckResult:
     r"""Rank-r UORO's variance falls as 1/r (Tallec & Ollivier §3: r independent pairs averaged).
 
@@ -665,7 +677,7 @@ def check_rank_variance(config: RunConfig) -> CheckResult:
     """
     t0 = time.perf_counter()
     alpha = float(config.option("alpha", 1e-3))
-    factory = _impl(config, "uoro", UORO)
+    factory = config.impls.uoro.uoro
     n, T, draws = (4, 8, 10_000) if config.full else (3, 5, 1500)
     ranks = (1, 2, 4, 8) if config.full else (1, 2, 4)
     case = _case("elman-tanh", n, T, config, salt=440)
@@ -679,9 +691,7 @@ def check_rank_variance(config: RunConfig) -> CheckResult:
         verdict = Verdict.PASS
     controls = []
     if _controls(config):
-        bad, _ = _rank_slope(
-            functools.partial(UORO, noise=SharedAcrossPairs()), case, ranks, draws, config.generator(442), 1 - alpha
-        )
+        bad, _ = _rank_slope(get("uoro.rank-shared-noise").part, case, ranks, draws, config.generator(442), 1 - alpha)
         controls.append(
             Control(
                 "mutant uoro.rank-shared-noise",
@@ -737,7 +747,7 @@ def check_rank_variance(config: RunConfig) -> CheckResult:
     )
 
 
-@register("uoro.preactivation")
+@register("uoro.preactivation", uses=("uoro.preactivation",))
 def check_preactivation(config: RunConfig) -> CheckResult:
     """Preactivation-space UORO is unbiased and has lower variance than UORO (Cooijmans & Martens,
     uoro-variance-cooijmans-martens.md § "Projecting in preactivation space": the H̃_t / ã_t recursion).
@@ -748,11 +758,10 @@ def check_preactivation(config: RunConfig) -> CheckResult:
     """
     t0 = time.perf_counter()
     alpha = float(config.option("alpha", 1e-3))
-    factory = _impl(config, "uoro-preact", PreactivationUORO)
     n, T, draws = (4, 64, 20_000) if config.full else (4, 16, 4000)
     case = _case("elman-tanh", n, T, config, salt=450)
     opts = TestOptions(alpha=alpha / 2, beta=float(config.option("beta", 1e-3)), delta=_options(config).delta)
-    est = factory()
+    est = build(config.impls.uoro.preactivation, "uoro.preactivation")
     res = _unbiased_family(
         est, case, (2, 3, T), opts, config.generator(451), _max_samples(config), influence_steps=(T,)
     )
@@ -760,6 +769,7 @@ def check_preactivation(config: RunConfig) -> CheckResult:
     g = per_step_gradients(P, th).sum(0)
     gen = config.generator(452)
     q_pre = squared_errors(run_estimator(est, P, th, gen, samples=draws).sum(0), g)
+    # the comparison is with Algorithm 1 itself: the toolkit's UORO is the reference here, not under test
     q_uoro = squared_errors(run_estimator(UORO(), P, th, gen, samples=draws).sum(0), g)
     cmp = compare_second_moments(q_pre, q_uoro, alpha=alpha / 2, level=1 - alpha / 2)
     lower = cmp.ratio_ci[1] < 1.0
@@ -773,7 +783,7 @@ def check_preactivation(config: RunConfig) -> CheckResult:
         verdict = Verdict.INCONCLUSIVE
     controls = []
     if _controls(config):
-        bad = PreactivationUORO(noise=ZeroOne(), label="uoro-preact[noise-zero-one]")
+        bad = _mutant("uoro-preact.noise-zero-one", "control")
         controls.append(_unbiased_control(bad, case, (2, 3, T), opts, config.generator(453), bad.name))
     summary = (
         f"unbiased: {res.summary()}; variance ratio preact/UORO (total gradient) = {cmp.ratio:.3g}, "
@@ -815,7 +825,7 @@ def _relative_variances(est: OnlineEstimator, case: _Case, draws: int, gen: torc
     return out
 
 
-@register("uoro.variance-growth")
+@register("uoro.variance-growth", uses=("uoro.uoro",))
 def check_variance_growth(config: RunConfig) -> CheckResult:
     r"""UORO's variance grows with t and with the state size n (measured; Cooijmans & Martens,
     uoro-variance-cooijmans-martens.md § "Variance reduction through iterative rescaling" and § "Theoretical
@@ -838,7 +848,7 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
     growth: dict[int, list[float]] = {}
     for i, n in enumerate(ns):
         case = _case("elman-tanh", n, T, config, salt=460 + i)
-        qs = _relative_variances(UORO(), case, draws, gen)
+        qs = _relative_variances(_uoro(config, "uoro.variance-growth"), case, draws, gen)
         growth[n] = [float(q.mean()) for q in qs]
         for t, q in enumerate(qs, start=1):
             lm = float(q.mean())
@@ -860,7 +870,7 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
         pats = sign_patterns((-1.0, 1.0), 2 * 6)
         Mp = pats.shape[0]
         tab = pats.reshape(Mp, 6, 1, 2).transpose(0, 1).contiguous()
-        exact_est = UORO(noise=Tabulated(tab, (-1.0, 1.0)))
+        exact_est = UORO(noise=Tabulated(tab, (-1.0, 1.0)))  # Algorithm 1 enumerated: the reference
         X = run_estimator(exact_est, P, th, torch.Generator().manual_seed(0), samples=Mp)
         meas = _relative_variances(est_factory(), case, 4000, config.generator(462))
         rows, ok = [], True
@@ -875,11 +885,11 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
             rows.append({"t": t, "exact": ex, "measured": float(q.mean()), "z": z})
         return ok, rows
 
-    agree, rows = exact_vs_measured(_impl(config, "uoro", UORO))
+    agree, rows = exact_vs_measured(lambda: _uoro(config, "uoro.variance-growth"))
     verdict = Verdict.PASS if agree else Verdict.FAIL
     controls = []
     if _controls(config):
-        bad_ok, bad_rows = exact_vs_measured(functools.partial(UORO, rho0=get("uoro.rho0-previous-step").impl().rho0))
+        bad_ok, bad_rows = exact_vs_measured(lambda: _mutant("uoro.rho0-previous-step", "control"))
         controls.append(
             Control(
                 "measured variance of rho0 = 1 vs exact Algorithm 1",
@@ -936,14 +946,14 @@ def _reinforce_fits(
     draws: int,
     gen: torch.Generator,
     level: float,
-    inverse_sigma: bool = True,
+    reinforce: Callable[..., Any],
 ) -> tuple[Any, Any, list[dict[str, Any]]]:
     jac = step_jacobians(problem, theta)
     g = per_step_gradients(problem, theta).sum(0)
     xs, yd, sd, yv, sv, rows = [], [], [], [], [], []
     for s in sigmas:
-        R, U = Reinforce(s, True, inverse_sigma).sample(problem, theta, draws, gen, jac)
-        Rn, _ = Reinforce(s, False, inverse_sigma).sample(problem, theta, draws, gen, jac)
+        R, U = build(reinforce, "uoro.reinforce-link", s, baseline=True).sample(problem, theta, draws, gen, jac)
+        Rn, _ = build(reinforce, "uoro.reinforce-link", s, baseline=False).sample(problem, theta, draws, gen, jac)
         d = ((R - U) ** 2).sum(1)
         u2 = float(((U - g) ** 2).sum(1).mean())
         ld, se_d = log_mean_with_se(d)
@@ -965,7 +975,7 @@ def _reinforce_fits(
     return fit_slope(xs, yd, se=sd, level=level), fit_slope(xs, yv, se=sv, level=level), rows
 
 
-@register("uoro.reinforce-link")
+@register("uoro.reinforce-link", uses=("uoro.reinforce",))
 def check_reinforce_link(config: RunConfig) -> CheckResult:
     r"""REINFORCE on the state-perturbed RNN approaches UORO as σ → 0; without a baseline its variance grows as 1/σ²
     (Cooijmans & Martens, uoro-variance-cooijmans-martens.md § "A link to REINFORCE": the Taylor expansion of
@@ -982,9 +992,8 @@ def check_reinforce_link(config: RunConfig) -> CheckResult:
     n, T, draws = (6, 10, 8000) if config.full else (3, 5, 1500)
     sigmas = (0.05, 0.025, 0.0125, 0.00625, 0.003125)  # the asymptotic regime sigma -> 0
     case = _case("elman-tanh", n, T, config, salt=470)
-    inv = not (config.option("mutant") == "reinforce.no-inverse-sigma")
     fit_d, fit_v, rows = _reinforce_fits(
-        case.problem, case.theta, sigmas, draws, config.generator(471), 1 - alpha / 2, inverse_sigma=inv
+        case.problem, case.theta, sigmas, draws, config.generator(471), 1 - alpha / 2, config.impls.uoro.reinforce
     )
     ok_d = fit_d.contains(1.0) and fit_d.ci[0] > 0
     ok_v = fit_v.contains(-2.0) and fit_v.ci[1] < 0
@@ -992,7 +1001,13 @@ def check_reinforce_link(config: RunConfig) -> CheckResult:
     controls = []
     if _controls(config):
         bad_d, _, _ = _reinforce_fits(
-            case.problem, case.theta, sigmas, draws, config.generator(472), 1 - alpha / 2, inverse_sigma=False
+            case.problem,
+            case.theta,
+            sigmas,
+            draws,
+            config.generator(472),
+            1 - alpha / 2,
+            get("reinforce.no-inverse-sigma").part,
         )
         controls.append(
             Control(
@@ -1059,18 +1074,21 @@ def noise_law_tests(
 ) -> list[tuple[str, float, str]]:
     """Tests of Algorithm 1's "column vector of random signs ±1" on the estimator's noise source.
 
-    Returns (name, p-value, detail): support ⊂ {−1, +1} (p = 0 if not), fair signs, and
-    independence (sign agreement 1/2) between coordinates, consecutive draws, samples and pairs.
+    ``est`` follows the noise protocol (:mod:`verify.estimators.noise`). Returns (name,
+    p-value, detail): support ⊂ {−1, +1} (p = 0 if not), fair signs, and independence
+    (sign agreement 1/2) between coordinates, consecutive draws, samples and -- where
+    the draw's first axis is the estimator's ``rank`` r > 1 -- pairs.
     """
-    noise = est.noise
-    shape = (samples, *est.noise_shape(problem))
+    hook = require_noise_hook(est, CONFORMANCE)
+    noise = hook.noise
+    shape = (samples, *hook.noise_shape(problem))
     prev = torch.zeros(shape, dtype=torch.float64)
     xs = []
     for i in range(draws):
         x = noise.draw(gen, shape, torch.float64, torch.device("cpu"), i, prev)
         xs.append(x)
         prev = x
-    X = torch.stack(xs)  # (draws, M, r, ..., n)
+    X = torch.stack(xs)  # (draws, M, *noise_shape)
     out: list[tuple[str, float, str]] = []
     support = bool(((X == 1.0) | (X == -1.0)).all())
     out.append(("support {-1, +1}", 1.0 if support else 0.0, f"values {torch.unique(X)[:6].tolist()}"))
@@ -1086,112 +1104,211 @@ def noise_law_tests(
     agree(flat[:, 1:], flat[:, :-1], "samples")
     if flat.shape[-1] > 1:
         agree(flat[..., 1:], flat[..., :-1], "coordinates")
-    if X.shape[2] > 1:
+    rank = int(getattr(est, "rank", 1))
+    if rank > 1 and X.dim() > 3 and X.shape[2] == rank:
         agree(X[:, :, 1:], X[:, :, :-1], "pairs")
     return out
+
+
+def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    err = float((a - b).norm() / max(float(b.norm()), 1e-300))
+    return err if math.isfinite(err) else math.inf
 
 
 def formula_conformance(
     est: Any, case: _Case, gen: torch.Generator, samples: int = 6, jac: StepJacobians | None = None
 ) -> dict[str, Any]:
-    """Run ``est`` with a tabulated ν (Tabulated noise) and compare with :func:`algorithm1_reference`."""
+    r"""Run ``est`` on a tabulated ν; compare with what Algorithm 1 determines given ν (:func:`algorithm1_reference`).
+
+    ``est`` needs the noise hook (:mod:`verify.estimators.noise`; one draw per step, of
+    shape (r·n) per sample); else :class:`~verify.errors.NotApplicable`. Compared at every
+    t: s̃_t and θ̃_t (which, given ν, fix the normalizers ρ₀, ρ₁) where the estimator exposes
+    them (:func:`verify.estimators.noise.factors`), and g̃_t -- with Algorithm 1's form
+    :math:`(\delta s\cdot\tilde s_{t-1})\tilde\theta_{t-1} + \delta\theta` or, failing that, the
+    post-update form :math:`(\partial\ell_t/\partial s_t\cdot\tilde s_t)\tilde\theta_t +
+    \partial\ell_t/\partial\theta|_{s_t}` (another unbiased estimate of the same gradient: a variant,
+    not an error). Returns the worst relative errors, ``form`` ("algorithm-1",
+    "post-update" or "neither") and whether the factors were exposed.
+    """
     P, th = case.problem, case.theta
     jac = _cached_jacobians(case) if jac is None else jac
-    r = int(getattr(est, "rank", 1))
+    hook = require_noise_hook(est, CONFORMANCE)
     T, n = P.T, P.n
+    shape = tuple(hook.noise_shape(P))
+    per = math.prod(shape)
+    if per % n or hook.noise_draws(T) != T:
+        raise NotApplicable(
+            CONFORMANCE,
+            f"{getattr(est, 'name', type(est).__name__)} draws {hook.noise_draws(T)} times of shape {shape} in {T} "
+            f"steps; the formula conformance compares one draw of r x n = k*{n} signs per step (UORO-T is checked "
+            "by uoro.truncated-unbiased)",
+        )
+    r = per // n
     nus = _rademacher(T, samples, r, n, gen)
-    tab_est = est.with_noise(est.noise.tabulated(nus))
+    tab_est = tabulated(est, nus.reshape(T, samples, *shape))
     state = tab_est.init(P, th, torch.Generator().manual_seed(0), samples=samples)
     ref = algorithm1_reference(jac, nus)
-    worst = {"g": 0.0, "s_tilde": 0.0, "theta_tilde": 0.0}
+    worst = {"g": 0.0, "g_post": 0.0, "s_tilde": 0.0, "theta_tilde": 0.0}
+    exposed = True
     for t in range(1, T + 1):
         state, g = tab_est.step(P, th, state, t, torch.Generator().manual_seed(0))
-        pairs = (
-            ("g", g, ref.g[t - 1]),
-            ("s_tilde", state.s_tilde.reshape(samples, r, n), ref.s_tilde[t - 1]),
-            ("theta_tilde", state.theta_tilde, ref.theta_tilde[t - 1]),
-        )
-        for key, a, b in pairs:
-            err = float((a - b).norm() / max(float(b.norm()), 1e-300))
-            worst[key] = max(worst[key], err if math.isfinite(err) else math.inf)
-    return worst
+        worst["g"] = max(worst["g"], _rel_err(g, ref.g[t - 1]))
+        worst["g_post"] = max(worst["g_post"], _rel_err(g, ref.g_post[t - 1]))
+        f = factors(tab_est, P, state, samples)
+        if f is None:
+            exposed = False
+            continue
+        worst["s_tilde"] = max(worst["s_tilde"], _rel_err(f[0], ref.s_tilde[t - 1]))
+        worst["theta_tilde"] = max(worst["theta_tilde"], _rel_err(f[1], ref.theta_tilde[t - 1]))
+    if worst["g"] <= CONFORMANCE_BUDGET:
+        form = "algorithm-1"
+    elif worst["g_post"] <= CONFORMANCE_BUDGET:
+        form = "post-update"
+    else:
+        form = "neither"
+    out: dict[str, Any] = {
+        "g": worst["g_post"] if form == "post-update" else worst["g"],
+        "s_tilde": worst["s_tilde"] if exposed else math.nan,
+        "theta_tilde": worst["theta_tilde"] if exposed else math.nan,
+        "form": form,
+        "factors_exposed": exposed,
+        "rank": r,
+    }
+    return out
 
 
 #: relative error allowed between two float64 evaluations of Algorithm 1 (see check docstring)
 CONFORMANCE_BUDGET = 1e-12
 
 
-@register("uoro.algorithm-1-conformance")
-def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
-    r"""The toolkit's UORO is Algorithm 1 (Tallec & Ollivier, Algorithm 1, eq. (5)-(6)): its noise law and its formulas.
+def _variant_in_expectation(est: Any, config: RunConfig) -> tuple[bool, str]:
+    """A g̃ of another unbiased form, checked in expectation: exact enumeration (n = 2, T = 3) vs the references."""
+    from verify.estimators.enumerate import enumerate_expectation
 
+    case = _case("elman-tanh", 2, 3, config, salt=485)
+    E = enumerate_expectation(est, case.problem, case.theta, steps=3, max_patterns=2**12)
+    G = per_step_gradients(case.problem, case.theta)
+    err = _rel_err(E.gradients, G)
+    scale = float(E.gradients_abs.norm()) / max(float(G.norm()), 1e-300)
+    budget = 1e-13 * max(scale, 1.0) * E.coordinates
+    return err <= budget, f"exact E g~ over {E.patterns} sign patterns: rel. error {err:.2e} (budget {budget:.1e})"
+
+
+def _conformance_runs(
+    config: RunConfig, factory: Callable[..., Any], cases: Sequence[_Case], ranks: Sequence[int], gen: torch.Generator
+) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """Noise law and formulas of ``factory``'s estimators at ``ranks`` (rank 1: ``factory()``).
+
+    Ranks the factory does not take are noted.
+    """
+    alpha = float(config.option("alpha", 1e-3))
+    ests, missing = [], []
+    for r in ranks:
+        try:
+            ests.append((r, build(factory, CONFORMANCE) if r == 1 else build(factory, CONFORMANCE, rank=r)))
+        except NotApplicable:
+            missing.append(f"rank {r}")
+    if not ests:
+        raise NotApplicable(CONFORMANCE, f"{describe_part_of(factory)} takes none of rank {tuple(ranks)}")
+    tests = [
+        (f"rank {r}: {name}", pv, d) for r, est in ests for name, pv, d in noise_law_tests(est, cases[0].problem, gen)
+    ]
+    law_rows = [
+        {"test": name, "pvalue": pv, "rejected": pv <= alpha / (2 * len(tests)), "detail": d} for name, pv, d in tests
+    ]
+    f_rows: list[dict[str, Any]] = []
+    for case in cases:
+        jac = _cached_jacobians(case)
+        for r, est in ests:
+            w = formula_conformance(est, case, gen, jac=jac)
+            exp = [w[k] for k in ("g", "s_tilde", "theta_tilde") if not math.isnan(w[k])]
+            ok = w["form"] != "neither" and all(v <= CONFORMANCE_BUDGET for v in exp)
+            f_rows.append(
+                {"problem": case.label, "rank": r, **{f"rel_err_{k}": w[k] for k in w if k != "rank"}, "ok": ok}
+            )
+    ok = not any(r["rejected"] for r in law_rows) and all(r["ok"] for r in f_rows)
+    return ok, law_rows, f_rows, missing
+
+
+def describe_part_of(obj: Any) -> str:
+    from verify.impl import part_label
+
+    return part_label(obj)
+
+
+@register("uoro.algorithm-1-conformance", uses=("uoro.uoro",))
+def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
+    r"""The UORO under test is Algorithm 1 (Tallec & Ollivier, Algorithm 1, eq. (5)-(6)): its noise law and formulas.
+
+    Needs the noise hook of :mod:`verify.estimators.noise` (else SKIPPED, saying so).
     (a) Noise: draws of the estimator's ν must be signs ±1, fair, independent across
     coordinates, steps, samples and pairs (binomial tests, Bonferroni, level α).
-    (b) Formulas: with a tabulated ν (fixed sign sequences, 6 per problem) the estimator's
-    g̃_t, s̃_t and θ̃_t at every t must equal :func:`algorithm1_reference` -- Algorithm 1
-    written out with dense Jacobians (``jacrev``) -- within a relative error of 1e-12
+    (b) Formulas: with a tabulated ν (fixed sign sequences, 6 per problem) what Algorithm 1
+    determines given ν -- s̃_t and θ̃_t (hence the normalizers ρ₀, ρ₁) where the estimator
+    exposes them, and g̃_t at every t -- must equal :func:`algorithm1_reference` --
+    Algorithm 1 written out with dense Jacobians (``jacrev``) -- within a relative error of 1e-12
     (two float64 evaluations in different orders: round-off u ≈ 1.1e-16 per operation, grown
     by at most T ≤ 12 steps of products of O(1)-conditioned factors and the ρ normalizations
     (square roots halve relative errors); measured ≤ 3e-16, so the budget has a ≥ 1e3 margin,
-    and it is ~1e10 below any formula mistake, which changes results at O(1)). On Elman-tanh, LSTM and GRU,
-    rank 1 and rank 2. This sees the mean-invisible mutants (any ρ₀/ρ₁ other than the
-    paper's). Negative control: ``uoro.rho0-inverted`` must FAIL.
+    and it is ~1e10 below any formula mistake, which changes results at O(1)). A g̃ in the
+    post-update form (from s̃_t, θ̃_t) is another unbiased estimate: it is named a *variant* and
+    checked in expectation (exact enumeration), not failed. On Elman-tanh, LSTM and GRU, rank 1
+    and rank 2 (where the factory takes ``rank=``). This sees the mean-invisible mutants (any
+    ρ₀/ρ₁ other than the paper's). Negative control: ``uoro.rho0-inverted`` must FAIL.
     """
     t0 = time.perf_counter()
-    alpha = float(config.option("alpha", 1e-3))
-    factory = _impl(config, "uoro", UORO)
+    factory = config.impls.uoro.uoro
     T = 12 if config.full else 6
     cases = [
         _case(k, n, T, config, salt=480 + i) for i, (k, n) in enumerate((("elman-tanh", 3), ("lstm", 2), ("gru", 3)))
     ]
-    if config.option("mutant"):
+    quick = bool(config.option("kill_table", False))
+    if quick:
         cases = cases[:1]
     gen = config.generator(481)
-    jacs = [_cached_jacobians(c) for c in cases]
-    # with a mutant injected (kill table) rank 2 alone: its formulas contain rank 1's, and it tests the pairs
-    ranks = (2,) if config.option("mutant") else (1, 2)
-
-    def run(fac: Callable[..., Any]) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]:
-        law_rows: list[dict[str, Any]] = []
-        tests = []
-        for r in ranks:
-            for name, pv, detail in noise_law_tests(fac(rank=r), cases[0].problem, gen):
-                tests.append((f"rank {r}: {name}", pv, detail))
-        k = len(tests)
-        law_ok = True
-        for name, pv, detail in tests:
-            rej = pv <= alpha / (2 * k)
-            law_ok = law_ok and not rej
-            law_rows.append({"test": name, "pvalue": pv, "rejected": rej, "detail": detail})
-        f_rows: list[dict[str, Any]] = []
-        f_ok = True
-        for case, jac in zip(cases, jacs, strict=True):
-            for r in ranks:
-                w = formula_conformance(fac(rank=r), case, gen, jac=jac)
-                ok = all(v <= CONFORMANCE_BUDGET for v in w.values())
-                f_ok = f_ok and ok
-                f_rows.append(
-                    {"problem": case.label, "rank": r, **{f"rel_err_{k2}": v for k2, v in w.items()}, "ok": ok}
-                )
-        return law_ok and f_ok, law_rows, f_rows
-
-    ok, law_rows, f_rows = run(factory)
+    # in the kill table rank 2 alone: its formulas contain rank 1's, and it tests the pairs
+    ranks = (2,) if quick else (1, 2)
+    ok, law_rows, f_rows, missing = _conformance_runs(config, factory, cases, ranks, gen)
+    variants = sorted({str(r["rel_err_form"]) for r in f_rows if r["rel_err_form"] == "post-update"})
+    variant_note = ""
+    if variants and ok:
+        v_ok, v_detail = _variant_in_expectation(build(factory, CONFORMANCE), config)
+        ok = ok and v_ok
+        variant_note = (
+            "; VARIANT: g~ is computed from s~_t, theta~_t after the update (another unbiased form, not Algorithm 1's "
+            f"(delta s . s~_(t-1)) theta~_(t-1) + delta theta); checked in expectation: {v_detail}"
+            + ("" if v_ok else " -- NOT unbiased")
+        )
     controls = []
     if _controls(config):
-        bad_ok, _, bad_rows = run(functools.partial(UORO, rho0=_rho0_inverted_rule))
-        worst_bad = max(max(r["rel_err_g"], r["rel_err_s_tilde"], r["rel_err_theta_tilde"]) for r in bad_rows)
+        bad_ok, _, bad_rows, _ = _conformance_runs(config, get("uoro.rho0-inverted").part, cases, ranks, gen)
+        worst_bad = max(_worst_row(r) for r in bad_rows)
         controls.append(
             Control(
                 "mutant uoro.rho0-inverted", "FAIL", "PASS" if bad_ok else "FAIL", f"worst rel. err {worst_bad:.2e}"
             )
         )
-    worst = max(max(r["rel_err_g"], r["rel_err_s_tilde"], r["rel_err_theta_tilde"]) for r in f_rows)
+    worst = max(_worst_row(r) for r in f_rows)
+    names = {"rel_err_s_tilde": "s~", "rel_err_theta_tilde": "theta~", "rel_err_g": "g~"}
+    per_quantity = {q: max((_num_or_zero(r[k]) for r in f_rows), default=0.0) for k, q in names.items()}
+    worst_in = ", ".join(f"{q} {v:.2e}" for q, v in per_quantity.items() if v > CONFORMANCE_BUDGET)
     law_fail = [r["test"] for r in law_rows if r["rejected"]]
+    bad_form = [f"{r['problem']} rank {r['rank']}" for r in f_rows if r["rel_err_form"] == "neither"]
+    exposed = all(bool(r["rel_err_factors_exposed"]) for r in f_rows)
     summary = (
         f"formulas: worst relative error {worst:.2e} vs budget {CONFORMANCE_BUDGET:.0e} over "
-        f"{len(f_rows)} (problem, rank) runs with tabulated nu; noise law: "
+        f"{len(f_rows)} (problem, rank) runs with tabulated nu ("
+        + ("s~, theta~ and g~" if exposed else "g~ only: s~, theta~ not exposed (uoro_factors or state fields)")
+        + "); noise law: "
         + ("conforms" if not law_fail else "REJECTED " + ", ".join(law_fail))
+        + variant_note
     )
+    if worst_in:
+        summary += f"; over budget: {worst_in}"
+    if bad_form:
+        summary += f"; g~ matches neither Algorithm 1's nor the post-update form on {', '.join(bad_form)}"
+    if missing:
+        summary += f"; not declared by the implementation under test: {', '.join(missing)}"
     return _finish(
         "uoro.algorithm-1-conformance",
         config,
@@ -1202,9 +1319,19 @@ def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
         threshold=CONFORMANCE_BUDGET,
         comparison="<=",
         controls=controls,
-        data={"formulas": f_rows, "noise_law": law_rows},
-        alpha=alpha,
+        data={"formulas": f_rows, "noise_law": law_rows, "variant": variants[0] if variants else None},
+        alpha=float(config.option("alpha", 1e-3)),
     )
+
+
+def _num_or_zero(x: Any) -> float:
+    v = float(x)
+    return 0.0 if math.isnan(v) else v
+
+
+def _worst_row(r: dict[str, Any]) -> float:
+    vals = [float(r[k]) for k in ("rel_err_g", "rel_err_s_tilde", "rel_err_theta_tilde") if not math.isnan(float(r[k]))]
+    return max(vals)
 
 
 # ----------------------------------------------------------- variance vs Algorithm 1
@@ -1253,28 +1380,45 @@ def _compare(
     return rejected, rows, first
 
 
-@register("uoro.variance-matches-algorithm-1")
+def _variance_anomaly(rows: Sequence[dict[str, Any]]) -> str:
+    """Name a rejected second-moment comparison: which statistic, by what factor, in which direction."""
+    parts = []
+    for r in rows:
+        if not r["rejected_any"]:
+            continue
+        lo, hi = r["ratio_ci"]
+        way = "above" if lo > 1 else ("below" if hi < 1 else "a different law than")
+        parts.append(f"{r['statistic']}: E q {r['ratio']:.3g}x Algorithm 1's (CI [{lo:.3g}, {hi:.3g}], {way})")
+    return (
+        "VARIANCE ANOMALY (not bias: unbiasedness is invariant to the normalizers, the second moment is not): "
+        + "; ".join(parts)
+    )
+
+
+@register("uoro.variance-matches-algorithm-1", uses=("uoro.uoro",))
 def check_variance_matches(config: RunConfig) -> CheckResult:
-    r"""The toolkit's UORO has Algorithm 1's variance, not only its mean (Tallec & Ollivier, Algorithm 1's ρ₀, ρ₁;
+    r"""The UORO under test has Algorithm 1's variance, not only its mean (Tallec & Ollivier, Algorithm 1's ρ₀, ρ₁;
     App. A: unbiasedness is invariant to them, so only the variance can tell them apart).
 
     Two independent samples on the same problem (Elman-tanh with inputs × 5, where the
-    normalizers matter): the toolkit's UORO and :func:`algorithm1_reference` (dense Jacobians,
-    paper's ρ₀, ρ₁). For the squared errors q = ‖ĝ − g‖² of the total gradient and of g̃_T:
-    Welch's z on E q and the Mann–Whitney rank test on the law of q (four tests, Bonferroni,
-    level α; FAIL if any rejects). Also reports E q of the alternatives to the paper's
+    normalizers matter): the implementation under test (``config.impls.uoro``; a user's UORO
+    needs no noise hook here) and the toolkit's Algorithm 1, :func:`algorithm1_reference`
+    (dense Jacobians, paper's ρ₀, ρ₁). For the squared errors q = ‖ĝ − g‖² of the total
+    gradient and of g̃_T: Welch's z on E q (ratio with its CI) and the Mann–Whitney rank test
+    on the law of q (four tests, Bonferroni, false-fail rate α = 1e-3; FAIL if any rejects,
+    named a *variance anomaly*). Also reports E q of the alternatives to the paper's
     normalizers (ρ₀ ≡ 1, ρ₁ ≡ 1, both, ρ₀ inverted, ρ₁ without sqrt) relative to the paper's.
     Negative control: ``uoro.rho1-constant`` (ρ₁ ≡ 1, unbiased) must FAIL.
     """
     t0 = time.perf_counter()
     alpha = float(config.option("alpha", 1e-3))
-    factory = _impl(config, "uoro", UORO)
+    factory = config.impls.uoro.uoro
     draws = 20_000 if config.full else 3000
     case, jac, g_tot, g_T = _variance_fixture(config.profile, config.seed)
     P, th = case.problem, case.theta
 
     def cand_q(fac: Callable[..., Any], gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        X = run_estimator(fac(), P, th, gen, samples=draws)
+        X = run_estimator(build(fac, "uoro.variance-matches-algorithm-1"), P, th, gen, samples=draws)
         return squared_errors(X.sum(0), g_tot), squared_errors(X[-1], g_T)
 
     ref = _ref_q(jac, g_tot, g_T, draws, config.generator(491), NORMALIZERS["paper (Algorithm 1)"])
@@ -1282,14 +1426,14 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
     # the paper's normalizers vs the alternatives (reference implementation, same draws count)
     alt_rows: list[dict[str, Any]] = []
     for name, rules in NORMALIZERS.items():
-        if name.startswith("paper") or config.option("mutant"):
+        if name.startswith("paper") or config.option("kill_table"):
             continue  # (the table is report data; the kill table does not need it)
         q = _ref_q(jac, g_tot, g_T, draws, config.generator(493), rules)
         c = compare_second_moments(q[0], ref[0], alpha=alpha)
         alt_rows.append({"normalizers": name, "variance_ratio_vs_paper": c.ratio, "ci": list(c.ratio_ci)})
     controls = []
     if _controls(config):
-        bad_rej, bad_rows, _ = _compare(cand_q(get("uoro.rho1-constant").impl, config.generator(494)), ref, alpha)
+        bad_rej, bad_rows, _ = _compare(cand_q(get("uoro.rho1-constant").part, config.generator(494)), ref, alpha)
         controls.append(
             Control(
                 "mutant uoro.rho1-constant",
@@ -1299,15 +1443,19 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
             )
         )
     summary = (
-        f"toolkit UORO vs independent Algorithm 1 on {case.label}: "
+        (_variance_anomaly(rows) + "; " if rejected else "")
+        + f"UORO under test vs independent Algorithm 1 on {case.label} ({draws} draws each, alpha = {alpha:g} over "
+        "4 tests): "
         + "; ".join(
-            f"{r['statistic']}: E q ratio {r['ratio']:.3f} [{r['ratio_ci'][0]:.3f}, {r['ratio_ci'][1]:.3f}], "
+            f"{r['statistic']}: E q ratio {r['ratio']:.3g} [{r['ratio_ci'][0]:.3g}, {r['ratio_ci'][1]:.3g}], "
             f"Welch p {r['pvalue']:.2g}, rank p {r['rank_pvalue']:.2g}"
             for r in rows
         )
-        + "; alternatives' E q / paper's: "
-        + ", ".join(f"{r['normalizers']} {r['variance_ratio_vs_paper']:.3g}" for r in alt_rows)
     )
+    if alt_rows:
+        summary += "; alternatives' E q / paper's: " + ", ".join(
+            f"{r['normalizers']} {r['variance_ratio_vs_paper']:.3g}" for r in alt_rows
+        )
     return _finish(
         "uoro.variance-matches-algorithm-1",
         config,
@@ -1365,7 +1513,7 @@ def power_curve(mutant: str, case: _Case, config: RunConfig, budget: int) -> lis
     """
     from verify.estimators.enumerate import enumerate_expectation
 
-    bad, good = get(mutant).impl(), UORO()
+    bad, good = get(mutant).part(), UORO()
     P, th = case.problem, case.theta
     T = P.T
     g = _cached_truths(case, (T,), ("total",))[0]
@@ -1466,7 +1614,8 @@ def check_mutants_caught(config: RunConfig) -> CheckResult:
     App. A for what each mutant breaks; issue 14: both sides of the kill table).
 
     For each mutant of :mod:`verify.mutants.uoro`, every check of this module named in its
-    ``visible_to`` runs with the mutant injected (option ``mutant``, controls off) and must
+    ``visible_to`` runs with the mutant as the implementation under test
+    (``RunConfig(implementations=mutant.implementations)``, controls off) and must
     report FAIL; every check named in :data:`verify.mutants.uoro.MUST_NOT_FAIL` for it (the
     unbiasedness tests of the unbiased mutants) runs with a small budget of draws and must *not*
     FAIL (PASS or INCONCLUSIVE). The kill table is in ``data["kill_table"]``. (Claims of other
@@ -1481,11 +1630,12 @@ def check_mutants_caught(config: RunConfig) -> CheckResult:
     report_rows: list[dict[str, Any]] = []
     nf_budget = _NOT_FAIL_BUDGET["full" if config.full else "ci"]
 
-    def run(cid: str, name: str, extra: tuple[tuple[str, Any], ...] = ()) -> tuple[str, str]:
+    def run(cid: str, m: Any, extra: tuple[tuple[str, Any], ...] = ()) -> tuple[str, str]:
         cfg = RunConfig(
             profile=config.profile,
             seed=config.seed,
-            options=(*config.options, ("mutant", name), ("controls", False), *extra),
+            options=(*config.options, ("controls", False), ("kill_table", True), *extra),
+            implementations=m.implementations,
         )
         try:
             res = checks[cid](cfg)
@@ -1504,10 +1654,10 @@ def check_mutants_caught(config: RunConfig) -> CheckResult:
         }
         targets = [c for c in m.visible_to if c in mine]
         for cid in targets:
-            row["checks"][cid] = run(cid, m.name, (("first", _KILL_FIRST),))[0]
+            row["checks"][cid] = run(cid, m, (("first", _KILL_FIRST),))[0]
             report_rows.append({"mutant": m.name, "expected": "FAIL", "observed": row["checks"][cid], "detail": cid})
         for cid in must_not:
-            verdict, summary = run(cid, m.name, (("max_samples", nf_budget),))
+            verdict, summary = run(cid, m, (("max_samples", nf_budget),))
             row["must_not_fail"][cid] = verdict
             report_rows.append(
                 {

@@ -15,6 +15,14 @@ checked to float64 round-off (DESIGN.md "Numerical policy": "For tiny state size
 the expectation over all Rademacher sign patterns can be enumerated exactly").
 The law that is enumerated is the estimator's own (its ``noise.support``): a
 mutant with ν ∈ {0, 1} is enumerated over {0, 1}ᴷ, so its bias shows.
+
+Any estimator with the noise hook of :mod:`verify.estimators.noise` can be enumerated
+(a user's included). The result is exact only if *all* randomness flows through the
+hook: before enumerating, the estimator runs twice on the same table with different
+generators (:func:`verify.estimators.noise.check_leak`); when the runs differ -- a
+random start, a draw of its own -- the enumeration is refused (InvalidArgument)
+instead of returning a wrong "exact" expectation. The influence estimate is
+optional (``influence`` is then None).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import torch
 
 from verify._validate import require_positive_int
 from verify.errors import InvalidArgument
+from verify.estimators.noise import check_leak, require_noise_hook, tabulated
 from verify.estimators.online import check_problem_theta
 from verify.estimators.uoro import NoiseSource
 from verify.problem import Problem
@@ -49,15 +58,14 @@ class Enumerable(Protocol):
 
     def with_noise(self, noise: NoiseSource) -> Any: ...
 
-    def influence_estimate(self, problem: Problem, state: Any) -> torch.Tensor: ...
-
 
 class EnumeratedExpectation(NamedTuple):
     """Exact expectations over all noise patterns.
 
     ``gradients`` (steps, p): :math:`E\\tilde g_t`, t = 1..steps. ``influence``
-    (steps, *B, n, p): the expectation of the estimator's influence estimate held in
-    the state after step t (for UORO-T it refers to the last block boundary, see
+    (steps, *B, n, p; None for an estimator without ``influence_estimate``): the
+    expectation of the estimator's influence estimate held in the state after step t (for UORO-T it
+    refers to the last block boundary, see
     ``influence_steps``: the step whose :math:`\\partial s/\\partial\\theta` it estimates).
     ``patterns``: how many patterns were averaged; ``coordinates``: K.
     ``gradients_abs``/``influence_abs``: the means of the absolute values (same
@@ -65,12 +73,12 @@ class EnumeratedExpectation(NamedTuple):
     """
 
     gradients: torch.Tensor
-    influence: torch.Tensor
+    influence: torch.Tensor | None
     influence_steps: tuple[int, ...]
     patterns: int
     coordinates: int
     gradients_abs: torch.Tensor
-    influence_abs: torch.Tensor
+    influence_abs: torch.Tensor | None
 
 
 def sign_patterns(
@@ -96,9 +104,12 @@ def enumerate_expectation(
     """Exact expectation of an enumerable estimator's g̃_t and influence estimate, t = 1..steps.
 
     Raises :class:`InvalidArgument` when the noise law is not discrete
-    (``noise.support is None``) or the patterns would exceed ``max_patterns``
-    (naming the count). Runs in the problem's dtype (use float64).
+    (``noise.support is None``), the patterns would exceed ``max_patterns``
+    (naming the count) or the estimator draws randomness outside its noise hook
+    (two runs with different generators disagree); :class:`~verify.errors.NotApplicable`
+    without the hook. Runs in the problem's dtype (use float64).
     """
+    require_noise_hook(estimator, "enumerate_expectation")
     theta = check_problem_theta(problem, theta)
     steps = problem.T if steps is None else require_positive_int("steps", steps)
     if steps > problem.T:
@@ -123,19 +134,28 @@ def enumerate_expectation(
         )
     pats = sign_patterns(support, K, dtype=problem.dtype, device=str(problem.device))  # (M, K)
     table = pats.reshape(M, draws, *shape).transpose(0, 1)  # (draws, M, *shape): draw i of pattern m
-    est = estimator.with_noise(estimator.noise.tabulated(table))
+    check_leak(estimator, problem, theta, table, steps, what="the enumerated expectation")
+    est = tabulated(estimator, table)
     rng = torch.Generator(device="cpu").manual_seed(0)  # never consumed by a tabulated source
     state = est.init(problem, theta, rng, samples=M)
     grads, infl, grads_abs, infl_abs = [], [], [], []
     block = getattr(estimator, "block", 1)
+    influence = getattr(est, "influence_estimate", None)
     for t in range(1, steps + 1):
         state, g = est.step(problem, theta, state, t, rng)
         grads.append(g.mean(0))  # every pattern has probability 1/M
         grads_abs.append(g.abs().mean(0))
-        I = est.influence_estimate(problem, state)
-        infl.append(I.mean(0))
-        infl_abs.append(I.abs().mean(0))
+        if influence is not None:
+            I = influence(problem, state)
+            infl.append(I.mean(0))
+            infl_abs.append(I.abs().mean(0))
     inf_steps = tuple((t // block) * block for t in range(1, steps + 1))
     return EnumeratedExpectation(
-        torch.stack(grads), torch.stack(infl), inf_steps, M, K, torch.stack(grads_abs), torch.stack(infl_abs)
+        torch.stack(grads),
+        torch.stack(infl) if infl else None,
+        inf_steps,
+        M,
+        K,
+        torch.stack(grads_abs),
+        torch.stack(infl_abs) if infl_abs else None,
     )

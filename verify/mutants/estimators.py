@@ -1,9 +1,10 @@
 r"""Broken online estimators: plausible bugs in RTRL, truncated BPTT and the UORO family.
 
-Each :class:`~verify.mutants.Mutant` has ``target`` = the estimator class it breaks
-(``"rtrl"``, ``"tbptt"``, ``"uoro"``) and ``impl`` = a factory with the same
-keyword hyperparameters as that class (``impl(rank=2)`` works for a UORO mutant),
-returning an object that follows the estimator contract. ``visible_to`` lists the
+Each :class:`~verify.mutants.Mutant` replaces an estimator factory of the
+implementation under test (:mod:`verify.impl`: ``rtrl.rtrl``, ``truncation.tbptt``,
+``uoro.uoro``); its ``part`` is a factory with the same keyword hyperparameters as
+the class it breaks (``part(rank=2)`` works for a UORO mutant), returning an object
+that follows the estimator contract. ``visible_to`` lists the
 claims whose checks must report FAIL on it; tests/estimators/test_mutants.py runs
 each of them and requires FAIL.
 
@@ -152,19 +153,22 @@ MUTANTS: tuple[Mutant, ...] = (
         "rtrl.no-immediate-term",
         RTRLWithoutImmediateTerm.__doc__ or "",
         "rtrl",
+        "rtrl",
         RTRLWithoutImmediateTerm,
         ("rtrl.exact", "rtrl.influence-balancing", "rtrl.online-convergence"),
     ),
     Mutant(
         "tbptt.off-by-one",
         TBPTTOffByOne.__doc__ or "",
+        "truncation",
         "tbptt",
         TBPTTOffByOne,
-        ("rtrl.truncated-bptt", "rtrl.influence-balancing"),
+        ("rtrl.truncated-bptt", "rtrl.influence-balancing", "truncation.tbptt-gradient-bound"),
     ),
     Mutant(
         "uoro.noise-zero-one",
         ZeroOne.__doc__ or "",
+        "uoro",
         "uoro",
         functools.partial(UORO, noise=ZeroOne(), label="uoro[noise-zero-one]"),
         _EXPECTATION,
@@ -173,12 +177,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.rho0-one-factor",
         "ρ₀ applied to s̃ only (θ̃ not divided by ρ₀): the product s̃⊗θ̃ is scaled by ρ₀.",
         "uoro",
+        "uoro",
         functools.partial(UORO, rho0_on="state", label="uoro[rho0-one-factor]"),
         _EXPECTATION,
     ),
     Mutant(
         "uoro.rho1-asymmetric",
         rho1_asymmetric.__doc__ or "",
+        "uoro",
         "uoro",
         functools.partial(UORO, rho1=rho1_asymmetric, label="uoro[rho1-asymmetric]"),
         _EXPECTATION,
@@ -187,12 +193,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.no-delta-theta",
         "g̃ = (δs·s̃)θ̃ without the δθ term of Algorithm 1.",
         "uoro",
+        "uoro",
         functools.partial(UORO, include_delta_theta=False, label="uoro[no-delta-theta]"),
         _EXPECTATION,
     ),
     Mutant(
         "uoro.noise-reused",
         Reused.__doc__ or "",
+        "uoro",
         "uoro",
         functools.partial(UORO, noise=Reused(), label="uoro[noise-reused]"),
         _EXPECTATION,
@@ -201,12 +209,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.theta-tilde-scaled",
         "θ̃ multiplied by 2 at every reduction (s̃⊗θ̃ off by 2^t).",
         "uoro",
+        "uoro",
         functools.partial(UORO, theta_tilde_scale=2.0, label="uoro[theta-tilde-scaled]"),
         _EXPECTATION,
     ),
     Mutant(
         "uoro.noise-gaussian-variance",
         (Gaussian.__doc__ or "") + " (std = 2; continuous: not enumerable, a statistical check sees it)",
+        "uoro",
         "uoro",
         functools.partial(UORO, noise=Gaussian(2.0), label="uoro[noise-gaussian-variance]"),
         (),
@@ -215,6 +225,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.rho0-inverted",
         rho0_inverted.__doc__ or "",
         "uoro",
+        "uoro",
         functools.partial(UORO, rho0=rho0_inverted, label="uoro[rho0-inverted]"),
         (),
     ),
@@ -222,12 +233,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.rho0-previous-step",
         rho0_previous_step.__doc__ or "",
         "uoro",
+        "uoro",
         functools.partial(UORO, rho0=rho0_previous_step, label="uoro[rho0-previous-step]"),
         (),
     ),
     Mutant(
         "uoro.rho1-constant",
         rho1_constant.__doc__ or "",
+        "uoro",
         "uoro",
         functools.partial(UORO, rho1=rho1_constant, label="uoro[rho1-constant]"),
         (),

@@ -5,8 +5,8 @@
   :func:`verify.fpp.objective.eq7_gradients`.
 * ``fpp.sampler-exclusive-endpoint`` -- i ~ uniform{T..n−1}: ``randint(T, n)``
   with an exclusive upper bound, so the newest transition is never sampled;
-  replaces the sampler (:func:`~verify.fpp.objective.sample_indices` and
-  :func:`~verify.fpp.objective.index_distribution`).
+  replaces the sampler (:func:`~verify.fpp.objective.sample_indices`;
+  :func:`exclusive_endpoint_distribution` is the law it really draws from).
 * ``fpp.multiplier-full-loss-adjoint`` -- the multiplier target of Thm 2 taken as
   the adjoint of s_i for ALL losses ℓ_i..ℓ_n instead of the later ones only;
   replaces :func:`verify.fpp.kkt.lemma1_multipliers`.
@@ -21,6 +21,12 @@ Broken *learners* for the §5 reproductions (the ``theta_grad`` of
 * ``fpp.learner-frozen`` -- every parameter gradient zeroed: the learner never
   learns (a "learns nothing" control: its loss stays at the initial model's);
 * ``fpp.learner-sign-flip`` -- every parameter gradient negated: gradient *ascent*.
+
+They live in :data:`LEARNER_MUTANTS`, not in :data:`MUTANTS`: they are not a part of
+an :class:`~verify.impl.FPPImpl` a user replaces but the reproductions' negative
+controls, which rerun the very harness with the broken learner and must FAIL
+(``fpp.cycleworld-reproduction``, ``fpp.stochasticworld-reproduction``,
+``fpp.updates-reproduction``; ``tests/fpp/test_reproduction.py``).
 """
 
 from __future__ import annotations
@@ -117,10 +123,11 @@ def learner_mutant(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     return fn
 
 
-MUTANTS = (
+MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "fpp.eq7-penalty-sign",
         "eq. (7) with +λ(s_i − ŝ_i) in the bracket of ∇_W L_i and ∇_{s_{i−T}} L_i",
+        "fpp",
         "eq7_gradients",
         eq7_penalty_sign,
         ("fpp.gradient-eq7", "fpp.lemma3-unbiased", "fpp.stationarity"),
@@ -128,6 +135,7 @@ MUTANTS = (
     Mutant(
         "fpp.sampler-exclusive-endpoint",
         "k ~ uniform{T..n−1} (exclusive upper bound): the newest transition is never sampled",
+        "fpp",
         "sampler",
         exclusive_endpoint_indices,
         ("fpp.lemma3-unbiased",),
@@ -135,29 +143,17 @@ MUTANTS = (
     Mutant(
         "fpp.multiplier-full-loss-adjoint",
         "Thm 2 multiplier target = adjoint of s_i for all losses l_i..l_n, not the later ones only",
-        "lemma1_multipliers",
+        "fpp",
+        "multipliers",
         full_loss_multipliers,
         ("fpp.kkt-recovery", "fpp.prop2-kkt-equivalence"),
     ),
     Mutant(
         "fpp.multiplier-unscaled",
         "Thm 2 multiplier target lambda_i instead of lambda_i / n (eq. (11)'s penalty is not divided by n)",
-        "lemma1_multipliers",
+        "fpp",
+        "multipliers",
         unscaled_multipliers,
         ("fpp.kkt-recovery",),
-    ),
-    Mutant(
-        "fpp.learner-frozen",
-        "online learner whose parameter gradient is zeroed: it learns nothing",
-        "theta_grad",
-        frozen_learner,
-        ("fpp.cycleworld-reproduction", "fpp.stochasticworld-reproduction"),
-    ),
-    Mutant(
-        "fpp.learner-sign-flip",
-        "online learner whose parameter gradient is negated (gradient ascent)",
-        "theta_grad",
-        sign_flipped_learner,
-        ("fpp.cycleworld-reproduction", "fpp.stochasticworld-reproduction"),
     ),
 )

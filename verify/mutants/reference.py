@@ -1,4 +1,5 @@
-"""Broken adjoint recursions: each perturbs one term of :func:`verify.reference.adjoint_gradient`.
+"""Broken references: adjoint recursions that perturb one term of :func:`verify.reference.adjoint_gradient`
+(``reference.adjoint``), and an influence computed at a perturbed θ (``reference.influence``).
 
 The reference self-check must report FAIL for every one of them.
 """
@@ -95,6 +96,16 @@ def no_adjoint_propagation(problem: Problem, theta: torch.Tensor, per_step: bool
     return _adjoint_with(problem, theta, per_step, tvjp=tvjp)
 
 
+def influence_perturbed_w(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
+    """Reverse-mode influence matrices at W(1 + 1e-6): a relative slip far above round-off, far below O(1)."""
+    from verify.reference import influence_matrices
+
+    th2 = theta.detach().clone()
+    sl = problem.layout["cell.W"].slice
+    th2[sl] = th2[sl] * (1 + 1e-6)
+    return influence_matrices(problem, th2)
+
+
 def _claims() -> tuple[str, ...]:
     return ("reference.adjoint", "reference.complex-step", "reference.finite-difference")
 
@@ -103,6 +114,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "adjoint.drop-readout-gradient",
         drop_readout_gradient.__doc__ or "",
+        "reference",
         "adjoint",
         drop_readout_gradient,
         _claims(),
@@ -110,6 +122,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "adjoint.drop-readout-jacobian",
         drop_readout_jacobian.__doc__ or "",
+        "reference",
         "adjoint",
         drop_readout_jacobian,
         _claims(),
@@ -117,12 +130,28 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "adjoint.jacobian-wrong-step",
         jacobian_from_wrong_step.__doc__ or "",
+        "reference",
         "adjoint",
         jacobian_from_wrong_step,
         _claims(),
     ),
-    Mutant("adjoint.input-off-by-one", input_off_by_one.__doc__ or "", "adjoint", input_off_by_one, _claims()),
     Mutant(
-        "adjoint.no-propagation", no_adjoint_propagation.__doc__ or "", "adjoint", no_adjoint_propagation, _claims()
+        "adjoint.input-off-by-one", input_off_by_one.__doc__ or "", "reference", "adjoint", input_off_by_one, _claims()
+    ),
+    Mutant(
+        "adjoint.no-propagation",
+        no_adjoint_propagation.__doc__ or "",
+        "reference",
+        "adjoint",
+        no_adjoint_propagation,
+        _claims(),
+    ),
+    Mutant(
+        "influence.perturbed-w",
+        influence_perturbed_w.__doc__ or "",
+        "reference",
+        "influence",
+        influence_perturbed_w,
+        ("reference.influence",),
     ),
 )

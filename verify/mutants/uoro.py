@@ -4,8 +4,9 @@ Every mutant is a plausible bug in an implementation of Algorithm 1 of Tallec &
 Ollivier (uoro-tallec-ollivier.md), its variants (§3: rank r, UORO-T), the
 preactivation-space UORO or the REINFORCE estimator of Cooijmans & Martens
 (uoro-variance-cooijmans-martens.md). ``impl`` is a factory with the keyword
-hyperparameters of the class it breaks (``impl(rank=2)``), ``visible_to`` names the
-claims whose checks must report FAIL on it (the kill table of the claim
+hyperparameters of the class it breaks (``part(rank=2)``; ``impl`` is the UORO family's
+default with that part replaced), ``visible_to`` names the claims whose checks must report
+FAIL on it (the kill table of the claim
 ``uoro.mutants-caught`` runs exactly those).
 
 The ten mutants of :mod:`verify.mutants.estimators` (issue 3) are reused under
@@ -47,6 +48,7 @@ from verify.estimators.uoro import (
     WrappedNoise,
     pair_norm,
 )
+from verify.impl import reinforce_estimator
 from verify.mutants import Mutant
 from verify.mutants import estimators as issue3
 from verify.mutants.estimators import ZeroOne
@@ -174,12 +176,6 @@ def _uoro(label: str, **fields: object) -> functools.partial[UORO]:
     return functools.partial(UORO, label=f"uoro[{label}]", **fields)  # type: ignore[arg-type]
 
 
-def _reinforce_no_inverse_sigma(**kwargs: object) -> object:
-    from verify.checks.uoro_statistics import Reinforce  # the REINFORCE estimator lives with its check
-
-    return Reinforce(inverse_sigma=False, **kwargs)  # type: ignore[arg-type]
-
-
 MUTANTS: tuple[Mutant, ...] = (
     # --- issue 3's mutants (verify.mutants.estimators), with the checks of this module added
     _reuse("uoro.noise-zero-one", (UNBIASED, CONFORMANCE)),
@@ -197,12 +193,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.noise-shared-across-samples",
         SharedAcrossSamples.__doc__ or "",
         "uoro",
+        "uoro",
         _uoro("noise-shared-across-samples", noise=SharedAcrossSamples()),
         (UNBIASED, CONFORMANCE),
     ),
     Mutant(
         "uoro.noise-biased-coin",
         BiasedCoin.__doc__ or "",
+        "uoro",
         "uoro",
         _uoro("noise-biased-coin", noise=BiasedCoin()),
         (CONFORMANCE,),
@@ -211,12 +209,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.noise-uniform",
         UniformNoise.__doc__ or "",
         "uoro",
+        "uoro",
         _uoro("noise-uniform", noise=UniformNoise()),
         (UNBIASED, CONFORMANCE),
     ),
     Mutant(
         "uoro.rho1-no-sqrt",
         rho1_no_sqrt.__doc__ or "",
+        "uoro",
         "uoro",
         _uoro("rho1-no-sqrt", rho1=rho1_no_sqrt),
         (CONFORMANCE, VARIANCE),
@@ -225,12 +225,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.rho1-one-factor",
         "ρ₁ applied to s̃ only (δθ_g not divided by ρ₁): the new term ν⊗νᵀ∂F/∂θ is scaled by ρ₁.",
         "uoro",
+        "uoro",
         _uoro("rho1-one-factor", rho1_on="state"),
         (UNBIASED, CONFORMANCE),
     ),
     Mutant(
         "uoro.rho0-theta-only",
         "θ̃ divided by ρ₀ but ∂F/∂s·s̃ not multiplied by it: the carried term is scaled by 1/ρ₀.",
+        "uoro",
         "uoro",
         _uoro("rho0-theta-only", rho0_on="theta"),
         (UNBIASED, CONFORMANCE),
@@ -239,21 +241,24 @@ MUTANTS: tuple[Mutant, ...] = (
         "uoro.rank-shared-noise",
         SharedAcrossPairs.__doc__ or "",
         "uoro",
+        "uoro",
         _uoro("rank-shared-noise", noise=SharedAcrossPairs()),
         (RANK_VARIANCE, CONFORMANCE),
     ),
     Mutant(
         "uoro-preact.noise-zero-one",
         "Preactivation-space UORO with τ drawn from {0, 1} instead of ±1 (E τ² = 1/2, E τ ≠ 0).",
-        "uoro-preact",
+        "uoro",
+        "preactivation",
         _preact_zero_one,
         (PREACTIVATION,),
     ),
     Mutant(
         "reinforce.no-inverse-sigma",
         "REINFORCE whose score omits the 1/σ of ∇ log N(h̄; h, σ²I) = u/σ: it vanishes instead of tending to UORO.",
+        "uoro",
         "reinforce",
-        _reinforce_no_inverse_sigma,
+        functools.partial(reinforce_estimator, inverse_sigma=False),
         (REINFORCE,),
     ),
 )

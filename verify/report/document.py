@@ -72,7 +72,14 @@ def tool_version() -> str:
 
 
 def rerun_command(
-    claim_id: str, *, profile: str, seed: int | None, device: str, dtype: str, claim: Claim | None = None
+    claim_id: str,
+    *,
+    profile: str,
+    seed: int | None,
+    device: str,
+    dtype: str,
+    claim: Claim | None = None,
+    impls: Sequence[str] = (),
 ) -> str:
     """The command that reruns one catalog claim alone with the same settings -- and what it needs to run.
 
@@ -94,6 +101,8 @@ def rerun_command(
     if seed is not None:
         parts += ["--seed", str(seed)]
     parts += ["--device", device, "--dtype", dtype]
+    for spec in impls:  # the implementations under test it ran on (``--impl FAMILY=SPEC``)
+        parts += ["--impl", spec]
     return shlex.join(parts)
 
 
@@ -144,6 +153,7 @@ def claim_record(
         "controls",
         "data",
         "findings",
+        "implementation",
     ):
         rec[key] = r.get(key)
     if extra:

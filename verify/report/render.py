@@ -101,7 +101,27 @@ def _run_line(run: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("python_version", "python"),
         ("platform", "platform"),
     )
-    return [(label, fmt(run.get(k))) for k, label in keys if k in run]
+    out = [(label, fmt(run.get(k))) for k, label in keys if k in run]
+    impls = run.get("implementations")
+    if isinstance(impls, list):  # the implementations under test given with --impl (absent: the toolkit's own)
+        out += [(f"implementation under test ({s.get('name', '?')})", _source_line(s)) for s in impls]
+        if not impls:
+            out.append(("implementation under test", "the toolkit's own (no --impl)"))
+    return out
+
+
+def _source_line(s: Mapping[str, Any]) -> str:
+    """``spec (file F, sha256 H)`` of one ``run.implementations`` entry."""
+    where = f" (file {s.get('file')}, sha256 {s.get('sha256')})" if s.get("file") else ""
+    return f"{s.get('spec', '')}{where}"
+
+
+def _impl_line(r: Mapping[str, Any]) -> str:
+    """The implementation under test of a claim record (``family.field: what``, one per part it exercised)."""
+    impl = r.get("implementation")
+    if not isinstance(impl, Mapping):
+        return ""
+    return "; ".join(f"{k}: {v}" for k, v in impl.items())
 
 
 def _run_figures_title(run: Mapping[str, Any]) -> str:
@@ -236,6 +256,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             *(("also cites", ref) for ref in refs[1:]),
             ("statement", r.get("statement", "")),
             ("kind", r.get("kind", "")),
+            ("implementation under test", _impl_line(r)),
             ("statistic vs threshold", _stat_line(r)),
             ("error rates", _rates(r)),
             ("samples used", _samples(r)),
@@ -394,6 +415,7 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
             *(("also cites", ref) for ref in refs[1:]),
             ("statement", r.get("statement", "")),
             ("kind", r.get("kind", "")),
+            ("implementation under test", _impl_line(r)),
             ("statistic vs threshold", _stat_line(r)),
             ("error rates", _rates(r)),
             ("samples used", _samples(r)),

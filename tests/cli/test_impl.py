@@ -1,0 +1,142 @@
+"""``rnn-verify run --impl FAMILY=SPEC``: loading, bad specs (exit 2, named), provenance in the report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from verify.cli import main
+from verify.errors import ImplementationError, InvalidArgument
+from verify.impl import DEFAULT
+from verify.impl_loader import load_implementations, parse_impl_arg
+from verify.reference import adjoint_gradient
+
+
+def _err(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(argv) == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arg", "expected"),
+    [
+        ("uoro=no_such_module_xyz:UORO", "no module named 'no_such_module_xyz'"),
+        ("uoro=verify.estimators.uoro:NoSuchThing", "has no attribute 'NoSuchThing'"),
+        ("rtrl=does/not/exist.py:f", "no such file 'does/not/exist.py'"),
+        ("uoro=verify.estimators.uoro", "expected module.path:Name"),
+        ("nofamily=verify.estimators:UORO", "FAMILY must be one of"),
+        ("uoro.nofield=verify.estimators:UORO", "uoro has the fields"),
+        ("uoro", "expected FAMILY=module.path:Name"),
+    ],
+)
+def test_bad_spec_is_exit_2_naming_it(capsys: pytest.CaptureFixture[str], arg: str, expected: str) -> None:
+    err = _err(capsys, ["run", "--impl", arg, "--claims", "reference.adjoint", "--no-report"])
+    assert expected in err
+    assert arg.partition("=")[2] in err or arg in err  # the spec (or the whole argument) is named
+    assert "Traceback" not in err
+
+
+def test_wrong_signature_and_contract_violation_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "mine.py"
+    f.write_text(
+        "import torch\n"
+        "def one_arg(problem):\n    return None\n"
+        "def wrong_shape(problem, theta, per_step=False):\n    return torch.zeros(3)\n"
+        "class Float32RTRL:\n"
+        "    name = 'f32'\n"
+        "    def init(self, problem, theta, rng, *, samples=1):\n"
+        "        return ()\n"
+        "    def step(self, problem, theta, state, t, rng):\n"
+        "        return state, torch.zeros(1, problem.p, dtype=torch.float32)\n"
+        "raise_on_import = None\n"
+    )
+    err = _err(capsys, ["run", "--impl", f"reference={f}:one_arg", "--no-report"])
+    assert f"--impl reference.adjoint={f}:one_arg" in err and "expected a function adjoint(problem, theta" in err
+    err = _err(capsys, ["run", "--impl", f"reference={f}:wrong_shape", "--no-report"])
+    assert "returned (3,), expected a tensor of shape (p,)" in err
+    err = _err(capsys, ["run", "--impl", f"rtrl={f}:Float32RTRL", "--no-report"])
+    assert f"--impl rtrl.rtrl={f}:Float32RTRL" in err and "violates the online-estimator contract" in err
+    bad = tmp_path / "broken.py"
+    bad.write_text("raise RuntimeError('boom at import')\n")
+    err = _err(capsys, ["run", "--impl", f"rtrl={bad}:X", "--no-report"])
+    assert "raised RuntimeError: boom at import" in err
+
+
+def test_impl_only_needs_an_impl(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "--impl-only" in _err(capsys, ["run", "--impl-only", "--no-report"])
+
+
+def test_duplicate_and_alias() -> None:
+    assert parse_impl_arg("tbptt=a.b:C") == ("truncation.tbptt", "a.b:C")
+    assert parse_impl_arg("truncation=a.b:C") == ("truncation.tbptt", "a.b:C")
+    assert parse_impl_arg("fpp.sampler=a.b:C") == ("fpp.sampler", "a.b:C")
+    with pytest.raises(InvalidArgument, match="already given"):
+        load_implementations(["reference=verify.reference:adjoint_gradient"] * 2)
+    with pytest.raises(ImplementationError, match="no module named"):
+        load_implementations(["uoro=nope_nope:X"], option="--rnn-verify-impl")
+
+
+def test_loaded_part_carries_file_and_sha256(tmp_path: Path) -> None:
+    f = tmp_path / "adj.py"
+    f.write_text("from verify.reference import adjoint_gradient as mine\n")
+    impls = load_implementations([f"reference={f}:mine"])
+    src = impls.source("reference.adjoint")
+    assert src is not None and impls.reference.adjoint is adjoint_gradient
+    # the object is defined in verify/reference.py: that is the file whose hash is reported
+    ref_file = Path(adjoint_gradient.__code__.co_filename)
+    assert Path(src.file) == ref_file.resolve()
+    assert src.sha256 == hashlib.sha256(ref_file.read_bytes()).hexdigest()
+    assert impls.user_parts() == ("reference.adjoint",) and DEFAULT.user_parts() == ()
+
+
+def test_results_and_report_name_the_implementation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "my_adjoint.py"
+    f.write_text(
+        "from verify.reference import adjoint_gradient\n"
+        "def my_adjoint(problem, theta, per_step=False):\n"
+        "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
+    )
+    sha = hashlib.sha256(f.read_bytes()).hexdigest()
+    out = tmp_path / "rep"
+    argv = ["run", "--impl", f"reference={f}:my_adjoint", "--impl-only", "--claims", "reference.*", "--out", str(out)]
+    assert main(argv) == 0
+    doc = json.loads((out / "results.json").read_text())
+    (src,) = doc["run"]["implementations"]
+    assert src["name"] == "reference.adjoint" and src["sha256"] == sha and Path(src["file"]) == f.resolve()
+    by_id = {c["id"]: c for c in doc["claims"]}
+    assert by_id["reference.adjoint"]["verdict"] == "PASS"
+    assert sha in by_id["reference.adjoint"]["implementation"]["reference.adjoint"]
+    assert f"--impl reference={f}:my_adjoint" in by_id["reference.adjoint"]["rerun"]
+    # reference.influence exercises only the influence: left out under --impl-only, and the run says so
+    assert "reference.influence" not in by_id and doc["run"]["impl_only_left_out"] == ["reference.influence"]
+    assert "--impl-only: 1 claims" in capsys.readouterr().err
+    md = (out / "report.md").read_text()
+    assert "implementation under test (reference.adjoint)" in md and sha in md
+    assert main(["report", str(out)]) == 0  # the new fields pass the results.json validation
+
+
+def test_broken_user_adjoint_fails_the_claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "broken_adjoint.py"
+    f.write_text("from verify.mutants.reference import no_adjoint_propagation as broken\n")
+    argv = ["run", "--impl", f"reference={f}:broken", "--claims", "reference.adjoint", "--no-report"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "reference.adjoint" in out
+
+
+def test_derived_parts_carry_the_source_and_workers_are_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    impls = load_implementations(["tbptt=verify.examples.tbptt:MyTBPTT"])
+    # the truncation bounds judge the last-step estimate of the user's TBPTT: named with the same source
+    assert set(impls.user_parts()) == {"truncation.tbptt", "truncation.tbptt_gradient"}
+    src = impls.source("truncation.tbptt_gradient")
+    assert src is not None and src.spec == "verify.examples.tbptt:MyTBPTT" and len(src.sha256) == 64
+    out = tmp_path / "r.json"
+    argv = ["run", "--impl", "tbptt=verify.examples.tbptt:MyTBPTT", "--claims", "rtrl.truncated-bptt", "--workers"]
+    assert main([*argv, "2", "--no-report", "-q", "--json", str(out)]) == 0
+    assert "--workers 1 with --impl" in capsys.readouterr().err
+    (rec,) = json.loads(out.read_text())["claims"]
+    assert rec["implementation"]["truncation.truncated_model"].startswith("toolkit default")
+    assert "verify.examples.tbptt:MyTBPTT" in rec["implementation"]["truncation.tbptt"]
