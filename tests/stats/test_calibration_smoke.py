@@ -73,4 +73,10 @@ def test_committed_calibration_report() -> None:
             assert r["fails"] == 0, r
     for s in data["summary"]:  # pooled over the cells, every rate is resolved below its level
         assert s["pooled_cp95_upper"] <= s["level"], s
-    assert (path.parent / "calibration.md").read_text(encoding="utf-8").startswith("# Adversarial calibration")
+    md = (path.parent / "calibration.md").read_text(encoding="utf-8")
+    assert md.startswith("# Adversarial calibration")
+    # the README quotes the summary table as generated (rows of the pooled error rates)
+    readme = (path.parents[2] / "README.md").read_text(encoding="utf-8")
+    head = md.index("## Summary")
+    rows = [line for line in md[head:].split("\n## All cells")[0].splitlines() if line.startswith("| 0")]
+    assert rows and all(row in readme for row in rows)
