@@ -79,6 +79,7 @@ from theory.catalog import Claim
 from verify._validate import MAX_SEED
 from verify.errors import VerifyError
 from verify.results import PROFILES, CheckResult, RunConfig, Verdict
+from verify.sweep.executors import available_cpus
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED, EXIT_HANGUP = 128 + 15, 128 + 1  # SIGTERM, SIGHUP: the shell's 128 + signal number
@@ -147,16 +148,6 @@ def _stopped(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, Terminated):
         return f"terminated by {exc.name}", exc.exit_code
     return "interrupted", EXIT_INTERRUPTED
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one, else ``os.cpu_count()``)."""
-    if hasattr(os, "sched_getaffinity"):
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except OSError:  # pragma: no cover
-            pass
-    return max(1, os.cpu_count() or 1)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -183,12 +183,10 @@ def run_claims(
 
 
 def _cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except OSError:  # pragma: no cover
-            pass
-    return max(1, os.cpu_count() or 1)
+    """CPUs this process may run on (:func:`verify.sweep.executors.available_cpus`)."""
+    from verify.sweep.executors import available_cpus
+
+    return available_cpus()
 
 
 def stop_processes(procs: Sequence[Any], timeout: float = 5.0) -> None:

@@ -592,16 +592,7 @@ def judge_stochasticworld(
         ctrl_objs.append(Control(f"harness rerun with {label}", "FAIL", observed, detail))
     controls_ok = all(c.ok for c in ctrl_objs)
     ok = levels_ok and prem_ok and sane and cmp_ok is not False and controls_ok and not missing
-    if missing:
-        verdict, reason = Verdict.FAIL, missing
-    elif ok:
-        verdict, reason = Verdict.PASS, None
-    else:
-        verdict = Verdict.FAIL
-        bad = [c["name"] for c in criteria if c["passed"] is False] + [
-            f"control {c.name}" for c in ctrl_objs if not c.ok
-        ]
-        reason = "failed: " + "; ".join(bad)
+    verdict, reason = _decide(ok, missing, criteria, ctrl_objs)
     res_txt = ", ".join(f"{k}: online {_ci_txt(v, 'online')}, final {_ci_txt(v, 'final')} (lr {v['lr']:g})"
                         for k, v in learners.items() if v)  # fmt: skip
     data = {
@@ -702,16 +693,7 @@ def judge_cycleworld(
     ]  # fmt: skip
     controls_ok = all(c.ok for c in ctrl_objs)
     ok = zero_ok and prem_ok and cmp_ok is not False and controls_ok and not missing
-    if missing:
-        verdict, reason = Verdict.FAIL, missing
-    elif ok:
-        verdict, reason = Verdict.PASS, None
-    else:
-        verdict = Verdict.FAIL
-        bad = [c["name"] for c in criteria if c["passed"] is False] + [
-            f"control {c.name}" for c in ctrl_objs if not c.ok
-        ]
-        reason = "failed: " + "; ".join(bad)
+    verdict, reason = _decide(ok, missing, criteria, ctrl_objs)
     res_txt = "; ".join(
         f"p={d['p']}: "
         + ", ".join(f"{k} {_ci_txt(v, 'online')} (lr {v['lr']:g})" for k, v in d["learners"].items() if v)
@@ -740,6 +722,18 @@ def judge_cycleworld(
         findings=tuple(findings),
         wall_time=time.perf_counter() - t0,
     )
+
+
+def _decide(
+    ok: bool, missing: str, criteria: list[dict[str, Any]], controls: list[Control]
+) -> tuple[Verdict, str | None]:
+    """A reproduction's verdict: FAIL when blocks are missing or any stated criterion or control failed."""
+    if missing:
+        return Verdict.FAIL, missing
+    if ok:
+        return Verdict.PASS, None
+    bad = [c["name"] for c in criteria if c["passed"] is False] + [f"control {c.name}" for c in controls if not c.ok]
+    return Verdict.FAIL, "failed: " + "; ".join(bad)
 
 
 def _design_dict(rep: Reproduction) -> dict[str, Any]:
@@ -849,16 +843,7 @@ def judge_updates(
          + ("" if judged else " [reported, not judged at the ci size]")},
     ]  # fmt: skip
     ok = prem_ok and cmp_ok is not False and all(c.ok for c in ctrl_objs) and not missing
-    if missing:
-        verdict, reason = Verdict.FAIL, missing
-    elif ok:
-        verdict, reason = Verdict.PASS, None
-    else:
-        verdict = Verdict.FAIL
-        bad = [c["name"] for c in criteria if c["passed"] is False] + [
-            f"control {c.name}" for c in ctrl_objs if not c.ok
-        ]
-        reason = "failed: " + "; ".join(bad)
+    verdict, reason = _decide(ok, missing, criteria, ctrl_objs)
     data = {"scale": reps[0].scale, "criteria": criteria, "tests": tests, "configs": summaries,
             "designs": {r.name: _design_dict(r) for r in reps}, "settings_notes": list(SETTINGS_NOTES)}  # fmt: skip
     data["figures"] = updates_figures(data)
