@@ -71,8 +71,14 @@ def test_committed_calibration_report() -> None:
             assert r["resolved"], r
         if r["cell"] in ("exact", "roundoff-bernoulli", "roundoff-gauss"):
             assert r["fails"] == 0, r
-    for s in data["summary"]:  # pooled over the cells, every rate is resolved below its level
-        assert s["pooled_cp95_upper"] <= s["level"], s
+    for s in data["summary"]:
+        # pooled over the cells: the observed rate is at most the level and not significantly above it; where
+        # the seeds can resolve it (level 0.05: 38 000 runs) the CP95 upper bound is below the level too. At
+        # 1e-3 a test that spends exactly alpha (the fixed mechanism) has CP95 > alpha however many seeds run.
+        assert s["pooled_rate"] <= s["level"], s
+        assert s["total_errors"] <= binomial_upper_quantile(s["total_runs"], s["level"], 1e-4), s
+        if s["level"] >= 0.05:
+            assert s["pooled_cp95_upper"] <= s["level"], s
     md = (path.parent / "calibration.md").read_text(encoding="utf-8")
     assert md.startswith("# Adversarial calibration")
     # the README quotes the summary table as generated (rows of the pooled error rates)

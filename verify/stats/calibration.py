@@ -489,7 +489,7 @@ def markdown_table(results: Sequence[CellResult], *, command: str, wall_s: float
         "",
         "## Summary: worst cell per level and mechanism",
         "",
-        "| level | mechanism | error | cells | seeds/cell | pooled errors / runs | pooled rate | pooled CP95 | "
+        "| level | mechanism | error | cells | seeds per cell | pooled errors / runs | pooled rate | pooled CP95 | "
         "worst cell | worst rate | worst CP95 | all cells ok | all resolved |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
