@@ -241,11 +241,29 @@ def test_nan_and_wrong_shape_draws_rejected_never_pass() -> None:
 
     def nan_later(m: int, gen: torch.Generator) -> torch.Tensor:
         out = g.expand(m, 3).clone() + torch.randn(m, 3, generator=gen, dtype=F64)
-        out[-1, 0] = math.inf
+        out[-1, 0] = math.nan
         return out
 
     with pytest.raises(InvalidArgument, match="non-finite"):
         sequential_test(nan_later, g, generator=torch.Generator(), max_samples=10_000)
+
+
+def test_a_sampler_whose_draws_overflow_is_a_variance_anomaly_never_pass_nor_bias() -> None:
+    """±inf draws (no NaN) from an estimator: its variance is beyond float64 (the unbiased rho0-inverted UORO
+    mutant at T = 64), INCONCLUSIVE with the reason -- the kill table's must-not-FAIL side depends on it."""
+    g = torch.ones(3, dtype=F64)
+
+    def inf_later(m: int, gen: torch.Generator) -> torch.Tensor:
+        out = g.expand(m, 3).clone() + torch.randn(m, 3, generator=gen, dtype=F64)
+        out[-1, 0] = math.inf
+        return out
+
+    for res in (
+        sequential_test(inf_later, g, generator=torch.Generator(), max_samples=10_000),
+        planned_test(inf_later, g, generator=torch.Generator(), max_samples=10_000),
+    ):
+        assert res.verdict is Verdict.INCONCLUSIVE and res.variance_anomaly
+        assert "overflow float64" in res.reason
 
 
 def test_zero_norm_truth_rejected_with_explanation() -> None:

@@ -333,9 +333,10 @@ def _unbiased_claim(
         for lab, r in results
     )
     plan_s = str(planned) if planned < 10**9 else f"{planned:.3g}"
+    plan_s = f"{plan_s} (ratio {used / planned:.2f})" if planned else "none (second moments overflow float64)"
     summary = (
         f"{what}: {verdict.value}; {story}, alpha = {opts.alpha * len(runs):g}; sequential used {used} draws vs "
-        f"fixed-sample plan {plan_s} (ratio {used / max(planned, 1):.2f}); {parts}"
+        f"fixed-sample plan {plan_s}; {parts}"
     )
     reason = None
     if verdict is Verdict.INCONCLUSIVE:

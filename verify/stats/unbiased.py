@@ -483,11 +483,20 @@ def _new_acc(truth: torch.Tensor, dirs: torch.Tensor, opts: TestOptions) -> _Acc
     return _Acc(empty_moments(p, diagonal=p > opts.dense_max), empty_moments(dirs.shape[0]), dirs)
 
 
-def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str) -> _Acc:
+def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflow_ok: bool = False) -> _Acc:
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != acc.mom.p:
         return _Acc(update_moments(acc.mom, x, truth, name=name), acc.proj, acc.dirs)  # raises the right error
     if x.is_complex() or not x.is_floating_point():
         return _Acc(update_moments(acc.mom, x, truth, name=name), acc.proj, acc.dirs)
+    if overflow_ok and not bool(torch.isnan(x).any()) and bool(torch.isinf(x).any()):
+        # an estimator's draws that overflow float64 (no NaN): its variance is beyond the arithmetic -- recorded
+        # as overflowed moments, which the tests turn into a variance anomaly (INCONCLUSIVE), never bias
+        mom = acc.mom._replace(
+            n=acc.mom.n + int(x.shape[0]),
+            scatter=torch.full_like(acc.mom.scatter, math.inf),
+            max_dev2=math.inf,
+        )
+        return _Acc(mom, acc.proj, acc.dirs)
     require_finite(name, x)
     y = x.detach().to(device="cpu", dtype=torch.float64) - truth  # once for both: the moments and the projections
     mom = fold_deviations(acc.mom, y, float(torch.finfo(x.dtype).eps) / 2.0)
@@ -515,7 +524,7 @@ def _draw(
                     f"tensor of shape {tuple(x.shape)}",
                     f"expected ({k}, {truths[j].numel()}) for {k} requested draws",
                 )
-            accs[j] = _fold(accs[j], x, truths[j], f"sampler(...) output[{j}]")
+            accs[j] = _fold(accs[j], x, truths[j], f"sampler(...) output[{j}]", overflow_ok=True)
         done += k
     return accs
 
@@ -653,9 +662,9 @@ def _overflow(m: Moments) -> str:
     if bool(torch.isfinite(m.scatter).all()) and bool(torch.isfinite(m.mean).all()):
         return ""
     return (
-        f"variance anomaly: the second moments of the draws overflow float64 (largest squared deviation "
+        f"variance anomaly: the draws (±inf) or their second moments overflow float64 (largest squared deviation "
         f"{m.max_dev2:.3g}); no bias bound is possible at any sample size this arithmetic can hold -- a variance "
-        f"problem, not evidence of bias"
+        f"problem (or a computation that produces inf), not evidence of bias"
     )
 
 
