@@ -29,7 +29,10 @@ estimator")::
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -46,9 +49,11 @@ from verify.strategies import ProblemCase, problems
 
 __all__ = [
     "QUANTITIES",
+    "UnbiasednessPlan",
     "assert_unbiased",
     "default_steps",
     "estimator_sampler",
+    "plan_unbiased",
     "reference_truths",
     "unbiasedness_property",
 ]
@@ -317,3 +322,102 @@ def unbiasedness_property(
         )
 
     return test_unbiased_on_generated_problems
+
+
+@dataclass(frozen=True)
+class UnbiasednessPlan:
+    """What :func:`assert_unbiased` would cost, from a pilot: draws per quantity and the time they take.
+
+    ``samples``: the fixed-sample plan (the largest over the quantities; ``None`` when a pilot's second
+    moments overflow float64 -- then no size certifies δ). The sequential test usually stops at about
+    half of it for a correct estimator. ``seconds``: ``samples`` × the pilot's time per draw.
+    """
+
+    samples: int | None
+    seconds: float | None
+    seconds_per_draw: float
+    pilot: int
+    delta: float
+    alpha: float
+    beta: float
+    quantities: tuple[tuple[str, int | None, float], ...]
+    """(name, planned draws, tr Σ / ‖g‖²) per quantity."""
+
+    def summary(self) -> str:
+        def count(k: int | None) -> str:
+            return "overflow" if k is None else (str(k) if k < 10**9 else f"{k:.3g}")
+
+        per = ", ".join(f"{n}: {count(s)} (tr S/||g||^2 = {r:.3g})" for n, s, r in self.quantities)
+        if self.samples is None:
+            head = "no sample size certifies delta: the pilot's second moments overflow float64 (variance anomaly)"
+        else:
+            assert self.seconds is not None
+            head = (
+                f"plan: {count(self.samples)} draws for delta={self.delta:g} at alpha={self.alpha:g}, "
+                f"beta={self.beta:g} "
+                f"(~{self.seconds:.3g} s at {self.seconds_per_draw * 1e3:.3g} ms/draw; the sequential test "
+                "usually stops at about half)"
+            )
+        return f"{head}; pilot {self.pilot} draws; {per}"
+
+
+def plan_unbiased(
+    estimator: OnlineEstimator,
+    problem: Problem,
+    theta: torch.Tensor,
+    *,
+    quantity: str | Sequence[str] = ("gradient", "total"),
+    steps: Sequence[int] | None = None,
+    alpha: float = 1e-3,
+    beta: float = 1e-3,
+    delta: float = 0.02,
+    pilot: int = 1000,
+    seed: int = 0,
+    influence: InfluenceFn | None = None,
+) -> UnbiasednessPlan:
+    r"""Plan-only mode of :func:`assert_unbiased`: how many draws, and how long, before running it.
+
+    Same arguments and checks as :func:`assert_unbiased` (the estimator contract first); then ``pilot``
+    draws, timed, and per quantity the fixed-sample planner
+    :func:`verify.stats.planner.plan_from_pilot` (:math:`M = \lceil((a_\gamma + a_\beta)/(\delta\|g\|))^2\rceil`
+    on the pilot's covariance, inflated by its uncertainty; α, β split over the quantities as the tests do;
+    at least ``min_samples`` = 1000, the PASS premise).
+    Nothing is decided: the result says what certifying ``delta`` would take.
+    """
+    from verify.stats.moments import empty_moments, update_moments
+    from verify.stats.planner import plan_from_pilot
+
+    quantities = (quantity,) if isinstance(quantity, str) else tuple(quantity)
+    if not quantities:
+        raise InvalidArgument("quantity", quantity, f"choose one or more of {QUANTITIES}")
+    opts = TestOptions(alpha=require_probability("alpha", alpha), beta=require_probability("beta", beta), delta=delta)
+    require_positive_int("pilot", pilot, minimum=2)
+    seed = validate_seed("seed", seed)
+    theta = problem.check_theta(theta)
+    ts = _check_steps(steps, problem.T)
+    sampler, names = estimator_sampler(estimator, problem, theta, steps=ts, quantities=quantities, influence=influence)
+    _contract_first(estimator, problem, theta)
+    truths = reference_truths(problem, theta, ts, quantities)
+    gen = torch.Generator().manual_seed(seed)
+    t0 = time.perf_counter()
+    out = sampler(pilot, gen)
+    spd = (time.perf_counter() - t0) / pilot
+    draws = list(out) if isinstance(out, (list, tuple)) else [out]
+    J = len(truths)
+    rows: list[tuple[str, int | None, float]] = []
+    for name, x, g in zip(names, draws, truths, strict=True):
+        gnorm = float(torch.linalg.vector_norm(g))
+        overflow = bool(torch.isinf(x).any()) and not bool(torch.isnan(x).any())  # NaN: an error, named below
+        empty = empty_moments(g.numel(), diagonal=g.numel() > opts.dense_max)
+        mom = None if overflow else update_moments(empty, x, g, name=f"pilot draws of {name}")
+        if mom is None or not bool(torch.isfinite(mom.scatter).all()):
+            rows.append((name, None, math.inf))
+            continue
+        a, b, miss = opts.alpha / J, opts.beta / J, opts.miss_rate / J
+        plan = plan_from_pilot(mom, gnorm, delta=opts.delta, alpha=a, beta=b, miss=miss, min_samples=opts.min_samples)
+        rows.append((name, plan.samples, plan.trace / gnorm**2))
+    sizes = [s for _, s, _ in rows]
+    samples = None if any(s is None for s in sizes) else max(s for s in sizes if s is not None)
+    return UnbiasednessPlan(
+        samples, None if samples is None else samples * spd, spd, pilot, opts.delta, opts.alpha, opts.beta, tuple(rows)
+    )
