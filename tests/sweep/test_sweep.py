@@ -280,3 +280,18 @@ def test_run_with_the_dask_executor_gives_the_verdicts_in_catalog_order(tmp_path
     doc = json.loads((out / "results.json").read_text())
     assert [r["id"] for r in doc["claims"]] == ["fpp.gradient-eq7", "truncation.rate"]
     assert all(r["verdict"] == "PASS" for r in doc["claims"]) and doc["run"]["executor"].startswith("dask")
+
+
+def test_fig4_sweep_at_the_ci_scale_reproduces_the_check(tmp_path: Path) -> None:
+    """``fpp-fig4`` is judged by the claim's own judge: at the check's sizes it gives the check's verdict."""
+    from verify.checks import registry
+    from verify.results import RunConfig
+
+    out = tmp_path / "fig4.json"
+    argv = ["sweep", "fpp-fig4", "--scale", "ci", "--executor", "serial", "--no-cache", "--no-report"]
+    main([*argv, "--json", str(out), "-q"])
+    rec = json.loads(out.read_text())["claims"][0]
+    direct = registry()["fpp.updates-reproduction"](RunConfig())
+    assert rec["id"] == "fpp.updates-reproduction"
+    assert rec["verdict"] == direct.verdict.value == "PASS"
+    assert rec["statistic"] == direct.statistic

@@ -12,7 +12,8 @@ sweep                  what                                                     
 =====================  ===========================================================  ====================
 ``fpp-fig2``           FPP §5 Fig. 2, CycleWorld p in {4, 6, 8, 10}, T in {p/2, p}    24 (144 split)
 ``fpp-fig3b``          FPP §5 Fig. 3(b), Stochastic World, T in {10..40}, 3 methods   17 (102 split)
-``fpp-reproductions``  both of the above                                              41
+``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   per (env, M, B)
+``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           41
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
 ``claims``             any claims x seeds (one result per claim and seed)             claims x seeds
 ``selftest``           a synthetic sweep exercising the machinery (tests)             ``--seeds``
@@ -135,6 +136,30 @@ def _fig3b(
         ]
 
     return cells, merge, {"scale": opts.scale, "seed": opts.seed, "steps": rep.steps, "runs": rep.runs}
+
+
+def _fig4(
+    opts: SweepOptions,
+) -> tuple[list[Cell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]:
+    from verify.checks.fpp import judge_updates
+    from verify.fpp.reproduction import updates_designs
+
+    reps = updates_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
+    blocks = [b for r in reps for b in r.all_blocks()]
+    cells = [Cell("fpp.online-block", b.params(), label=_block_label(b)) for b in blocks]
+    by_key = {c.key: b for c, b in zip(cells, blocks, strict=True)}
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        return [
+            _judged(
+                "fpp.updates-reproduction",
+                lambda: judge_updates(
+                    reps, _values(outcomes, by_key), seed=opts.seed, errors=_block_errors(outcomes, by_key)
+                ),
+            )
+        ]
+
+    return cells, merge, {"scale": opts.scale, "seed": opts.seed, "configurations": len(reps)}
 
 
 def _block_label(b: Any) -> str:
@@ -380,6 +405,11 @@ _DEFS = (
         "fpp-fig3b",
         "FPP §5 Fig. 3(b): Stochastic World, FPP vs T-BPTT vs No-Overlap T-BPTT",
         _single("fpp-fig3b", _fig3b),
+    ),
+    SweepDefinition(
+        "fpp-fig4",
+        "FPP §5 Fig. 4: M updates and mini-batches, FPP vs FPP without state update",
+        _single("fpp-fig4", _fig4),
     ),
     SweepDefinition("fpp-reproductions", "FPP §5: Fig. 2 and Fig. 3(b)", _both),
     SweepDefinition(
