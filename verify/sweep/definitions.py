@@ -90,75 +90,51 @@ def _judged(claim_id: str, judge: Callable[[], CheckResult]) -> CheckResult:
         return CheckResult(claim_id, Verdict.FAIL, "merging the sweep's cells raised", reason=traceback.format_exc())
 
 
-def _fig2(
-    opts: SweepOptions,
-) -> tuple[list[Cell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]:
+_Part = tuple[list[Cell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]
+
+
+def _reproduction_part(
+    claim_id: str, blocks: list[Any], judge: Callable[..., CheckResult], design: Any, seed: int
+) -> _Part:
+    """Cells of a reproduction's blocks and the merge that judges them with the claim's own ``judge``."""
+    cells = [Cell("fpp.online-block", b.params(), label=_block_label(b)) for b in blocks]
+    by_key = {c.key: b for c, b in zip(cells, blocks, strict=True)}
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+        return [_judged(claim_id, lambda: judge(design, values, seed=seed, errors=errors))]
+
+    return cells, merge, {}
+
+
+def _fig2(opts: SweepOptions) -> _Part:
     from verify.checks.fpp import judge_cycleworld
     from verify.fpp.reproduction import cycleworld_designs
 
     reps = cycleworld_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
     blocks = [b for r in reps for b in r.all_blocks()]
-    cells = [Cell("fpp.online-block", b.params(), label=_block_label(b)) for b in blocks]
-    by_key = {c.key: b for c, b in zip(cells, blocks, strict=True)}
-
-    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
-        return [
-            _judged(
-                "fpp.cycleworld-reproduction",
-                lambda: judge_cycleworld(
-                    reps, _values(outcomes, by_key), seed=opts.seed, errors=_block_errors(outcomes, by_key)
-                ),
-            )
-        ]
-
+    cells, merge, _ = _reproduction_part("fpp.cycleworld-reproduction", blocks, judge_cycleworld, reps, opts.seed)
     return cells, merge, {"scale": opts.scale, "seed": opts.seed, "p": [r.common["p"] for r in reps]}
 
 
-def _fig3b(
-    opts: SweepOptions,
-) -> tuple[list[Cell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]:
+def _fig3b(opts: SweepOptions) -> _Part:
     from verify.checks.fpp import judge_stochasticworld
     from verify.fpp.reproduction import stochasticworld_design
 
     rep = stochasticworld_design(opts.scale, opts.seed, split_lrs=opts.split_lrs)
-    blocks = rep.all_blocks()
-    cells = [Cell("fpp.online-block", b.params(), label=_block_label(b)) for b in blocks]
-    by_key = {c.key: b for c, b in zip(cells, blocks, strict=True)}
-
-    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
-        return [
-            _judged(
-                "fpp.stochasticworld-reproduction",
-                lambda: judge_stochasticworld(
-                    rep, _values(outcomes, by_key), seed=opts.seed, errors=_block_errors(outcomes, by_key)
-                ),
-            )
-        ]
-
+    cells, merge, _ = _reproduction_part(
+        "fpp.stochasticworld-reproduction", rep.all_blocks(), judge_stochasticworld, rep, opts.seed
+    )
     return cells, merge, {"scale": opts.scale, "seed": opts.seed, "steps": rep.steps, "runs": rep.runs}
 
 
-def _fig4(
-    opts: SweepOptions,
-) -> tuple[list[Cell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]:
+def _fig4(opts: SweepOptions) -> _Part:
     from verify.checks.fpp import judge_updates
     from verify.fpp.reproduction import updates_designs
 
     reps = updates_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
     blocks = [b for r in reps for b in r.all_blocks()]
-    cells = [Cell("fpp.online-block", b.params(), label=_block_label(b)) for b in blocks]
-    by_key = {c.key: b for c, b in zip(cells, blocks, strict=True)}
-
-    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
-        return [
-            _judged(
-                "fpp.updates-reproduction",
-                lambda: judge_updates(
-                    reps, _values(outcomes, by_key), seed=opts.seed, errors=_block_errors(outcomes, by_key)
-                ),
-            )
-        ]
-
+    cells, merge, _ = _reproduction_part("fpp.updates-reproduction", blocks, judge_updates, reps, opts.seed)
     return cells, merge, {"scale": opts.scale, "seed": opts.seed, "configurations": len(reps)}
 
 
