@@ -197,6 +197,29 @@ def _contract_first(estimator: OnlineEstimator, problem: Problem, theta: torch.T
         raise InvalidArgument("estimator", name, reason) from None
 
 
+def _setup(
+    estimator: OnlineEstimator,
+    problem: Problem,
+    theta: torch.Tensor,
+    quantity: str | Sequence[str],
+    steps: Sequence[int] | None,
+    seed: int,
+    influence: InfluenceFn | None,
+) -> tuple[Callable[[int, torch.Generator], Any], list[str], list[torch.Tensor], torch.Generator]:
+    """Shared by :func:`assert_unbiased` and :func:`plan_unbiased`: validated arguments, the estimator's
+    sampler (after the contract check), the float64 truths and the seeded generator."""
+    quantities = (quantity,) if isinstance(quantity, str) else tuple(quantity)
+    if not quantities:
+        raise InvalidArgument("quantity", quantity, f"choose one or more of {QUANTITIES}")
+    seed = validate_seed("seed", seed)
+    theta = problem.check_theta(theta)
+    ts = _check_steps(steps, problem.T)
+    sampler, names = estimator_sampler(estimator, problem, theta, steps=ts, quantities=quantities, influence=influence)
+    _contract_first(estimator, problem, theta)
+    truths = reference_truths(problem, theta, ts, quantities)
+    return sampler, names, truths, torch.Generator().manual_seed(seed)
+
+
 def assert_unbiased(
     estimator: OnlineEstimator,
     problem: Problem,
@@ -234,9 +257,6 @@ def assert_unbiased(
     ``seed`` outside [0, 2**64 − 1], an estimate with NaN or the wrong shape, a quantity
     whose exact value is the zero vector).
     """
-    quantities = (quantity,) if isinstance(quantity, str) else tuple(quantity)
-    if not quantities:
-        raise InvalidArgument("quantity", quantity, f"choose one or more of {QUANTITIES}")
     opts = options or TestOptions(
         alpha=require_probability("alpha", alpha),
         beta=require_probability("beta", beta),
@@ -245,13 +265,7 @@ def assert_unbiased(
     if method not in ("sequential", "fixed"):
         raise InvalidArgument("method", method, "must be 'sequential' or 'fixed'")
     require_positive_int("max_samples", max_samples, minimum=2)
-    seed = validate_seed("seed", seed)
-    theta = problem.check_theta(theta)
-    ts = _check_steps(steps, problem.T)
-    sampler, names = estimator_sampler(estimator, problem, theta, steps=ts, quantities=quantities, influence=influence)
-    _contract_first(estimator, problem, theta)
-    truths = reference_truths(problem, theta, ts, quantities)
-    gen = torch.Generator().manual_seed(seed)
+    sampler, names, truths, gen = _setup(estimator, problem, theta, quantity, steps, seed, influence)
     first = min(2000, max_samples)
     if method == "sequential":
         res = sequential_test(
@@ -387,18 +401,9 @@ def plan_unbiased(
     from verify.stats.moments import empty_moments, update_moments
     from verify.stats.planner import plan_from_pilot
 
-    quantities = (quantity,) if isinstance(quantity, str) else tuple(quantity)
-    if not quantities:
-        raise InvalidArgument("quantity", quantity, f"choose one or more of {QUANTITIES}")
     opts = TestOptions(alpha=require_probability("alpha", alpha), beta=require_probability("beta", beta), delta=delta)
     require_positive_int("pilot", pilot, minimum=2)
-    seed = validate_seed("seed", seed)
-    theta = problem.check_theta(theta)
-    ts = _check_steps(steps, problem.T)
-    sampler, names = estimator_sampler(estimator, problem, theta, steps=ts, quantities=quantities, influence=influence)
-    _contract_first(estimator, problem, theta)
-    truths = reference_truths(problem, theta, ts, quantities)
-    gen = torch.Generator().manual_seed(seed)
+    sampler, names, truths, gen = _setup(estimator, problem, theta, quantity, steps, seed, influence)
     t0 = time.perf_counter()
     out = sampler(pilot, gen)
     spd = (time.perf_counter() - t0) / pilot
