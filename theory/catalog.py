@@ -24,7 +24,12 @@ from dataclasses import dataclass, field
 
 from theory.papers import cite, cited_in
 
-__all__ = ["FAMILIES", "Claim", "all_claims", "get_claim"]
+__all__ = ["FAMILIES", "GATE_ALPHA", "Claim", "all_claims", "gate_budget", "get_claim"]
+
+#: the ci gate's family-wise false-FAIL budget: the chance that one ``rnn-verify run --profile ci`` FAILs a correct
+#: implementation through the claims that state a rate, bounded by the sum of their ``alpha`` and ``control_beta``
+#: (:func:`gate_budget`; a test keeps the sum at most this)
+GATE_ALPHA = 1e-3
 
 #: families in report order; each is a module theory.claims.<family> with CLAIMS
 FAMILIES = ("reference", "rtrl", "uoro", "fpp", "truncation", "device")
@@ -57,6 +62,12 @@ class Claim:
     errata: tuple[str, ...] = ()
     #: what a run of the check needs besides a CPU (``"cuda"``); the report's rerun command asks for it
     requires: tuple[str, ...] = ()
+    #: the false-FAIL rate the check states for a correct implementation (its share of :data:`GATE_ALPHA`);
+    #: ``None`` where the verdict does not rest on a test with a stated level (deterministic comparisons with a
+    #: round-off budget; reproductions and rate claims judged by effect sizes, measured by the gate calibration)
+    alpha: float | None = None
+    #: the chance that the check's negative controls are *not* caught (a false FAIL too), where it is planned
+    control_beta: float = 0.0
     #: the full citation of ``paper`` (authors, year, title, venue, arXiv id; :mod:`theory.papers`)
     citation: str = field(init=False, default="")
     #: full citations of every paper the claim cites (``paper`` first, then those named in ``where``)
@@ -78,6 +89,11 @@ class Claim:
         module = self.check.rsplit(".", 1)[0]
         if not (module == f"verify.checks.{self.family}" or module.startswith(f"verify.checks.{self.family}_")):
             raise ValueError(f"claim {self.id!r}: check must live in verify.checks.{self.family}[_topic]")
+
+        if self.alpha is not None and not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"claim {self.id!r}: alpha must be in (0, 1), got {self.alpha!r}")
+        if not 0.0 <= self.control_beta < 1.0:
+            raise ValueError(f"claim {self.id!r}: control_beta must be in [0, 1), got {self.control_beta!r}")
 
     @property
     def family(self) -> str:
@@ -111,3 +127,17 @@ def get_claim(claim_id: str) -> Claim:
         return claims[claim_id]
     except KeyError:
         raise KeyError(claim_id) from None
+
+
+def gate_budget(profile: str = "ci") -> tuple[float, list[tuple[str, float, float]]]:
+    """The stated family-wise false-FAIL rate of a run of ``profile``: (sum, rows of (claim id, alpha, control_beta)).
+
+    Bonferroni: the chance that any claim FAILs a correct implementation is at most the sum of the claims'
+    stated rates and their controls' miss probabilities.
+    """
+    rows = [
+        (c.id, c.alpha or 0.0, c.control_beta)
+        for c in all_claims().values()
+        if profile in c.profiles and "cuda" not in c.requires and (c.alpha or c.control_beta)
+    ]
+    return sum(a + b for _, a, b in rows), rows

@@ -41,6 +41,7 @@ import torch
 from torch.func import jacrev
 
 from theory import truncation as tt
+from theory.claims.truncation import RATE_ALPHA
 from theory.truncation import TruncationConstants
 from verify.assumptions import (
     ContractionCertificate,
@@ -341,10 +342,6 @@ class RateFit:
         if self.consistent_with(log_lam, alpha):
             return "consistent"
         return "slower" if self.informative(log_lam) else "not informative"
-
-
-#: family-wise false-fail rate of a rate check over many fits (Bonferroni-adjusted per fit)
-RATE_ALPHA = 1e-3
 
 
 def fit_log_rate(

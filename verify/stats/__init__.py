@@ -30,7 +30,13 @@ from verify.stats.unbiased import (
     planned_test,
     sequential_test,
 )
-from verify.stats.variance import MomentComparison, compare_second_moments, log_mean_with_se, squared_errors
+from verify.stats.variance import (
+    MomentComparison,
+    compare_second_moments,
+    draws_to_separate,
+    log_mean_with_se,
+    squared_errors,
+)
 
 __all__ = [
     "MomentComparison",
@@ -48,6 +54,7 @@ __all__ = [
     "clopper_pearson",
     "clopper_pearson_upper",
     "compare_second_moments",
+    "draws_to_separate",
     "empty_moments",
     "fit_slope",
     "fixed_sample_test",

@@ -33,7 +33,7 @@ from verify._validate import require_probability
 from verify.errors import InvalidArgument
 from verify.stats.moments import Moments
 
-__all__ = ["MomentComparison", "compare_second_moments", "log_mean_with_se", "squared_errors"]
+__all__ = ["MomentComparison", "compare_second_moments", "draws_to_separate", "log_mean_with_se", "squared_errors"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +121,26 @@ def compare_second_moments(
     else:
         ratio, ci = (math.nan, (math.nan, math.nan))
     return MomentComparison(ma, mb, na, nb, ratio, ci, level, z, pval, alpha)
+
+
+def draws_to_separate(
+    mean_a: float, var_a: float, mean_b: float, var_b: float, *, alpha: float, beta: float, safety: float = 1.5
+) -> float:
+    r"""Draws per sample that :func:`compare_second_moments` needs to reject E q_A = E q_B (two-sided, level
+    ``alpha``) with probability ≥ 1 − ``beta``, when the true moments of q are the given ones.
+
+    With M draws on each side Welch's z is approximately
+    :math:`N(\Delta\sqrt M/\sigma, 1)`, :math:`\Delta = E q_A - E q_B`, :math:`\sigma^2 = V_A + V_B`, so
+    :math:`M = ((z_{\alpha/2} + z_\beta)\,\sigma/\Delta)^2`. The normal approximation is optimistic for the
+    heavy right tails that squared errors have (the variance estimate in z is itself noisy), hence the
+    ``safety`` factor (1.5 by default; the gate calibration measures the catch rate this gives). Returns
+    ``inf`` when the two means are equal.
+    """
+    alpha = require_probability("alpha", alpha)
+    beta = require_probability("beta", beta)
+    delta = abs(float(mean_a) - float(mean_b))
+    sigma2 = float(var_a) + float(var_b)
+    if delta == 0.0 or not math.isfinite(delta) or not math.isfinite(sigma2):
+        return math.inf
+    z = float(stats.norm.isf(alpha / 2)) + float(stats.norm.isf(beta))
+    return safety * (z * z) * sigma2 / (delta * delta)
