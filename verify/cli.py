@@ -204,9 +204,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="run checks in N processes (default 1; at most the CPUs available and the claims to run)",
+        help="run checks in N processes, one torch thread each (default: the CPUs available; at most those and "
+        "the claims to run; 1 with --impl). Verdicts do not depend on N",
     )
     run.add_argument(
         "--executor",
@@ -501,7 +502,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from verify.runner import run_claims, select_claims
 
     validate_seed("--seed", args.seed)
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
     if args.impl_only and not args.impl:
         raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
@@ -545,10 +546,11 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     else:
         device = str(dev)
     cpus = available_cpus()
-    workers = args.workers
+    workers = cpus if args.workers is None else args.workers
     if impls is not None and workers > 1:  # a part loaded from a file cannot be sent to a spawned worker
-        note = "rnn-verify: note: --workers 1 with --impl (the loaded implementations run in this process)"
-        print(note, file=sys.stderr)
+        if args.workers is not None:
+            note = "rnn-verify: note: --workers 1 with --impl (the loaded implementations run in this process)"
+            print(note, file=sys.stderr)
         workers = 1
     if workers > cpus:
         print(

@@ -15,6 +15,7 @@ sweep                  what                                                     
 ``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   per (env, M, B)
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           41
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
+``gate``               every claim x seeds: FAIL rates, controls, family-wise rate   claims x seeds
 ``claims``             any claims x seeds (one result per claim and seed)             claims x seeds
 ``selftest``           a synthetic sweep exercising the machinery (tests)             ``--seeds``
 =====================  ===========================================================  ====================
@@ -37,7 +38,16 @@ from verify.results import CheckResult, Verdict
 from verify.sweep.cells import Cell
 from verify.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
 
-__all__ = ["SweepDefinition", "SweepOptions", "calibration_result", "definitions", "get_definition"]
+__all__ = [
+    "GATE_RECORD",
+    "SweepDefinition",
+    "SweepOptions",
+    "calibration_result",
+    "definitions",
+    "family_wise_result",
+    "gate_result",
+    "get_definition",
+]
 
 MergeFn = Callable[[Mapping[str, CellOutcome]], list[CheckResult]]
 Part = tuple[list[Cell], MergeFn, dict[str, Any]]
@@ -335,6 +345,151 @@ def calibration_result(claim_id: str, results: list[CheckResult], seeds: list[in
     )
 
 
+# ---------------------------------------------------------------- the gate over seeds
+#: id of the gate sweep's family-wise record (not a catalog claim: a property of the whole profile)
+GATE_RECORD = "gate.family-wise"
+
+
+def _gate(opts: SweepOptions) -> SweepPlan:
+    """Every claim of the profile (CPU) over ``seeds`` seeds on the toolkit's own implementations: is the gate
+    seed-independent?
+
+    Per claim (:func:`gate_result`): FAIL, INCONCLUSIVE and PASS counts with Clopper–Pearson 95% intervals
+    against the claim's stated false-FAIL rate, and every negative control's catch count. One more record,
+    ``gate.family-wise``: the seeds on which *any* claim FAILed (what a user's CI sees) against the stated
+    family-wise budget :data:`theory.catalog.GATE_ALPHA` and the sum of the claims' stated rates
+    (:func:`theory.catalog.gate_budget`).
+    """
+    claims = _select(opts.claims, lambda c: True, opts.profile)
+    seeds = _seeds(opts, 200)
+    cells = _claim_cells(claims, seeds, opts.profile)
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        per_claim = {
+            c.id: [_result_of(cells[(c.id, s)], outcomes.get(cells[(c.id, s)].key), c.id, s) for s in seeds]
+            for c in claims
+        }
+        out = [gate_result(c, per_claim[c.id], seeds, opts.profile) for c in claims]
+        out.append(family_wise_result(per_claim, seeds, opts.profile))
+        return out
+
+    return SweepPlan(
+        "gate",
+        tuple(cells.values()),
+        merge,
+        settings={"profile": opts.profile, "seeds": [seeds[0], seeds[-1]], "claims": [c.id for c in claims]},
+    )
+
+
+def gate_result(claim: Any, results: list[CheckResult], seeds: list[int], profile: str) -> CheckResult:
+    """One claim over seeds on correct code: its verdict counts and every control's catch count.
+
+    FAIL when a control was missed in any seed, or when FAILs exceed the claim's stated rate significantly
+    (Clopper–Pearson 95% interval above ``claim.alpha``), or -- for a claim that states no rate -- when it
+    FAILed at all; otherwise PASS, with the counts and intervals in the summary and data.
+    """
+    from verify.stats.binomial import clopper_pearson
+
+    base = calibration_result(claim.id, results, seeds, profile)
+    n = len(results)
+    controls: dict[str, list[int]] = {}
+    for r in results:
+        for c in r.controls:
+            hit = controls.setdefault(c.name, [0, 0])
+            hit[0] += int(c.ok)
+            hit[1] += 1
+    missed = {k: v for k, v in controls.items() if v[0] < v[1]}
+    counts = base.data["counts"]
+    k_fail = counts["FAIL"]
+    lo, hi = clopper_pearson(k_fail, n, 0.95)
+    alpha = claim.alpha
+    if base.verdict is Verdict.FAIL and base.reason and "crashed" in base.reason:
+        verdict, reason = Verdict.FAIL, base.reason
+    elif missed:
+        verdict, reason = (
+            Verdict.FAIL,
+            "control(s) missed: " + ", ".join(f"{k} {v[1] - v[0]}/{v[1]}" for k, v in missed.items()),
+        )
+    elif alpha is None and k_fail:
+        verdict, reason = Verdict.FAIL, f"{k_fail} FAIL(s) of a claim that states no false-FAIL rate"
+    elif alpha is not None and lo > alpha:
+        verdict, reason = Verdict.FAIL, f"FAIL rate {k_fail}/{n}: CP95 [{lo:.2g}, {hi:.2g}] above alpha = {alpha:g}"
+    else:
+        verdict, reason = Verdict.PASS, None
+    ctrl_txt = "; ".join(f"{k} caught {v[0]}/{v[1]}" for k, v in controls.items()) or "no controls"
+    summary = (
+        f"{n} seeds: FAIL {k_fail} (CP95 upper {hi:.2g}; stated alpha {alpha if alpha is not None else 'none'}), "
+        f"INCONCLUSIVE {counts['INCONCLUSIVE']}, PASS {counts['PASS']}, SKIPPED {counts['SKIPPED']}; {ctrl_txt}"
+    )
+    fails = [r.seed for r in results if r.verdict is Verdict.FAIL]
+    inconclusive = [r.seed for r in results if r.verdict is Verdict.INCONCLUSIVE]
+    wall = sorted(r.wall_time for r in results)
+    data = {
+        **base.data,
+        "controls": {k: {"caught": v[0], "runs": v[1]} for k, v in controls.items()},
+        "fail_seeds": fails,
+        "inconclusive_seeds": inconclusive,
+        "stated_alpha": alpha,
+        "stated_control_beta": claim.control_beta,
+        "wall_time": {"median": wall[len(wall) // 2], "max": wall[-1]} if wall else None,
+    }
+    return CheckResult(
+        claim_id=claim.id,
+        verdict=verdict,
+        summary=summary,
+        statistic=k_fail / n,
+        threshold=alpha,
+        alpha=alpha,
+        samples_used=n,
+        reason=reason,
+        data=data,
+    )
+
+
+def family_wise_result(per_claim: Mapping[str, list[CheckResult]], seeds: list[int], profile: str) -> CheckResult:
+    """The seeds on which any claim FAILed correct code, against the stated family-wise budget."""
+    from theory.catalog import GATE_ALPHA, gate_budget
+    from verify.stats.binomial import clopper_pearson
+
+    stated, rows = gate_budget(profile)
+    n = len(seeds)
+    bad_seeds = sorted({int(r.seed or 0) for res in per_claim.values() for r in res if r.verdict is Verdict.FAIL})
+    inc_seeds = sorted(
+        {int(r.seed or 0) for res in per_claim.values() for r in res if r.verdict is Verdict.INCONCLUSIVE}
+    )
+    lo, hi = clopper_pearson(len(bad_seeds), n, 0.95)
+    ok = stated <= GATE_ALPHA and lo <= GATE_ALPHA
+    table = [[cid, f"{a:g}", f"{b:g}"] for cid, a, b in rows]
+    return CheckResult(
+        claim_id=GATE_RECORD,
+        verdict=Verdict.PASS if ok else Verdict.FAIL,
+        summary=(
+            f"profile {profile}, {n} seeds, {len(per_claim)} claims: a FAIL in {len(bad_seeds)} seeds "
+            f"(CP95 [{lo:.2g}, {hi:.2g}]), an INCONCLUSIVE in {len(inc_seeds)}; stated family-wise false-FAIL "
+            f"rate {stated:.2g} (sum over {len(rows)} claims of alpha + control beta) vs budget {GATE_ALPHA:g}"
+        ),
+        statistic=len(bad_seeds) / n,
+        threshold=GATE_ALPHA,
+        alpha=GATE_ALPHA,
+        samples_used=n,
+        reason=None if ok else "stated budget exceeded or FAIL rate significantly above it",
+        data={
+            "fail_seeds": bad_seeds,
+            "inconclusive_seeds": inc_seeds,
+            "stated_family_wise": stated,
+            "budget": GATE_ALPHA,
+            "figures": [
+                {
+                    "kind": "table",
+                    "title": "stated false-FAIL rates of the profile's claims (their sum bounds the gate's)",
+                    "columns": ["claim", "alpha", "control beta"],
+                    "rows": table,
+                }
+            ],
+        },
+    )
+
+
 # ---------------------------------------------------------------- selftest
 def _selftest(opts: SweepOptions) -> SweepPlan:
     seeds = _seeds(opts, 8)
@@ -393,6 +548,12 @@ _DEFS = (
         "observed verdict rates of the statistical claims over seeds (Clopper-Pearson)",
         _calibration,
         default_seeds=1000,
+    ),
+    SweepDefinition(
+        "gate",
+        "every claim of the profile over seeds on correct code: FAIL rates, controls caught, family-wise rate",
+        _gate,
+        default_seeds=200,
     ),
     SweepDefinition("claims", "any claims at one seed (like rnn-verify run, cached and on an executor)", _claims_sweep),
     SweepDefinition("selftest", "a synthetic sweep that exercises the machinery (tests, smoke runs)", _selftest, 8),
