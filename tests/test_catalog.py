@@ -105,3 +105,26 @@ def test_list_json_names_no_unshipped_file(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert not UNSHIPPED.search(out), UNSHIPPED.search(out)
     assert "arXiv:1702.05043" in out and '"citation"' in out and '"references"' in out
+
+
+def test_gate_budget_is_within_the_family_wise_rate() -> None:
+    """Issue 27: the stated false-FAIL rates of the ci profile (claims + controls) sum to at most GATE_ALPHA, and
+    every statistical claim of the profile states its rate."""
+    from theory.catalog import GATE_ALPHA, all_claims, gate_budget
+
+    total, rows = gate_budget("ci")
+    assert 0 < total <= GATE_ALPHA, rows
+    stated = {cid for cid, _, _ in rows}
+    for c in all_claims().values():
+        if c.kind == "statistical" and "ci" in c.profiles and "cuda" not in c.requires:
+            assert c.id in stated and c.alpha is not None, c.id
+
+
+def test_alpha_and_control_beta_are_validated() -> None:
+    from theory.catalog import Claim
+
+    common = dict(title="t", paper="Tallec & Ollivier 2017", where="w", statement="s", math="m", assumptions=())
+    with pytest.raises(ValueError, match="alpha"):
+        Claim(id="uoro.x", check="verify.checks.uoro.f", alpha=0.0, **common)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="control_beta"):
+        Claim(id="uoro.x", check="verify.checks.uoro.f", control_beta=1.5, **common)  # type: ignore[arg-type]

@@ -45,6 +45,11 @@ run bench_samplers_n256_T4_f32 45 python -m verify.bench.samplers --device cuda 
   --T 4 --samplers uoro uoro-r4 --project 32 --dtype float32 --max-s 4 --max-generic-s 8 \
   --json "$OUT/bench_samplers_n256_T4_f32.json"
 
+#    3b. issue 27: the gated cells of the statistical claims (LSTM, GRU) beside Elman-tanh, fused vs generic  [~40 s]
+run bench_samplers_cells_f64 50 python -m verify.bench.samplers --device cuda --cells elman-tanh lstm gru --ns 64 256 \
+  --ms 1000 10000 --T 16 --samplers uoro --project 32 --max-s 3 --max-generic-s 4 \
+  --json "$OUT/bench_samplers_cells_f64.json"
+
 # 4. batch-1 online runs: fast vs generic; RTRL step eager vs CUDA graph vs its O(n^2 p) product    [~30 s]
 run bench_online_cuda 40 python -m verify.bench.online --device cuda --ns 64 256 --steps 64 \
   --json "$OUT/bench_online_cuda.json"

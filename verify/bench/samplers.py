@@ -10,7 +10,8 @@ Measured in the same run, first:
 * the **matmul peak**: best of several square matmuls in the sampler's dtype (GFLOP/s;
   TF32 off on CUDA).
 
-Then for every n in ``--ns`` and M in ``--ms`` (Elman-tanh, d = 3, k = 2, T steps, the
+Then for every cell in ``--cells`` (default Elman-tanh; ``lstm gru`` are the other cells the statistical claims
+draw), n in ``--ns`` and M in ``--ms`` (d = 3, k = 2, T steps, the
 total gradient Σ_t g̃_t as output, i.e. what the statistical claims draw), each sampler
 and, beside it, the same estimator on its generic autograd path driven through
 ``init``/``step`` (:func:`verify.assertions.estimator_sampler`):
@@ -175,7 +176,7 @@ def measure(
 ) -> dict[str, Any]:
     """One row: the sampler and its generic baseline at (n, M)."""
     T = P.T
-    row: dict[str, Any] = {"sampler": name, "n": P.n, "p": P.p, "M": M, "T": T}
+    row: dict[str, Any] = {"sampler": name, "cell": _cell_name(P), "n": P.n, "p": P.p, "M": M, "T": T}
     Q = None
     if args.project and name in ("uoro", "uoro-T4", "uoro-r4"):
         gq = torch.Generator().manual_seed(1)
@@ -265,6 +266,14 @@ def measure(
     return row
 
 
+#: the cells ``--cells`` accepts (the statistical claims draw UORO on Elman-tanh, LSTM and GRU)
+CELLS = ("elman-tanh", "elman-relu", "linear", "lstm", "gru")
+
+
+def _cell_name(P: Problem) -> str:
+    return str(P.cell.describe())
+
+
 def _fmt(v: Any, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
@@ -275,19 +284,20 @@ def print_table(rows: Sequence[dict[str, Any]], limits: dict[str, float]) -> Non
         f"{limits['matmul_gflops']:.1f} GFLOP/s ({limits['dtype']}), measured in this run"
     )
     head = (
-        f"{'sampler':12s} {'n':>5s} {'M':>7s} {'sample-steps/s':>15s} {'GB/s':>8s} {'/bw':>6s} {'GFLOP/s':>8s} "
-        f"{'/peak':>6s} {'generic s-s/s':>14s} {'speed-up':>9s}"
+        f"{'sampler':12s} {'cell':10s} {'n':>5s} {'M':>7s} {'sample-steps/s':>15s} {'GB/s':>8s} {'/bw':>6s} "
+        f"{'GFLOP/s':>8s} {'/peak':>6s} {'generic s-s/s':>14s} {'speed-up':>9s}"
     )
     print(head)
     for r in rows:
         if "skipped" in r:
-            print(f"{r['sampler']:12s} {r['n']:5d} {r['M']:7d}  skipped: {r['skipped']}")
+            print(f"{r['sampler']:12s} {r.get('cell', ''):10s} {r['n']:5d} {r['M']:7d}  skipped: {r['skipped']}")
             continue
         gen = r.get("generic_sample_steps_per_s", r.get("generic_estimated_sample_steps_per_s"))
         sp = r.get("speedup_vs_generic", r.get("speedup_vs_generic_estimated"))
         mark = "~" if "generic_skipped" in r else " "
         print(
-            f"{r['sampler']:12s} {r['n']:5d} {r['M']:7d} {r['sample_steps_per_s']:15.4g} {r['gbytes_per_s']:8.3g} "
+            f"{r['sampler']:12s} {r.get('cell', ''):10s} {r['n']:5d} {r['M']:7d} {r['sample_steps_per_s']:15.4g} "
+            f"{r['gbytes_per_s']:8.3g} "
             f"{r['frac_bandwidth']:6.2f} {r['gflops']:8.3g} {r['frac_matmul_peak']:6.3f} "
             f"{_fmt(gen, '14.4g')} {mark}{_fmt(sp, '8.1f')}"
         )
@@ -313,6 +323,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 1000, 10_000, 100_000])
     ap.add_argument("--samplers", nargs="+", default=None, help=f"subset of {[*SAMPLERS, 'uoro-step', 'rtrl']}")
     ap.add_argument("--T", type=int, default=16, help="steps per run (default 16)")
+    ap.add_argument(
+        "--cells",
+        nargs="+",
+        default=["elman-tanh"],
+        choices=CELLS,
+        help="cells to measure (default elman-tanh; the statistical claims also draw lstm and gru)",
+    )
     ap.add_argument("--dtype", default="float64", choices=sorted(_DTYPES))
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     ap.add_argument("--repeats", type=int, default=3)
@@ -369,21 +386,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         write_file_atomic(path, json.dumps(result, indent=1, default=str).encode("utf-8"))
         return result
 
-    for n in ns:
-        gen = torch.Generator().manual_seed(n)
-        P, th = random_problem("elman-tanh", n=n, d=3, T=args.T, k=2, generator=gen, dtype=dtype)
-        P, th = P.to(device=device), th.to(device)
-        for name in names:
-            for M in [1] if name == "rtrl" else ms:
-                if name == "rtrl" and n * P.p * 8 * 5 > (16 if device.type == "cuda" else 4) * 2**30:
-                    rows.append({"sampler": name, "n": n, "M": 1, "skipped": "influence matrix > 4 GiB"})
+    for cell in args.cells:
+        for n in ns:
+            gen = torch.Generator().manual_seed(n)
+            P, th = random_problem(cell, n=n, d=3, T=args.T, k=2, generator=gen, dtype=dtype)
+            P, th = P.to(device=device), th.to(device)
+            for name in names:
+                if name == "uoro-preact" and not cell.startswith("elman"):
+                    rows.append({"sampler": name, "cell": cell, "n": P.n, "M": 0, "skipped": "needs an Elman cell"})
                     continue
-                t0 = time.perf_counter()
-                row = measure(name, P, th, M, device, args, limits)
-                row["wall_s"] = time.perf_counter() - t0
-                rows.append(row)
-                save()
-                print(f"  measured {name} n={n} M={M} in {row['wall_s']:.1f} s", file=sys.stderr, flush=True)
+                for M in [1] if name == "rtrl" else ms:
+                    if name == "rtrl" and n * P.p * 8 * 5 > (16 if device.type == "cuda" else 4) * 2**30:
+                        rows.append({"sampler": name, "cell": cell, "n": n, "M": 1, "skipped": "influence > 4 GiB"})
+                        continue
+                    t0 = time.perf_counter()
+                    row = measure(name, P, th, M, device, args, limits)
+                    row["cell"] = cell
+                    row["wall_s"] = time.perf_counter() - t0
+                    rows.append(row)
+                    save()
+                    print(f"  measured {name} {cell} n={n} M={M} in {row['wall_s']:.1f} s", file=sys.stderr, flush=True)
     print_table(rows, limits)
     result = save()
     print(f"wrote {path}")
