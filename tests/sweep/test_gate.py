@@ -20,7 +20,8 @@ def _claim(alpha: float | None) -> SimpleNamespace:
 
 def _res(seed: int, verdict: Verdict = Verdict.PASS, caught: bool = True) -> CheckResult:
     ctrl = (Control("mutant m", "FAIL", "FAIL" if caught else "PASS"),)
-    return CheckResult("x.y", verdict, "s", seed=seed, controls=ctrl)
+    why = None if verdict is Verdict.PASS else "why"
+    return CheckResult("x.y", verdict, "s", seed=seed, controls=ctrl, reason=why)
 
 
 def test_gate_result_passes_clean_seeds_and_counts_controls() -> None:
@@ -30,9 +31,12 @@ def test_gate_result_passes_clean_seeds_and_counts_controls() -> None:
     assert "caught 10/10" in res.summary
 
 
-def test_gate_result_fails_a_missed_control_even_when_every_verdict_passed() -> None:
-    res = gate_result(_claim(1e-3), [_res(s, caught=s != 3) for s in range(10)], list(range(10)), "ci")
-    assert res.verdict is Verdict.FAIL and "mutant m 1/10" in (res.reason or "")
+def test_gate_result_fails_a_missed_control_whatever_the_claims_rate() -> None:
+    """A missed control FAILs the check (a check cannot PASS then); the gate names the control, even where one
+    FAIL in 10 seeds would be within a (large) stated rate."""
+    res = [_res(s, Verdict.FAIL if s == 3 else Verdict.PASS, caught=s != 3) for s in range(10)]
+    out = gate_result(_claim(0.5), res, list(range(10)), "ci")
+    assert out.verdict is Verdict.FAIL and "mutant m 1/10" in (out.reason or "")
 
 
 def test_gate_result_fails_a_deterministic_claim_that_failed_once() -> None:
