@@ -116,10 +116,17 @@ def _import_file(path: Path, err: Any) -> ModuleType:
         spec.loader.exec_module(module)
     except BaseException as exc:
         del sys.modules[modname]
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        if isinstance(exc, KeyboardInterrupt):  # a Ctrl-C of the user: the run is interrupted (exit 130)
             raise
-        raise err(f"executing {str(path)!r} raised {type(exc).__name__}: {exc}") from None
+        raise err(f"executing {str(path)!r} raised {_describe(exc)}") from None
     return module
+
+
+def _describe(exc: BaseException) -> str:
+    """An exception of user code in words; ``SystemExit`` says that the code tried to end the process."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}): the code called sys.exit() (it must not decide rnn-verify's exit status)"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def load_object(target: str, spec: str, option: str = "--impl") -> tuple[Any, Source]:
@@ -139,8 +146,8 @@ def load_object(target: str, spec: str, option: str = "--impl") -> tuple[Any, So
             module = importlib.import_module(where)
         except ModuleNotFoundError as exc:
             raise err(f"no module named {exc.name or where!r} (is it installed, or on PYTHONPATH?)") from None
-        except Exception as exc:
-            raise err(f"importing {where!r} raised {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error, never our exit status
+            raise err(f"importing {where!r} raised {_describe(exc)}") from None
         modname = where
     obj: Any = module
     for part in attr.split("."):
@@ -198,21 +205,21 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
             est = build(part, target, *args, **kwargs)
         except NotApplicable as exc:
             raise err(f"cannot build an estimator: {exc.reason}") from None
-        except Exception as exc:
-            raise err(f"building the estimator raised {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:
+            raise err(f"building the estimator raised {_describe(exc)}") from None
         try:
             check_contract(est, P, th, samples=2, steps=3)
         except ContractViolation as exc:
             raise err(f"violates the online-estimator contract: {exc}") from None
         except VerifyError as exc:
             raise err(f"on a small elman-tanh problem: {exc}") from None
-        except Exception as exc:
-            raise err(f"on a small elman-tanh problem it raised {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:
+            raise err(f"on a small elman-tanh problem it raised {_describe(exc)}") from None
     elif target == "reference.adjoint":
         try:
             g = part(P, th)
-        except Exception as exc:
-            raise err(f"adjoint(problem, theta) raised {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:
+            raise err(f"adjoint(problem, theta) raised {_describe(exc)}") from None
         if not isinstance(g, torch.Tensor) or tuple(g.shape) != (P.p,):
             shape = tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__
             raise err(f"adjoint(problem, theta) returned {shape}, expected a tensor of shape (p,) = ({P.p},)")

@@ -106,12 +106,18 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )
-    except Exception as exc:  # a crashing check is a failing check
+    except (Exception, SystemExit) as exc:  # a crashing check is a failing check; so is sys.exit() in user code
         tb = traceback.format_exc(limit=6)
+        what = (
+            f"SystemExit({exc.code!r}): code under test called sys.exit(); a check's exit is a FAIL, never the run's "
+            "exit status"
+            if isinstance(exc, SystemExit)
+            else f"{type(exc).__name__}: {exc}"
+        )
         return CheckResult(
             claim.id,
             Verdict.FAIL,
-            f"check raised {type(exc).__name__}: {exc}",
+            f"check raised {what}",
             reason=tb,
             seed=config.seed,
             wall_time=time.perf_counter() - t0,

@@ -140,3 +140,35 @@ def test_derived_parts_carry_the_source_and_workers_are_one(tmp_path: Path, caps
     (rec,) = json.loads(out.read_text())["claims"]
     assert rec["implementation"]["truncation.truncated_model"].startswith("toolkit default")
     assert "verify.examples.tbptt:MyTBPTT" in rec["implementation"]["truncation.tbptt"]
+
+
+@pytest.mark.parametrize("code", [0, 3, None])
+def test_sys_exit_at_import_is_the_users_error_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], code: int | None
+) -> None:
+    """Issue 23/27: `sys.exit(0)` in an --impl module must not turn the gate green (it exited 0 with no report)."""
+    f = tmp_path / f"exits_{code}.py"
+    f.write_text(f"import sys\nsys.exit({code!r})\n")
+    err = _err(capsys, ["run", "--impl", f"reference={f}:adjoint", "--no-report"])
+    assert "SystemExit" in err and "sys.exit()" in err
+
+
+def test_sys_exit_inside_a_claim_is_a_fail_not_the_exit_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An adjoint that passes the load probe, then calls sys.exit(0) on the claim's problems: FAIL, exit 1."""
+    f = tmp_path / "late_exit.py"
+    f.write_text(
+        "import sys\n"
+        "from verify.reference import adjoint_gradient\n"
+        "calls = []\n"
+        "def adjoint(problem, theta, per_step=False):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) > 1:  # the load probe passes; the claim's first problem exits\n"
+        "        sys.exit(0)\n"
+        "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
+    )
+    argv = ["run", "--impl", f"reference={f}:adjoint", "--claims", "reference.adjoint", "--no-report"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "SystemExit(0)" in out
