@@ -34,6 +34,7 @@ on δ, only the work does.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -62,6 +63,7 @@ __all__ = [
     "Cell",
     "CellResult",
     "build",
+    "cell_seed",
     "markdown_table",
     "run_cell",
     "run_suite",
@@ -245,9 +247,15 @@ class Problem:
     draws: tuple[int, int, int] = (FIXED_M, FIRST, MAX_SAMPLES)
 
 
+def cell_seed(name: str) -> int:
+    """The generator seed of the calibration cell called ``name``: BLAKE2b of the name (stable across processes and
+    Python versions; ``hash(str)`` is randomized per process, so a published cell could not be replayed)."""
+    return int.from_bytes(hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest(), "little") % (2**63)
+
+
 def build(cell: Cell) -> Problem:
     """The cell's truth (scaled so that the planner asks for ≈ 4000 draws at α = β = 1e-3) and sampler."""
-    gen = torch.Generator().manual_seed(abs(hash(cell.name)) % (2**31))
+    gen = torch.Generator().manual_seed(cell_seed(cell.name))
     p = cell.p
     sd = _sd(cell)
     rot = _Rotation(p, gen) if cell.rotated and p > 1 else None
