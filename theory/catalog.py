@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from theory.papers import cite, cited_in
@@ -129,15 +130,19 @@ def get_claim(claim_id: str) -> Claim:
         raise KeyError(claim_id) from None
 
 
-def gate_budget(profile: str = "ci") -> tuple[float, list[tuple[str, float, float]]]:
+def gate_budget(
+    profile: str = "ci", ids: Collection[str] | None = None
+) -> tuple[float, list[tuple[str, float, float]]]:
     """The stated family-wise false-FAIL rate of a run of ``profile``: (sum, rows of (claim id, alpha, control_beta)).
 
     Bonferroni: the chance that any claim FAILs a correct implementation is at most the sum of the claims'
-    stated rates and their controls' miss probabilities.
+    stated rates and their controls' miss probabilities. ``ids``: only these claims (a run's selection); default
+    every claim of the profile that runs on a CPU.
     """
     rows = [
         (c.id, c.alpha or 0.0, c.control_beta)
         for c in all_claims().values()
-        if profile in c.profiles and "cuda" not in c.requires and (c.alpha or c.control_beta)
+        if (c.id in ids if ids is not None else profile in c.profiles and "cuda" not in c.requires)
+        and (c.alpha or c.control_beta)
     ]
     return sum(a + b for _, a, b in rows), rows

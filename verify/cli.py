@@ -75,7 +75,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
-from theory.catalog import Claim
+from theory.catalog import GATE_ALPHA, Claim, gate_budget
 from verify._validate import MAX_SEED
 from verify.errors import VerifyError
 from verify.results import PROFILES, CheckResult, RunConfig, Verdict
@@ -621,6 +621,8 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         executor.close()
     records = [records_by_id.get(r.claim_id) or record_of(r) for r in results]
     counts = {v: sum(r.verdict is v for r in results) for v in Verdict}
+    # the chance that this selection FAILs a correct implementation, as the claims state it (Bonferroni)
+    stated_rate = gate_budget(args.profile, ids={r.claim_id for r in results if r.verdict is not Verdict.SKIPPED})[0]
     bad = counts[Verdict.FAIL] + (counts[Verdict.INCONCLUSIVE] if args.fail_on == "inconclusive" else 0)
     code = EXIT_FAIL if bad else EXIT_OK
     doc = run_document(
@@ -639,6 +641,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "wall_time": time.perf_counter() - t0,
             "exit_code": code,
             "source": "rnn-verify run",
+            "stated_false_fail_rate": stated_rate,
             **({"implementations": [s.as_dict() for s in impls.sources]} if impls is not None else {}),
             **({"impl_only_left_out": left_out} if args.impl_only else {}),
         },
@@ -672,6 +675,12 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         sys.stdout.write(dumps_document(doc))
     wall = time.perf_counter() - t0
     print("summary: " + ", ".join(f"{counts[v]} {v.value}" for v in Verdict) + f"  ({wall:.1f}s)", file=stream)
+    if stated_rate > 0:
+        print(
+            f"  stated false-FAIL rate of these claims on a correct implementation: {stated_rate:.2g} "
+            f"(sum of their alpha and control beta; the gate's budget is {GATE_ALPHA:g})",
+            file=stream,
+        )
     for r in results:
         if r.verdict is not Verdict.PASS:  # a FAIL's reason may be a traceback: its summary names the cause
             text = (r.summary if r.verdict is Verdict.FAIL else r.reason or r.summary).strip()

@@ -332,6 +332,7 @@ _RUN_FIELDS: dict[str, Callable[[At, Any], Any]] = {
     "mutant": lambda at, v: optional(at, v, string),
     "impl_only_left_out": lambda at, v: str_list(at, v),
     "implementations": lambda at, v: _sources(at, v),
+    "stated_false_fail_rate": lambda at, v: number(at, v, 0.0),
 }
 
 

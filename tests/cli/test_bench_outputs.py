@@ -47,3 +47,18 @@ def test_gpu_budget_calibration_refuses_a_foreign_folder(foreign: Path, capsys: 
     rc = gpu.main(["--calibrate", "--seeds", "0", "--large-seeds", "0", "--out", str(foreign)])
     assert rc == 2 and "--out" in capsys.readouterr().err
     assert (foreign / "calibration.json").read_text(encoding="utf-8") == "{}"
+
+
+def test_gate_bench_refuses_a_foreign_json_and_a_checkout_without_verify(tmp_path: Path) -> None:
+    """``python -m verify.bench.gate`` checks its outputs and inputs before minutes of measuring."""
+    from verify.bench import gate
+
+    mine = tmp_path / "results.json"
+    mine.write_text('{"tool": "someone else"}', encoding="utf-8")
+    with pytest.raises(SystemExit, match="refusing to overwrite"):
+        gate.main(["--json", str(mine)])
+    assert mine.read_text(encoding="utf-8") == '{"tool": "someone else"}'
+    with pytest.raises(SystemExit):
+        gate.main(["--baseline-source", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        gate.main(["--neighbours", "-1"])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -31,3 +33,15 @@ def machine() -> str:
         f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
         f"torch {torch.__version__}, device {dev}"
     )
+
+
+def refuse_foreign_json(path: Path, tool: str) -> None:
+    """Exit naming ``path`` if it exists and is not a JSON file written by ``tool`` (its ``"tool"`` field): a bench
+    replaces only its own output."""
+    if path.exists():
+        try:
+            ok = json.loads(path.read_text()).get("tool") == tool
+        except (OSError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise SystemExit(f"refusing to overwrite {path}: not a file written by {tool}")

@@ -63,7 +63,7 @@ from typing import Any
 import torch
 
 from verify.assertions import estimator_sampler
-from verify.bench._timing import machine
+from verify.bench._timing import machine, refuse_foreign_json
 from verify.device import NO_CUDA_REASON, device_record, matmul_tf32
 from verify.estimators import RTRL, UORO, PreactivationUORO
 from verify.estimators.fused import fused_sampler
@@ -304,17 +304,6 @@ def print_table(rows: Sequence[dict[str, Any]], limits: dict[str, float]) -> Non
     print("(~: generic path estimated from a pilot of 64 draws: above --max-generic-s, or out of memory)")
 
 
-def _writable(path: Path) -> None:
-    """Refuse to replace a file this tool did not write."""
-    if path.exists():
-        try:
-            ok = json.loads(path.read_text()).get("tool") == TOOL
-        except (OSError, ValueError, AttributeError):
-            ok = False
-        if not ok:
-            raise SystemExit(f"refusing to overwrite {path}: not a file written by {TOOL}")
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
@@ -364,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     rows: list[dict[str, Any]] = []
     path = Path(args.json or "bench-samplers.json")
-    _writable(path)
+    refuse_foreign_json(path, TOOL)
 
     def save() -> dict[str, Any]:  # after every row: a run cut short by a time limit keeps what it measured
         result = {

@@ -1,0 +1,110 @@
+"""Wall time of the CI gate (``rnn-verify run --profile ci``), quiet and beside CPU-bound neighbours.
+
+``python -m verify.bench.gate [--seed 0] [--neighbours 1] [--baseline-source DIR] [--json PATH]``
+
+Each configuration runs the gate in a fresh subprocess (imports included, as a user's CI
+sees it; ``--no-report`` unless ``--report``) and records its wall time, exit code and verdict
+counts:
+
+* ``default``     -- default flags (one worker process per CPU, one torch thread each);
+* ``workers-1``   -- ``--workers 1``;
+* ``loaded``      -- default flags while ``--neighbours`` CPU-bound processes spin beside it
+  (plain Python busy loops, started by this script, stopped when the run ends, each bounded by
+  ``--neighbour-timeout`` seconds).
+
+``--baseline-source DIR`` runs the same configurations on another checkout of rnn-verify
+(``PYTHONPATH=DIR``, e.g. a ``git worktree`` of an older commit) in the same invocation, so
+before/after ratios come from one run on one machine; the table prints each configuration's
+wall time and the ratio loaded/quiet. Numbers belong in the closing note, not in a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from verify.bench._timing import machine, refuse_foreign_json
+
+TOOL = "verify.bench.gate"
+_SUMMARY = re.compile(r"summary: (\d+) PASS, (\d+) FAIL, (\d+) INCONCLUSIVE, (\d+) SKIPPED")
+
+
+def _run_gate(source: str | None, extra: list[str], seed: int, neighbours: int, timeout: float) -> dict[str, Any]:
+    env = dict(os.environ)
+    if source:
+        env["PYTHONPATH"] = source + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [sys.executable, "-m", "verify", "run", "--profile", "ci", "--seed", str(seed), "-q", *extra]
+    spinners = [
+        subprocess.Popen(  # a CPU-bound neighbour, bounded in time; stopped below
+            [sys.executable, "-c", f"import time\nt = time.time() + {timeout}\nwhile time.time() < t: pass"]
+        )
+        for _ in range(neighbours)
+    ]
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        wall = time.perf_counter() - t0
+    finally:
+        for sp in spinners:
+            sp.kill()
+            sp.wait()
+    m = _SUMMARY.search(proc.stdout + proc.stderr)
+    counts = dict(zip(("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED"), map(int, m.groups()), strict=True)) if m else None
+    return {"command": " ".join(cmd[2:]), "wall_s": wall, "exit_code": proc.returncode, "verdicts": counts}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--neighbours", type=int, default=1, help="CPU-bound processes beside the loaded run")
+    ap.add_argument("--neighbour-timeout", type=float, default=900.0, help="upper bound of one run (s)")
+    ap.add_argument("--baseline-source", default=None, help="another rnn-verify checkout to measure beside")
+    ap.add_argument("--report", action="store_true", help="write the report folder too (default --no-report)")
+    ap.add_argument("--json", default=None, help="write the results here")
+    args = ap.parse_args(argv)
+    if args.neighbours < 0:
+        ap.error("--neighbours must be >= 0")
+    if args.json:
+        refuse_foreign_json(Path(args.json), TOOL)  # before minutes of measuring
+    sources: list[tuple[str, str | None]] = [("this checkout", None)]
+    if args.baseline_source:
+        if not (Path(args.baseline_source) / "verify" / "__init__.py").is_file():
+            ap.error(f"--baseline-source {args.baseline_source!r}: no verify/ package there")
+        sources.append(("baseline", str(Path(args.baseline_source).resolve())))
+    report: list[str] = [] if args.report else ["--no-report"]
+    configs = [
+        ("default", report, 0),
+        ("workers-1", [*report, "--workers", "1"], 0),
+        (f"loaded ({args.neighbours} neighbour)", report, args.neighbours),
+    ]
+    rows = []
+    print(f"machine: {machine()}; {os.cpu_count()} CPUs", flush=True)
+    for label, src in sources:
+        for name, extra, nb in configs:
+            row = {"source": label, "config": name, **_run_gate(src, extra, args.seed, nb, args.neighbour_timeout)}
+            rows.append(row)
+            print(f"  {label:14s} {name:24s} {row['wall_s']:7.1f} s  exit {row['exit_code']}  {row['verdicts']}",
+                  flush=True)  # fmt: skip
+    print("ratios (loaded / default, quiet):")
+    for label, _ in sources:
+        mine = {r["config"]: r["wall_s"] for r in rows if r["source"] == label}
+        loaded = next(v for k, v in mine.items() if k.startswith("loaded"))
+        print(f"  {label:14s} {loaded / mine['default']:.2f}")
+    result = {"tool": TOOL, "machine": machine(), "cpus": os.cpu_count(), "seed": args.seed, "rows": rows}
+    if args.json:
+        from verify.report.atomic import write_file_atomic
+
+        write_file_atomic(Path(args.json), json.dumps(result, indent=1).encode("utf-8"))
+        print(f"wrote {args.json}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
