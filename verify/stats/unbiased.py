@@ -488,7 +488,8 @@ def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflo
         return _Acc(update_moments(acc.mom, x, truth, name=name), acc.proj, acc.dirs)  # raises the right error
     if x.is_complex() or not x.is_floating_point():
         return _Acc(update_moments(acc.mom, x, truth, name=name), acc.proj, acc.dirs)
-    if overflow_ok and not bool(torch.isnan(x).any()) and bool(torch.isinf(x).any()):
+    finite = bool(torch.isfinite(x).all())  # one pass in the common case; the NaN/inf analysis only when needed
+    if not finite and overflow_ok and not bool(torch.isnan(x).any()):
         # an estimator's draws that overflow float64 (no NaN): its variance is beyond the arithmetic -- recorded
         # as overflowed moments, which the tests turn into a variance anomaly (INCONCLUSIVE), never bias
         mom = acc.mom._replace(
@@ -497,7 +498,8 @@ def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflo
             max_dev2=math.inf,
         )
         return _Acc(mom, acc.proj, acc.dirs)
-    require_finite(name, x)
+    if not finite:
+        require_finite(name, x)  # raises, naming the NaN
     y = x.detach().to(device="cpu", dtype=torch.float64) - truth  # once for both: the moments and the projections
     mom = fold_deviations(acc.mom, y, float(torch.finfo(x.dtype).eps) / 2.0)
     if acc.dirs.shape[0] == 0 or x.shape[0] == 0:
