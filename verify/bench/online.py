@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from verify.bench._timing import machine
+from verify.bench._timing import machine, refuse_foreign_json
 from verify.estimators import RTRL, TBPTT, UORO, RobbinsMonroSGD, TruncatedModel, run_online
 from verify.estimators.graphs import GraphedStep
 from verify.strategies import random_problem
@@ -166,13 +166,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {"tool": TOOL, "machine": machine(), "device": str(device), "rows": rows}
     if args.json:
         out_path = Path(args.json)
-        if out_path.exists():
-            try:
-                ok = json.loads(out_path.read_text()).get("tool") == TOOL
-            except (OSError, ValueError, AttributeError):
-                ok = False
-            if not ok:
-                raise SystemExit(f"refusing to overwrite {out_path}: not a file written by {TOOL}")
+        refuse_foreign_json(out_path, TOOL)
         from verify.report.atomic import write_file_atomic
 
         write_file_atomic(out_path, json.dumps(result, indent=1).encode("utf-8"))

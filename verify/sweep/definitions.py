@@ -267,14 +267,31 @@ def _calibration(opts: SweepOptions) -> SweepPlan:
     cells = _claim_cells(claims, seeds, opts.profile)
 
     def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
-        out = []
-        for c in claims:
-            res = [_result_of(cells[(c.id, s)], outcomes.get(cells[(c.id, s)].key), c.id, s) for s in seeds]
-            out.append(calibration_result(c.id, res, seeds, opts.profile))
-        return out
+        per_claim = _per_claim(claims, seeds, cells, outcomes)
+        return [calibration_result(c.id, per_claim[c.id], seeds, opts.profile) for c in claims]
 
+    return _over_seeds("calibration", claims, seeds, cells, merge, opts)
+
+
+def _per_claim(
+    claims: list[Any], seeds: list[int], cells: Mapping[tuple[str, int], Cell], outcomes: Mapping[str, CellOutcome]
+) -> dict[str, list[CheckResult]]:
+    """Each claim's results over ``seeds`` (a cell that did not run is a FAIL naming why)."""
+    return {
+        c.id: [_result_of(cells[(c.id, s)], outcomes.get(cells[(c.id, s)].key), c.id, s) for s in seeds] for c in claims
+    }
+
+
+def _over_seeds(
+    name: str,
+    claims: list[Any],
+    seeds: list[int],
+    cells: Mapping[tuple[str, int], Cell],
+    merge: MergeFn,
+    opts: SweepOptions,
+) -> SweepPlan:
     return SweepPlan(
-        "calibration",
+        name,
         tuple(cells.values()),
         merge,
         settings={"profile": opts.profile, "seeds": [seeds[0], seeds[-1]], "claims": [c.id for c in claims]},
@@ -365,20 +382,12 @@ def _gate(opts: SweepOptions) -> SweepPlan:
     cells = _claim_cells(claims, seeds, opts.profile)
 
     def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
-        per_claim = {
-            c.id: [_result_of(cells[(c.id, s)], outcomes.get(cells[(c.id, s)].key), c.id, s) for s in seeds]
-            for c in claims
-        }
+        per_claim = _per_claim(claims, seeds, cells, outcomes)
         out = [gate_result(c, per_claim[c.id], seeds, opts.profile) for c in claims]
         out.append(family_wise_result(per_claim, seeds, opts.profile))
         return out
 
-    return SweepPlan(
-        "gate",
-        tuple(cells.values()),
-        merge,
-        settings={"profile": opts.profile, "seeds": [seeds[0], seeds[-1]], "claims": [c.id for c in claims]},
-    )
+    return _over_seeds("gate", claims, seeds, cells, merge, opts)
 
 
 def gate_result(claim: Any, results: list[CheckResult], seeds: list[int], profile: str) -> CheckResult:
