@@ -171,6 +171,24 @@ def test_overflowing_variance_is_an_anomaly_not_bias_nor_a_crash() -> None:
         assert "overflow float64" in res.reason
 
 
+def test_squared_errors_whose_fourth_moment_overflows_are_an_anomaly_not_a_crash() -> None:
+    """Issue 27 (gate sweep, seed 117): the unbiased rho0-inverted mutant's draws had finite second moments but the
+    fourth moment of their squared errors (the planner's pilot inflation) overflowed float64: the planner raised
+    "inflation=inf" and the kill table counted a false alarm. Draws of size ~1e80: q ~ 1e160, q^2 = inf."""
+    g = torch.ones(3, dtype=torch.float64)
+
+    def sampler(m: int, rng: torch.Generator) -> tuple[torch.Tensor]:
+        return (g + 1e80 * torch.randn(m, 3, generator=rng, dtype=torch.float64),)
+
+    gen = torch.Generator().manual_seed(0)
+    for res in (
+        sequential_test(sampler, g, generator=gen, max_samples=5000, first=100),
+        planned_test(sampler, g, generator=gen, max_samples=5000, pilot=100),
+    ):
+        assert res.verdict is Verdict.INCONCLUSIVE, res.summary()
+        assert res.variance_anomaly and "overflow float64" in res.reason
+
+
 def test_symmetric_eigh_falls_back_when_lapack_does_not_converge(monkeypatch: pytest.MonkeyPatch) -> None:
     from verify.stats.roundoff import symmetric_eigh
 

@@ -660,8 +660,14 @@ def _anomaly(m: Moments, gnorm: float, plan: SamplePlan, budget: int, opts: Test
 
 
 def _overflow(m: Moments) -> str:
-    """Non-empty when the draws' second moments overflow float64 (the draws themselves are finite)."""
-    if bool(torch.isfinite(m.scatter).all()) and bool(torch.isfinite(m.mean).all()):
+    """Non-empty when the draws' second moments -- or the fourth moment of their squared errors, which the planner
+    uses to inflate a pilot's variance -- overflow float64 (the draws themselves may be finite)."""
+    if (
+        bool(torch.isfinite(m.scatter).all())
+        and bool(torch.isfinite(m.mean).all())
+        and math.isfinite(m.q_mean)
+        and math.isfinite(m.q_m2)
+    ):
         return ""
     return (
         f"variance anomaly: the draws (±inf) or their second moments overflow float64 (largest squared deviation "
