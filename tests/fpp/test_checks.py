@@ -7,6 +7,7 @@ import json
 import pytest
 
 from theory.catalog import all_claims
+from verify.checks import registry
 from verify.checks._figures import WITHOUT_FIGURE
 from verify.checks.fpp import (
     eq7_core,
@@ -16,7 +17,6 @@ from verify.checks.fpp import (
     stationarity_core,
 )
 from verify.mutants.fpp import LEARNER_MUTANTS, MUTANTS
-from verify.checks import registry
 from verify.report.figures import claim_figures
 from verify.results import RunConfig, Verdict
 from verify.runner import run_check
