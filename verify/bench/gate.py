@@ -1,6 +1,7 @@
 """Wall time of the CI gate (``rnn-verify run --profile ci``), quiet and beside CPU-bound neighbours.
 
-``python -m verify.bench.gate [--seed 0] [--neighbours 1] [--baseline-source DIR] [--json PATH]``
+``python -m verify.bench.gate [--seed 0] [--neighbours 1] [--configs default workers-1 loaded]
+[--baseline-source DIR [--baseline-configs ...]] [--json PATH]``
 
 Each configuration runs the gate in a fresh subprocess (imports included, as a user's CI
 sees it; ``--no-report`` unless ``--report``) and records its wall time, exit code and verdict
@@ -67,6 +68,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--neighbour-timeout", type=float, default=900.0, help="upper bound of one run (s)")
     ap.add_argument("--baseline-source", default=None, help="another rnn-verify checkout to measure beside")
     ap.add_argument("--report", action="store_true", help="write the report folder too (default --no-report)")
+    ap.add_argument(
+        "--configs", nargs="+", choices=("default", "workers-1", "loaded"), default=["default", "workers-1", "loaded"]
+    )
+    ap.add_argument(
+        "--baseline-configs",
+        nargs="+",
+        choices=("default", "workers-1", "loaded"),
+        default=None,
+        help="configurations of the baseline (default: --configs)",
+    )
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
     if args.neighbours < 0:
@@ -79,24 +90,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ap.error(f"--baseline-source {args.baseline_source!r}: no verify/ package there")
         sources.append(("baseline", str(Path(args.baseline_source).resolve())))
     report: list[str] = [] if args.report else ["--no-report"]
-    configs = [
-        ("default", report, 0),
-        ("workers-1", [*report, "--workers", "1"], 0),
-        (f"loaded ({args.neighbours} neighbour)", report, args.neighbours),
-    ]
+    configs = {
+        "default": report,
+        "workers-1": [*report, "--workers", "1"],
+        "loaded": report,
+    }
     rows = []
     print(f"machine: {machine()}; {os.cpu_count()} CPUs", flush=True)
     for label, src in sources:
-        for name, extra, nb in configs:
-            row = {"source": label, "config": name, **_run_gate(src, extra, args.seed, nb, args.neighbour_timeout)}
+        chosen = args.configs if src is None else (args.baseline_configs or args.configs)
+        for name in chosen:
+            nb = args.neighbours if name == "loaded" else 0
+            row = {"source": label, "config": name, "neighbours": nb,
+                   **_run_gate(src, configs[name], args.seed, nb, args.neighbour_timeout)}  # fmt: skip
             rows.append(row)
-            print(f"  {label:14s} {name:24s} {row['wall_s']:7.1f} s  exit {row['exit_code']}  {row['verdicts']}",
+            print(f"  {label:14s} {name:10s} {row['wall_s']:7.1f} s  exit {row['exit_code']}  {row['verdicts']}",
                   flush=True)  # fmt: skip
-    print("ratios (loaded / default, quiet):")
+    print(f"ratios (loaded with {args.neighbours} neighbour(s) / default, quiet):")
     for label, _ in sources:
         mine = {r["config"]: r["wall_s"] for r in rows if r["source"] == label}
-        loaded = next(v for k, v in mine.items() if k.startswith("loaded"))
-        print(f"  {label:14s} {loaded / mine['default']:.2f}")
+        if "loaded" in mine and "default" in mine:
+            print(f"  {label:14s} {mine['loaded'] / mine['default']:.2f}")
     result = {"tool": TOOL, "machine": machine(), "cpus": os.cpu_count(), "seed": args.seed, "rows": rows}
     if args.json:
         from verify.report.atomic import write_file_atomic
