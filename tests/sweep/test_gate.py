@@ -94,3 +94,12 @@ def test_gate_is_seed_independent_over_20_seeds() -> None:
         run = run_plan(plan, ex)
     bad = [f"{r.claim_id}: {r.summary} {r.reason or ''}" for r in run.results if r.verdict is not Verdict.PASS]
     assert not bad, bad
+
+
+def test_kill_table_rows_count_as_controls_and_the_budget_is_the_selections() -> None:
+    rows = [{"mutant": "uoro.a", "killed": True, "clean": True}, {"mutant": "uoro.b", "killed": False, "clean": True}]
+    res = [CheckResult("x.y", Verdict.FAIL, "s", seed=0, reason="why", data={"kill_table": rows})]
+    out = gate_result(_claim(1e-3), res, [0], "ci")
+    assert out.verdict is Verdict.FAIL and "kill table: uoro.b 1/1" in (out.reason or "")
+    fw = family_wise_result({"uoro.variance-matches-algorithm-1": []}, [0], "ci")
+    assert fw.data["stated_family_wise"] == pytest.approx(5e-5 + 2e-5)

@@ -403,9 +403,16 @@ def gate_result(claim: Any, results: list[CheckResult], seeds: list[int], profil
     n = len(results)
     controls: dict[str, list[int]] = {}
     for r in results:
-        for c in r.controls:
-            hit = controls.setdefault(c.name, [0, 0])
-            hit[0] += int(c.ok)
+        outcomes = [(c.name, c.ok) for c in r.controls]
+        # a kill table's mutants are controls too: each must be caught (and an unbiased one not accused)
+        outcomes += [
+            (f"kill table: {row['mutant']}", bool(row.get("killed")) and bool(row.get("clean", True)))
+            for row in (r.data or {}).get("kill_table", [])
+            if isinstance(row, dict) and "mutant" in row
+        ]
+        for name, ok in outcomes:
+            hit = controls.setdefault(name, [0, 0])
+            hit[0] += int(ok)
             hit[1] += 1
     missed = {k: v for k, v in controls.items() if v[0] < v[1]}
     counts = base.data["counts"]
@@ -460,7 +467,7 @@ def family_wise_result(per_claim: Mapping[str, list[CheckResult]], seeds: list[i
     from theory.catalog import GATE_ALPHA, gate_budget
     from verify.stats.binomial import clopper_pearson
 
-    stated, rows = gate_budget(profile)
+    stated, rows = gate_budget(profile, ids=set(per_claim))
     n = len(seeds)
     bad_seeds = sorted({int(r.seed or 0) for res in per_claim.values() for r in res if r.verdict is Verdict.FAIL})
     inc_seeds = sorted(
