@@ -1200,6 +1200,7 @@ def _prop2_kind(config: RunConfig, kind: str, setup: Prop2Setup) -> dict[str, An
     impls = config.impls  # the toolkit's truncated gradient trains in the batched path; a user's one step at a time
     user = None if impls.is_default("truncation.model_gradient") else impls.truncation.model_gradient
     trained = prop2_train(problems, thetas, setup, tuple(_SCHEDULES), model_gradient=user)
+    rho = prop2_roundoff(setup, setup.N)  # delta_t <= bound_t + rho_t: round-off is not a violation
     for sched in _SCHEDULES:
         r = trained[sched]
         delta, e, beta = r["delta"], r["e"], r["beta"]
@@ -1224,8 +1225,8 @@ def _prop2_kind(config: RunConfig, kind: str, setup: Prop2Setup) -> dict[str, An
                     "beta_emp": b_emp[j],
                     "lemma2_ok": bool((e[:, j] <= torch.tensor(lemma2[j]) * (1 + 1e-9)).all()),
                     "lemma3_ok": bool(b_emp[j] <= bet * (1 + 1e-9)),
-                    "max_ratio_sharp": _max_ratio(d, sharp),
-                    "max_ratio_printed": _max_ratio(d, printed),
+                    "max_ratio_sharp": _max_ratio(d, [b + r for b, r in zip(sharp, rho, strict=True)]),
+                    "max_ratio_printed": _max_ratio(d, [b + r for b, r in zip(printed, rho, strict=True)]),
                     "max_ratio_recurrence": _max_ratio(d, rec),
                     "delta": d,
                     "bound_sharp": sharp,
@@ -1301,6 +1302,27 @@ def _prop2_figure(kind: str, r: dict[str, Any], setup: Prop2Setup) -> dict[str, 
     )
 
 
+#: unit roundoff of float64
+_U64 = 2.0**-53
+
+
+def prop2_roundoff(setup: Prop2Setup, steps: int) -> list[float]:
+    r"""Round-off allowance of :math:`\delta_t = \|W^t_{recurr} - W^t_{trunc}\|_F`, t = 1..``steps`` (float64).
+
+    Two float64 trajectories cannot be told apart below their rounding: a projected step
+    :math:`W \leftarrow \Pi_\Omega(W - \alpha_t\nabla p)` rounds every entry of W at the unit roundoff u
+    (subtraction, scaling; the projection's SVD and rescaling a few u more), so one trajectory gains at most
+    :math:`c\,u\|W\|_F` per step with :math:`\|W\|_F \le \lambda\sqrt n` on Ω; c = 8 covers those operations,
+    a factor 2 the two trajectories and a factor 2 the propagation of earlier rounding (at ci sizes
+    :math:`t^{\alpha\beta} \le 1.4` where δ_t is at round-off: the tanh runs, αβ_emp < 0.1):
+    :math:`\rho_t = 32\,t\,u\,\lambda\sqrt n`, 3e-13 at t = 40, n = 8. Found by the 200-seed gate sweep: on 5 seeds
+    the tanh runs' truncation error was itself at round-off (γ_emp ~ 3e-13) and δ_t ~ 2e-14 "exceeded" a bound of
+    5e-15 -- round-off, not a violation of Prop. 2 (DESIGN.md: round-off is not a deviation).
+    """
+    per_step = 32.0 * _U64 * setup.lam * math.sqrt(setup.n)
+    return [per_step * t for t in range(1, steps + 1)]
+
+
 def _max_ratio(values: Sequence[float], bounds: Sequence[float]) -> float:
     """max value/bound, with 0/0 = 0 (no truncation error, no gap) and x/0 = inf."""
     out = 0.0
@@ -1370,7 +1392,8 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
         if r["schedules"]["alpha/t"]["gamma_zero"]:
             mut_ratios.append(math.nan)  # no truncation error at all: the bound is 0 and cannot tell
         else:
-            mut_ratios.append(_max_ratio(rm["delta"][:, 0].tolist(), sharp))
+            rho = prop2_roundoff(setup, setup.N)  # the same allowance as the correct runs get
+            mut_ratios.append(_max_ratio(rm["delta"][:, 0].tolist(), [b + r for b, r in zip(sharp, rho, strict=True)]))
     informative = [x for x in mut_ratios if not math.isnan(x)]
     controls = [
         Control(
