@@ -48,7 +48,7 @@ from verify.assumptions import (
     require_contraction,
     truncation_constants,
 )
-from verify.budget import roundoff_budget, unit_roundoff
+from verify.budget import projected_gd_roundoff, roundoff_budget, unit_roundoff
 from verify.cells import ElmanCell, LinearCell, LSTMCell
 from verify.checks import register
 from verify.errors import AssumptionViolated
@@ -1302,25 +1302,9 @@ def _prop2_figure(kind: str, r: dict[str, Any], setup: Prop2Setup) -> dict[str, 
     )
 
 
-#: unit roundoff of float64
-_U64 = 2.0**-53
-
-
 def prop2_roundoff(setup: Prop2Setup, steps: int) -> list[float]:
-    r"""Round-off allowance of :math:`\delta_t = \|W^t_{recurr} - W^t_{trunc}\|_F`, t = 1..``steps`` (float64).
-
-    Two float64 trajectories cannot be told apart below their rounding: a projected step
-    :math:`W \leftarrow \Pi_\Omega(W - \alpha_t\nabla p)` rounds every entry of W at the unit roundoff u
-    (subtraction, scaling; the projection's SVD and rescaling a few u more), so one trajectory gains at most
-    :math:`c\,u\|W\|_F` per step with :math:`\|W\|_F \le \lambda\sqrt n` on Ω; c = 8 covers those operations,
-    a factor 2 the two trajectories and a factor 2 the propagation of earlier rounding (at ci sizes
-    :math:`t^{\alpha\beta} \le 1.4` where δ_t is at round-off: the tanh runs, αβ_emp < 0.1):
-    :math:`\rho_t = 32\,t\,u\,\lambda\sqrt n`, 3e-13 at t = 40, n = 8. Found by the 200-seed gate sweep: on 5 seeds
-    the tanh runs' truncation error was itself at round-off (γ_emp ~ 3e-13) and δ_t ~ 2e-14 "exceeded" a bound of
-    5e-15 -- round-off, not a violation of Prop. 2 (DESIGN.md: round-off is not a deviation).
-    """
-    per_step = 32.0 * _U64 * setup.lam * math.sqrt(setup.n)
-    return [per_step * t for t in range(1, steps + 1)]
+    """The round-off allowance of δ_t for Prop. 2's setup (:func:`verify.budget.projected_gd_roundoff`)."""
+    return projected_gd_roundoff(setup.lam, setup.n, steps)
 
 
 def _max_ratio(values: Sequence[float], bounds: Sequence[float]) -> float:
