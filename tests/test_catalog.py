@@ -11,7 +11,8 @@ import pytest
 from theory.catalog import FAMILIES, Claim, all_claims
 from theory.papers import PAPERS
 from verify.checks import registry
-from verify.results import CheckResult, RunConfig
+from verify.config import RunConfig
+from verify.verdict import CheckResult
 
 KNOWN_PAPERS = set(PAPERS)
 #: what a user of the package does not have: the paper files the toolkit was built from and its design file

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from verify.cells import ElmanCell, GRUCell, InfluenceBalancingCell, LinearCell, LSTMCell
 from verify.errors import InvalidArgument
-from verify.params import ParamLayout
-from verify.strategies import CELL_KINDS, influence_balancing_problem, make_cell
+from verify.model.cells import ElmanCell, GRUCell, InfluenceBalancingCell, LinearCell, LSTMCell
+from verify.model.params import ParamLayout
+from verify.testing.strategies import CELL_KINDS, influence_balancing_problem, make_cell
 
 
 @pytest.mark.parametrize("kind", CELL_KINDS)

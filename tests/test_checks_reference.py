@@ -7,9 +7,10 @@ import json
 import pytest
 
 from theory.catalog import all_claims
+from verify.config import RunConfig
 from verify.report.figures import claim_figures
-from verify.results import CheckResult, Control, RunConfig, Verdict
-from verify.runner import run_check
+from verify.run.check import run_check
+from verify.verdict import CheckResult, Control, Verdict
 
 
 @pytest.mark.parametrize("claim_id", [c for c in all_claims() if c.startswith("reference.")])

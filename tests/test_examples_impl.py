@@ -20,7 +20,7 @@ from verify.estimators import RTRL, TBPTT, UORO, Tabulated, check_contract, run_
 from verify.examples.rtrl import MyRTRL
 from verify.examples.tbptt import MyTBPTT
 from verify.examples.uoro import MyUORO
-from verify.strategies import random_problem
+from verify.testing.strategies import random_problem
 
 EXAMPLES = Path(verify.examples.__file__).parent
 
@@ -45,7 +45,7 @@ def test_examples_are_short_and_use_the_public_api_only() -> None:
         }
         assert all(
             m in {"__future__", "dataclasses", "typing", "torch", "torch.autograd.functional"}
-            or m in {"verify.problem", "verify.estimators"}
+            or m in {"verify.model.problem", "verify.estimators"}
             for m in mods
         ), (f, mods)
 

@@ -1,4 +1,4 @@
-"""float32 sampling (:mod:`verify.float32_sampling`): rounding accounted, so it cannot fake a FAIL or a certificate.
+"""float32 sampling (:mod:`verify.gpu.float32_sampling`): rounding accounted, so it cannot fake a FAIL or a certificate.
 
 Synthetic samplers make the rounding explicit: the "float32" sampler is the float64 one plus a
 known offset b. Within the allowance (measured on the paired pilot) b must never turn into a
@@ -13,17 +13,17 @@ import torch
 
 from verify.errors import InvalidArgument
 from verify.estimators import UORO
-from verify.float32_sampling import (
+from verify.gpu.float32_sampling import (
     MAX_SHARE,
     parity_factor,
     rounded,
     run_with_precision,
     sequential_test_with_precision,
 )
-from verify.mutants.uoro import get
-from verify.results import Verdict
+from verify.impl.mutants.uoro import get
 from verify.stats.unbiased import TestOptions
-from verify.strategies import random_problem
+from verify.testing.strategies import random_problem
+from verify.verdict import Verdict
 
 G = torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64)
 NAMES = ["q"]

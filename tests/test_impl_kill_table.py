@@ -15,9 +15,9 @@ import pytest
 
 from theory.catalog import all_claims
 from verify.cli import main
-from verify.mutants import Mutant, all_mutants
-from verify.results import RunConfig
-from verify.runner import run_check
+from verify.config import RunConfig
+from verify.impl.mutants import Mutant, all_mutants
+from verify.run.check import run_check
 
 #: one mutant of every part that has mutants, with one (quick) claim it is visible to
 SUBSET = {
@@ -50,7 +50,7 @@ def _internal(m: Mutant, claims: list[str]) -> dict[str, str]:
 
 def _via_impl(m: Mutant, claims: list[str], tmp: Path) -> dict[str, str]:
     f = tmp / f"user_{m.name.replace('.', '_').replace('-', '_')}.py"
-    f.write_text(f"from verify.mutants import get\n\npart = get({m.name!r}).part\n")
+    f.write_text(f"from verify.impl.mutants import get\n\npart = get({m.name!r}).part\n")
     out = tmp / f"{f.stem}.json"
     code = main(["run", "--impl", f"{m.target}={f}:part", "--claims", *claims, "--no-report", "-q", "--json", str(out)])
     doc = json.loads(out.read_text())

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from verify.cells import ElmanCell, LSTMCell
 from verify.errors import InvalidArgument, VerifyError
-from verify.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
-from verify.params import ParamLayout
-from verify.problem import Problem
-from verify.strategies import random_problem
+from verify.model.cells import ElmanCell, LSTMCell
+from verify.model.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
+from verify.model.params import ParamLayout
+from verify.model.problem import Problem
+from verify.testing.strategies import random_problem
 
 
 def _problem(T: int = 5, **over: object) -> Problem:

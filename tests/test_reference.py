@@ -4,7 +4,7 @@ Targets on well-conditioned problems (every cell, both losses, optional batch):
 BPTT vs explicit adjoint ≤ 1e-12 relative; influence matrices vs torch.func.jacfwd
 ≤ 1e-12; complex step vs BPTT ≤ 1e-12 (analytic cells); Richardson central
 differences vs BPTT ≤ 1e-8. Each test also asserts the measured error is within
-the predicted round-off budget of :mod:`verify.budget`.
+the predicted round-off budget of :mod:`verify.oracles.budget`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ import torch
 from hypothesis import given, settings
 
 from tests.conftest import examples
-from verify.budget import conditioning
 from verify.errors import InvalidArgument
-from verify.finite_diff import complex_problem, complex_step_directional, jacobian_fd, richardson_directional
-from verify.reference import (
+from verify.oracles.bptt import (
     adjoint_gradient,
     bptt_gradient,
     influence_jacfwd,
@@ -27,7 +25,9 @@ from verify.reference import (
     truncated_model_gradient,
     truncated_model_states,
 )
-from verify.strategies import ProblemCase, contractive_problem, problems, random_problem
+from verify.oracles.budget import conditioning
+from verify.oracles.finite_diff import complex_problem, complex_step_directional, jacobian_fd, richardson_directional
+from verify.testing.strategies import ProblemCase, contractive_problem, problems, random_problem
 
 
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -117,7 +117,7 @@ def test_relu_across_kinks_reduces_step() -> None:
 
 
 def test_influence_balancing_reference() -> None:
-    from verify.strategies import influence_balancing_problem
+    from verify.testing.strategies import influence_balancing_problem
 
     P, th = influence_balancing_problem(n=23, p=10, T=300)
     I = influence_matrices(P, th)

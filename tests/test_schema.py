@@ -13,8 +13,8 @@ import pytest
 
 from verify.errors import InvalidArgument, InvalidFile
 from verify.report import claim_record, run_document
-from verify.results import CheckResult, Control, Verdict
 from verify.schema import load_npz, parse_golden_header, parse_json_bytes, parse_results
+from verify.verdict import CheckResult, Control, Verdict
 
 
 def _doc() -> dict[str, Any]:
@@ -148,7 +148,7 @@ def _header() -> dict[str, Any]:
     arrays = {q: {"shape": [2], "sha256": sha, "meaning": q} for q in ("theta", "inputs", "targets", "s0")}
     arrays["gradient"] = {"shape": [2], "sha256": sha, "meaning": "g", "provider": "reference"}
     return {
-        "format": "rnn-verify.golden",
+        "format": "rnn-verify.oracles.golden",
         "format_version": 1,
         "seed": 0,
         "ks": [1, 2],

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from verify.mutants.reference import MUTANTS
-from verify.selfcheck import reference_self_check
-from verify.strategies import CELL_KINDS, random_problem
+from verify.impl.mutants.reference import MUTANTS
+from verify.oracles.selfcheck import reference_self_check
+from verify.testing.strategies import CELL_KINDS, random_problem
 
 
 @pytest.mark.parametrize("kind", CELL_KINDS)

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from verify import _validate
-from verify.cells import ElmanCell
 from verify.errors import InvalidArgument
 from verify.fpp.envs import cycle_world, stochastic_world
-from verify.strategies import (
+from verify.model.cells import ElmanCell
+from verify.testing.strategies import (
     clip_spectral_norm,
     contractive_problem,
     contractive_problems,

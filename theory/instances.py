@@ -161,7 +161,7 @@ def rnn_constants(
     """:class:`TruncationConstants` of an Elman RNN (``activation="tanh"``) or linear system (``"identity"``).
 
     Raises ``ValueError`` when the instance is not contractive (λ = L_ρ‖W‖ ≥ 1):
-    the caller (``verify.assumptions``) turns that into ``AssumptionViolated``.
+    the caller (``verify.oracles.contraction``) turns that into ``AssumptionViolated``.
     """
     act = activation_constants(activation)
     unknown = set(trainable) - {"W", "U"}

@@ -65,7 +65,7 @@ CPU float64 reference within a predicted rounding-error budget,
 ||r_gpu - r_cpu64|| <= C (u_gpu + u_64) sqrt(m L_eff + T_sum) ||r_bar||, where r_bar is
 the result recomputed on absolute values, u the rounding unit, m the inner-product
 length, L_eff the instance's effective memory and T_sum the number of summed steps
-(verify.budget). UORO's noise is drawn once and replayed so that runs on different
+(verify.oracles.budget). UORO's noise is drawn once and replayed so that runs on different
 devices are comparable.""",
     "Notes from reading the papers": """\
 These were checked, not assumed; the catalog's errata record what was found.

@@ -2,17 +2,18 @@
 
 Layers (see the README):
 
-* :mod:`verify.cells`, :mod:`verify.losses`, :mod:`verify.problem` -- the problem model;
-* :mod:`verify.reference`, :mod:`verify.finite_diff`, :mod:`verify.selfcheck`,
-  :mod:`verify.budget` -- exact float64 references and their cross-checks;
-* :mod:`verify.strategies` -- problem builders and hypothesis strategies;
-* :mod:`verify.checks`, :mod:`verify.runner`, :mod:`verify.cli` -- the claims'
+* :mod:`verify.model.cells`, :mod:`verify.model.losses`, :mod:`verify.model.problem` -- the problem model;
+* :mod:`verify.oracles.bptt`, :mod:`verify.oracles.finite_diff`, :mod:`verify.oracles.selfcheck`,
+  :mod:`verify.oracles.budget` -- exact float64 references and their cross-checks;
+* :mod:`verify.testing.strategies` -- problem builders and hypothesis strategies;
+* :mod:`verify.checks`, :mod:`verify.run.catalog`, :mod:`verify.cli` -- the claims'
   checks and the ``rnn-verify`` command; :mod:`theory` holds the claim catalog.
 """
 
+from verify.config import RunConfig
 from verify.errors import AssumptionViolated, InvalidArgument, VerifyError
-from verify.problem import Problem
-from verify.results import CheckResult, RunConfig, Verdict
+from verify.model.problem import Problem
+from verify.verdict import CheckResult, Verdict
 
 __version__ = "0.1.0"
 

@@ -169,7 +169,7 @@ def require_memory(name: str, nbytes: int, what: str, fraction: float = 0.5) -> 
 
 
 # ------------------------------------------------------------------- seeds
-#: every check seeds its generators as ``seed * SEED_MULTIPLIER + salt`` (:meth:`verify.results.RunConfig.generator`)
+#: every check seeds its generators as ``seed * SEED_MULTIPLIER + salt`` (:meth:`verify.config.RunConfig.generator`)
 SEED_MULTIPLIER = 1_000_003
 #: the largest seed ``torch.Generator.manual_seed`` accepts (an unsigned 64-bit integer)
 TORCH_SEED_MAX = 2**64 - 1
@@ -181,7 +181,7 @@ def validate_seed(name: str, value: object) -> int:
     """Return ``value`` if it is a base seed every generator of the toolkit accepts, else raise.
 
     A base seed becomes ``seed * SEED_MULTIPLIER + salt`` (salt < ``SEED_MULTIPLIER``) in
-    :meth:`verify.results.RunConfig.generator` and :func:`verify.golden.golden_cases`, and that
+    :meth:`verify.config.RunConfig.generator` and :func:`verify.oracles.golden.golden_cases`, and that
     number goes to ``torch.Generator.manual_seed``, which accepts at most ``2**64 - 1``. So the
     accepted range is ``0 <= seed <= MAX_SEED`` (= 18_446_688_733_642); numpy's ``SeedSequence``
     accepts any non-negative integer and sets no tighter limit. Raises :class:`InvalidArgument`

@@ -37,7 +37,7 @@ and every file read is validated before anything is written
 (:mod:`verify.schema`). ``--workers`` is capped at the CPUs available (with a
 note) and at the number of claims to run; the workers are the sweep machinery's
 local process pool, ``--executor dask[=ADDRESS]`` runs the claims on Dask instead.
-``sweep NAME`` runs a named sweep (:mod:`verify.sweep.definitions`: the papers'
+``sweep NAME`` runs a named sweep (:mod:`verify.run.sweep.definitions`: the papers'
 reproductions at their settings, calibration over seeds, claim runs) as cells on
 an executor -- by default a Dask ``LocalCluster`` on the loopback interface where
 Dask is installed, a process pool otherwise -- with every finished cell cached by
@@ -48,7 +48,7 @@ printed every ~10 s.
 
 ``run --impl FAMILY=SPEC`` (repeatable) runs the claims against *your*
 implementation: ``SPEC`` is ``module.path:Name`` or ``path/to/file.py:name``
-(:mod:`verify.impl_loader`; ``FAMILY`` is ``reference``, ``rtrl``, ``truncation``
+(:mod:`verify.impl.loader`; ``FAMILY`` is ``reference``, ``rtrl``, ``truncation``
 (alias ``tbptt``), ``uoro``, ``fpp``, ``device`` or a ``family.field``). It is loaded
 and put through the estimator contract before any claim runs; a bad spec is exit 2
 naming it. The report header, ``results.json`` (``run.implementations``) and every
@@ -77,9 +77,10 @@ from typing import TextIO
 
 from theory.catalog import GATE_ALPHA, Claim, gate_budget
 from verify._validate import MAX_SEED
+from verify.config import PROFILES, RunConfig
 from verify.errors import VerifyError
-from verify.results import PROFILES, CheckResult, RunConfig, Verdict
-from verify.sweep.executors import available_cpus
+from verify.run.sweep.executors import available_cpus
+from verify.verdict import CheckResult, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED, EXIT_HANGUP = 128 + 15, 128 + 1  # SIGTERM, SIGHUP: the shell's 128 + signal number
@@ -301,14 +302,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from verify.report.document import tool_version
+    from verify.files import tool_version
 
     return tool_version()
 
 
 # ---------------------------------------------------------------------- list
 def _cmd_list(args: argparse.Namespace) -> int:
-    from verify.runner import select_claims
+    from verify.run.check import select_claims
 
     claims = select_claims(args.claims, profile=args.profile)
     if args.claims and args.profile:
@@ -468,7 +469,7 @@ class _BackgroundPNGs:
         procs = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)
         if terminate:
-            from verify.runner import stop_processes
+            from verify.run.sweep.executors import stop_processes
 
             stop_processes(procs)
 
@@ -486,8 +487,9 @@ def _default_out(profile: str) -> Path:
 
 def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from verify._validate import validate_seed
-    from verify.device import NO_CUDA_REASON, resolve_device
     from verify.errors import InvalidArgument
+    from verify.files import write_file_atomic
+    from verify.hardware import NO_CUDA_REASON, resolve_device
     from verify.report import (
         claim_png_jobs,
         claim_record,
@@ -498,8 +500,8 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         run_document,
         write_report,
     )
-    from verify.report.atomic import write_file_atomic
-    from verify.runner import run_claims, select_claims
+    from verify.run.catalog import run_claims
+    from verify.run.check import select_claims
 
     validate_seed("--seed", args.seed)
     if args.workers is not None and args.workers < 1:
@@ -508,7 +510,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
     impls = None
     if args.impl:  # loaded and checked before anything else runs: a bad spec is exit 2, naming it
-        from verify.impl_loader import load_implementations
+        from verify.impl.loader import load_implementations
 
         impls = load_implementations(args.impl)
     # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
@@ -574,7 +576,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print("rnn-verify: note: --executor ignored with --impl (the loaded implementations run in this process)",
               file=sys.stderr)  # fmt: skip
     elif args.executor is not None:
-        from verify.sweep.executors import make_executor, parse_executor
+        from verify.run.sweep.executors import make_executor, parse_executor
 
         kind, address = parse_executor(args.executor)
         if kind == "auto":
@@ -706,7 +708,7 @@ def _note_foreign(out: Path, kept: list[str]) -> None:
 
 # --------------------------------------------------------------------- sweep
 def _dask() -> bool:
-    from verify.sweep.executors import dask_available
+    from verify.run.sweep.executors import dask_available
 
     return dask_available()
 
@@ -720,10 +722,10 @@ def default_cache_dir() -> Path:
 def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from verify._validate import validate_seed
     from verify.errors import InvalidArgument
+    from verify.files import write_file_atomic
     from verify.report import claim_record, preflight_dir, preflight_file, run_document, write_report
-    from verify.report.atomic import write_file_atomic
-    from verify.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
-    from verify.sweep.driver import failed_cells_text
+    from verify.run.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
+    from verify.run.sweep.driver import failed_cells_text
 
     if args.list:
         for d in definitions().values():
@@ -905,7 +907,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------- golden
 def _cmd_golden(args: argparse.Namespace) -> int:
-    from verify import golden
+    from verify.oracles import golden
 
     if args.check:
         report = golden.check_golden(args.check)

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from verify.errors import InvalidArgument, InvalidFile
+from verify.figure_spec import normalize_figure
 
 __all__ = [
     "ArrayEntry",
@@ -213,7 +214,7 @@ def number(at: At, v: Any, lo: float | None = None, hi: float | None = None, *, 
 
 
 def measured(at: At, v: Any) -> float | str | None:
-    """A measured value as :func:`verify.results.to_jsonable` writes it: a finite number, null or 'nan'/'inf'/'-inf'."""
+    """A measured value as :func:`verify.verdict.to_jsonable` writes it: a finite number, null or 'nan'/'inf'/'-inf'."""
     if v is None:
         return None
     if isinstance(v, str) and v in NONFINITE_STRINGS:
@@ -261,7 +262,7 @@ def _get(at: At, d: Mapping[str, Any], k: str, parse: Callable[[At, Any], T], de
 
 
 # ------------------------------------------------------------ results document
-RESULTS_SCHEMA = "rnn-verify.results"
+RESULTS_SCHEMA = "rnn-verify.verdict"
 RESULTS_SCHEMA_VERSION = 1
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED")
 _PROFILES = ("ci", "full")
@@ -301,7 +302,7 @@ class ResultsDocument:
     """A parsed ``results.json``: typed summary and claims, and ``document``, the validated dict to render.
 
     ``document`` is the file's object with every figure replaced by its normalised
-    form (:func:`verify.report.figures.normalize_figure`), so renderers only see
+    form (:func:`verify.figure_spec.normalize_figure`), so renderers only see
     validated values.
     """
 
@@ -392,8 +393,6 @@ def _boolean(at: At, v: Any) -> bool:
 
 
 def _figure(at: At, v: Any) -> dict[str, Any]:
-    from verify.report.figures import normalize_figure
-
     spec = obj(at, v)
     for k in ("title", "xlabel", "ylabel", "caption"):
         where, x = field(at, spec, k)
@@ -523,7 +522,7 @@ def parse_results(doc: Any, file: str = "results.json") -> ResultsDocument:
 
 
 # --------------------------------------------------------------- golden header
-GOLDEN_FORMAT = "rnn-verify.golden"
+GOLDEN_FORMAT = "rnn-verify.oracles.golden"
 GOLDEN_FORMAT_VERSION = 1
 #: truncation lengths a golden file may ask for
 MAX_K = 10_000
@@ -545,7 +544,7 @@ class ArrayEntry:
 
 @dataclass(frozen=True)
 class GoldenCase:
-    """One problem of a golden file: its spec (for :func:`verify.golden.build_problem`) and its arrays."""
+    """One problem of a golden file: its spec (for :func:`verify.oracles.golden.build_problem`) and its arrays."""
 
     name: str
     problem: dict[str, Any]

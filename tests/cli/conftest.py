@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import verify.cli as cli_mod
-import verify.runner as runner_mod
+import verify.run.catalog as runner_mod
 from theory.catalog import Claim, all_claims
-from verify.results import CheckResult, RunConfig
+from verify.config import RunConfig
+from verify.verdict import CheckResult
 
 
 @pytest.fixture

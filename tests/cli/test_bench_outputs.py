@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from verify.bench import gpu, uoro_statistics
-from verify.report.atomic import read_marker
+from verify.files import read_marker
 
 
 @pytest.fixture()

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from verify.cli import main
-from verify.report.atomic import MARKER
-from verify.results import CheckResult, RunConfig, Verdict
+from verify.config import RunConfig
+from verify.files import MARKER
+from verify.verdict import CheckResult, Verdict
 
 
 def _pass(config: RunConfig) -> CheckResult:

@@ -39,14 +39,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import verify.cli as cli
-import verify.golden as golden_mod
-import verify.runner as runner
+import verify.oracles.golden as golden_mod
+import verify.run.catalog as runner
 from tests.conftest import examples
 from theory.catalog import all_claims
+from verify.config import RunConfig
 from verify.errors import InvalidArgument
-from verify.golden import HEADER_KEY, load_golden
-from verify.results import CheckResult, Control, RunConfig, Verdict
+from verify.oracles.golden import HEADER_KEY, load_golden
 from verify.schema import parse_json_bytes, parse_results
+from verify.verdict import CheckResult, Control, Verdict
 
 STATS: Counter[str] = Counter()
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from verify.cli import main
-from verify.golden import CHECK_RTOL, HEADER_KEY, check_golden
-from verify.strategies import CELL_KINDS
+from verify.oracles.golden import CHECK_RTOL, HEADER_KEY, check_golden
+from verify.testing.strategies import CELL_KINDS
 
 
 @pytest.fixture(scope="module")

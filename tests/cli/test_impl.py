@@ -11,8 +11,8 @@ import pytest
 from verify.cli import main
 from verify.errors import ImplementationError, InvalidArgument
 from verify.impl import DEFAULT
-from verify.impl_loader import load_implementations, parse_impl_arg
-from verify.reference import adjoint_gradient
+from verify.impl.loader import load_implementations, parse_impl_arg
+from verify.oracles.bptt import adjoint_gradient
 
 
 def _err(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
@@ -74,18 +74,18 @@ def test_duplicate_and_alias() -> None:
     assert parse_impl_arg("truncation=a.b:C") == ("truncation.tbptt", "a.b:C")
     assert parse_impl_arg("fpp.sampler=a.b:C") == ("fpp.sampler", "a.b:C")
     with pytest.raises(InvalidArgument, match="already given"):
-        load_implementations(["reference=verify.reference:adjoint_gradient"] * 2)
+        load_implementations(["reference=verify.oracles.bptt:adjoint_gradient"] * 2)
     with pytest.raises(ImplementationError, match="no module named"):
         load_implementations(["uoro=nope_nope:X"], option="--rnn-verify-impl")
 
 
 def test_loaded_part_carries_file_and_sha256(tmp_path: Path) -> None:
     f = tmp_path / "adj.py"
-    f.write_text("from verify.reference import adjoint_gradient as mine\n")
+    f.write_text("from verify.oracles.bptt import adjoint_gradient as mine\n")
     impls = load_implementations([f"reference={f}:mine"])
     src = impls.source("reference.adjoint")
     assert src is not None and impls.reference.adjoint is adjoint_gradient
-    # the object is defined in verify/reference.py: that is the file whose hash is reported
+    # the object is defined in verify/oracles/bptt.py: that is the file whose hash is reported
     ref_file = Path(adjoint_gradient.__code__.co_filename)
     assert Path(src.file) == ref_file.resolve()
     assert src.sha256 == hashlib.sha256(ref_file.read_bytes()).hexdigest()
@@ -95,7 +95,7 @@ def test_loaded_part_carries_file_and_sha256(tmp_path: Path) -> None:
 def test_results_and_report_name_the_implementation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "my_adjoint.py"
     f.write_text(
-        "from verify.reference import adjoint_gradient\n"
+        "from verify.oracles.bptt import adjoint_gradient\n"
         "def my_adjoint(problem, theta, per_step=False):\n"
         "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
     )
@@ -120,7 +120,7 @@ def test_results_and_report_name_the_implementation(tmp_path: Path, capsys: pyte
 
 def test_broken_user_adjoint_fails_the_claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "broken_adjoint.py"
-    f.write_text("from verify.mutants.reference import no_adjoint_propagation as broken\n")
+    f.write_text("from verify.impl.mutants.reference import no_adjoint_propagation as broken\n")
     argv = ["run", "--impl", f"reference={f}:broken", "--claims", "reference.adjoint", "--no-report"]
     assert main(argv) == 1
     out = capsys.readouterr().out
@@ -160,7 +160,7 @@ def test_sys_exit_inside_a_claim_is_a_fail_not_the_exit_status(
     f = tmp_path / "late_exit.py"
     f.write_text(
         "import sys\n"
-        "from verify.reference import adjoint_gradient\n"
+        "from verify.oracles.bptt import adjoint_gradient\n"
         "calls = []\n"
         "def adjoint(problem, theta, per_step=False):\n"
         "    calls.append(1)\n"

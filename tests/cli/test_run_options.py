@@ -14,8 +14,9 @@ from tests.cli.conftest import fake_claim
 from theory.catalog import get_claim
 from verify._validate import MAX_SEED, SEED_MULTIPLIER, validate_seed
 from verify.cli import _Progress, main
+from verify.config import RunConfig
 from verify.errors import InvalidArgument
-from verify.results import CheckResult, RunConfig, Verdict
+from verify.verdict import CheckResult, Verdict
 
 
 def _recording(seeds: list[int]) -> Callable[[RunConfig], CheckResult]:
@@ -71,7 +72,7 @@ def test_workers_capped_at_the_cpus_with_a_note(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     import verify.cli as cli
-    import verify.runner as runner
+    import verify.run.catalog as runner
 
     claims = tuple(fake_claim(f"reference.fake-{i}") for i in range(3))
     fake_checks(

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from verify.cli import main
+from verify.config import RunConfig
 from verify.report import claim_record, run_document, write_report
-from verify.results import CheckResult, RunConfig, Verdict
+from verify.verdict import CheckResult, Verdict
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
 ROOT = Path(__file__).resolve().parents[2]

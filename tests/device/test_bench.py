@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from verify.bench.gpu import calibration_rows, main
-from verify.budget import C_PARITY
-from verify.device import NO_CUDA_REASON
+from verify.hardware import NO_CUDA_REASON
+from verify.oracles.budget import C_PARITY
 
 
 def test_bench_cpu_part_and_gpu_skip(capsys: pytest.CaptureFixture[str]) -> None:

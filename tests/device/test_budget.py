@@ -1,4 +1,4 @@
-"""The parity budget model (verify.budget §2): rounding units, effective memory, magnitudes dominate values."""
+"""The parity budget model (verify.oracles.budget §2): rounding units, effective memory, magnitudes dominate values."""
 
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-from verify.budget import (
+from verify.errors import InvalidArgument
+from verify.gpu.parity import (
+    ALGORITHMS,
+    FPPParity,
+    TBPTTParity,
+    TruncatedModelParity,
+    UOROParity,
+    applicable_algorithms,
+)
+from verify.oracles.bptt import bptt_gradient, per_step_gradients, tbptt_gradient
+from verify.oracles.budget import (
     C_PARITY,
     CALIBRATED_MAX_RATIO,
     CALIBRATION_MARGIN,
@@ -27,10 +37,7 @@ from verify.budget import (
     trajectory,
     unit_roundoff,
 )
-from verify.errors import InvalidArgument
-from verify.parity import ALGORITHMS, FPPParity, TBPTTParity, TruncatedModelParity, UOROParity, applicable_algorithms
-from verify.reference import bptt_gradient, per_step_gradients, tbptt_gradient
-from verify.strategies import CELL_KINDS, LOSS_KINDS, random_problem
+from verify.testing.strategies import CELL_KINDS, LOSS_KINDS, random_problem
 
 
 def test_rounding_units() -> None:

@@ -8,11 +8,12 @@ import pytest
 import torch
 
 from theory.catalog import all_claims
-from verify.device import NO_CUDA_REASON
-from verify.mutants import get as get_mutant
+from verify.config import RunConfig
+from verify.hardware import NO_CUDA_REASON
+from verify.impl.mutants import get as get_mutant
 from verify.report.figures import normalize_figure
-from verify.results import CheckResult, RunConfig, Verdict
-from verify.runner import run_check
+from verify.run.check import run_check
+from verify.verdict import CheckResult, Verdict
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 

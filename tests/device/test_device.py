@@ -7,7 +7,9 @@ import json
 import pytest
 import torch
 
-from verify.device import (
+from verify.errors import InvalidArgument
+from verify.gpu.parity import Arithmetic, ParityInputs, RTRLParity, compare, parity_reference
+from verify.hardware import (
     NO_CUDA_REASON,
     cuda_available,
     describe_device,
@@ -19,10 +21,8 @@ from verify.device import (
     resolve_device,
     tf32_settings,
 )
-from verify.errors import InvalidArgument
-from verify.parity import Arithmetic, ParityInputs, RTRLParity, compare, parity_reference
-from verify.problem import Problem
-from verify.strategies import random_problem
+from verify.model.problem import Problem
+from verify.testing.strategies import random_problem
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA_REASON)
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

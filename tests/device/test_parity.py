@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from verify.errors import InvalidArgument, VerifyError
-from verify.mutants.device import MUTANTS, fresh_noise, silent_bfloat16, silent_float16
-from verify.parity import (
+from verify.gpu.parity import (
     ALGORITHMS,
     Arithmetic,
     BPTTParity,
@@ -36,7 +35,8 @@ from verify.parity import (
     hidden_permutation,
     parity_reference,
 )
-from verify.strategies import CELL_KINDS, LOSS_KINDS, random_problem
+from verify.impl.mutants.device import MUTANTS, fresh_noise, silent_bfloat16, silent_float16
+from verify.testing.strategies import CELL_KINDS, LOSS_KINDS, random_problem
 
 F32 = Arithmetic(torch.float32)
 F64 = Arithmetic(torch.float64)
@@ -47,7 +47,7 @@ FAMILIES = ("bptt", "tbptt", "truncated", "rtrl", "uoro", "preact", "fpp")
 
 @st.composite
 def instances(draw: Any, families: tuple[str, ...] = FAMILIES) -> tuple[ParityAlgorithm, ParityInputs, str]:
-    """(algorithm, float64 inputs, label): an algorithm of verify.parity on a random problem it applies to."""
+    """(algorithm, float64 inputs, label): an algorithm of verify.gpu.parity on a random problem it applies to."""
     family = draw(st.sampled_from(families))
     kind = (
         "elman-" + draw(st.sampled_from(("tanh", "relu"))) if family == "preact" else draw(st.sampled_from(CELL_KINDS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from verify.estimators import RTRL, TBPTT, UORO, PreactivationUORO, TruncatedModel
-from verify.strategies import random_problem
+from verify.testing.strategies import random_problem
 
 #: every estimator of the toolkit, with the cells it supports (None = all)
 ESTIMATORS = [

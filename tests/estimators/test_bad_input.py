@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from tests.estimators.helpers import small_problem
-from verify.cells import ElmanCell
 from verify.errors import InvalidArgument
 from verify.estimators import (
     RTRL,
@@ -19,8 +18,9 @@ from verify.estimators import (
     enumerate_expectation,
     run_online,
 )
-from verify.losses import LinearReadout, SquaredError
-from verify.problem import Problem
+from verify.model.cells import ElmanCell
+from verify.model.losses import LinearReadout, SquaredError
+from verify.model.problem import Problem
 
 
 @pytest.mark.parametrize("k", [0, -1, 1.5, True, "3"])

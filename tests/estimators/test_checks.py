@@ -12,13 +12,14 @@ from theory.catalog import all_claims
 from theory.influence_balancing import equilibrium_derivative, truncated_derivative
 from verify.checks import rtrl as rtrl_checks
 from verify.checks._figures import WITHOUT_FIGURE
+from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.impl import RTRLImpl
-from verify.mutants.estimators import get as get_mutant
+from verify.impl.mutants.estimators import get as get_mutant
 from verify.report.figures import claim_figures
-from verify.results import RunConfig, Verdict
-from verify.runner import run_check
-from verify.strategies import random_problem
+from verify.run.check import run_check
+from verify.testing.strategies import random_problem
+from verify.verdict import Verdict
 
 CLAIMS = [c for c in all_claims() if c.startswith("rtrl.")] + ["uoro.exact-expectation"]
 

@@ -5,7 +5,7 @@
   the truncated model, UORO (rank, block), preactivation UORO; batched and unbatched;
   both losses; float64 and float32;
 * the fused samplers of :mod:`verify.estimators.fused` (dense and factored θ̃, chunked,
-  time-outer, rescaled) vs :func:`verify.assertions.estimator_sampler` on the generic path,
+  time-outer, rescaled) vs :func:`verify.testing.assertions.estimator_sampler` on the generic path,
   for every quantity, including every UORO mutant of the catalogs (they must keep their bugs);
 * the same draws: a fast path consumes the generator exactly as the generic path does;
 * CUDA: the same comparisons on the GPU (skipped with the reason where there is none).
@@ -26,15 +26,15 @@ import pytest
 import torch
 
 import verify.estimators.fused as fused
-from verify.assertions import estimator_sampler
-from verify.cells import ElmanCell
 from verify.errors import InvalidArgument
 from verify.estimators import RTRL, TBPTT, UORO, PreactivationUORO, TruncatedModel, run_estimator
 from verify.estimators.fused import fused_sampler, supports
 from verify.estimators.kernels import recognized
-from verify.mutants import estimators as est_mutants
-from verify.mutants import uoro as uoro_mutants
-from verify.strategies import CELL_KINDS, influence_balancing_problem, random_problem
+from verify.estimators.sampling import estimator_sampler
+from verify.impl.mutants import estimators as est_mutants
+from verify.impl.mutants import uoro as uoro_mutants
+from verify.model.cells import ElmanCell
+from verify.testing.strategies import CELL_KINDS, influence_balancing_problem, random_problem
 
 TOL = {torch.float64: 1e-12, torch.float32: 1e-4}
 QUANTITIES = ("gradient", "total", "influence")

@@ -7,7 +7,7 @@ import torch
 
 from verify.estimators import RTRL, TBPTT
 from verify.estimators.graphs import GraphedStep
-from verify.strategies import random_problem
+from verify.testing.strategies import random_problem
 
 
 def _problem(device: str = "cpu"):

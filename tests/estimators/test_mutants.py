@@ -1,4 +1,4 @@
-"""The mutant catalog of :mod:`verify.mutants.estimators`: every visible mutant makes its check FAIL.
+"""The mutant catalog of :mod:`verify.impl.mutants.estimators`: every visible mutant makes its check FAIL.
 
 Each mutant is run through the comparison its check uses (the same functions the
 checks call for their controls); the unbiased normalizer mutants must *pass* the
@@ -13,14 +13,14 @@ import torch
 
 from verify.checks import rtrl as rtrl_checks
 from verify.checks import uoro as uoro_checks
+from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.online import check_contract
 from verify.impl import RTRLImpl, TruncationImpl
-from verify.mutants import Mutant
-from verify.mutants.estimators import MUTANTS, get
-from verify.results import RunConfig
-from verify.strategies import influence_balancing_problem
+from verify.impl.mutants import Mutant
+from verify.impl.mutants.estimators import MUTANTS, get
+from verify.testing.strategies import influence_balancing_problem
 
 CONFIG = RunConfig()
 

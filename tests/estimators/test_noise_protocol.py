@@ -16,14 +16,15 @@ import pytest
 import torch
 
 from theory.catalog import all_claims
+from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.estimators import enumerate_expectation
 from verify.examples.uoro import MyUORO, State
 from verify.impl import DEFAULT
-from verify.mutants import get as get_mutant
-from verify.results import CheckResult, RunConfig, Verdict
-from verify.runner import run_check
-from verify.strategies import random_problem
+from verify.impl.mutants import get as get_mutant
+from verify.run.check import run_check
+from verify.testing.strategies import random_problem
+from verify.verdict import CheckResult, Verdict
 
 
 def _run(claim: str, factory: Any) -> CheckResult:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from tests.conftest import examples
 from theory.influence_balancing import equilibrium_derivative
 from verify.estimators import RTRL, RobbinsMonroSGD, run_estimator, run_online
-from verify.reference import influence_matrices, per_step_gradients
-from verify.strategies import CELL_KINDS, ProblemCase, influence_balancing_problem, problems
+from verify.oracles.bptt import influence_matrices, per_step_gradients
+from verify.testing.strategies import CELL_KINDS, ProblemCase, influence_balancing_problem, problems
 
 TOL = 1e-11  # DESIGN.md: RTRL vs BPTT <= 1e-11 relative
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from verify.estimators import TBPTT, TruncatedModel, run_estimator
-from verify.reference import per_step_gradients, tbptt_gradient, truncated_model_gradient, truncated_model_states
-from verify.strategies import ProblemCase, problems
+from verify.oracles.bptt import per_step_gradients, tbptt_gradient, truncated_model_gradient, truncated_model_states
+from verify.testing.strategies import ProblemCase, problems
 
 TOL = 1e-12
 

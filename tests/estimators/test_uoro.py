@@ -21,9 +21,9 @@ from verify.errors import InvalidArgument
 from verify.estimators import UORO, PreactivationUORO, Tabulated, enumerate_expectation, run_estimator
 from verify.estimators.enumerate import sign_patterns
 from verify.estimators.online import rollout
-from verify.mutants.estimators import get as get_mutant
-from verify.reference import influence_matrices, per_step_gradients
-from verify.strategies import CELL_KINDS, random_problem
+from verify.impl.mutants.estimators import get as get_mutant
+from verify.oracles.bptt import influence_matrices, per_step_gradients
+from verify.testing.strategies import CELL_KINDS, random_problem
 
 TOL = 1e-12
 

@@ -16,10 +16,12 @@ from verify.checks.fpp import (
     prop2_core,
     stationarity_core,
 )
-from verify.mutants.fpp import LEARNER_MUTANTS, MUTANTS
+from verify.config import RunConfig
+from verify.fpp.broken_learners import LEARNER_MUTANTS
+from verify.impl.mutants.fpp import MUTANTS
 from verify.report.figures import claim_figures
-from verify.results import RunConfig, Verdict
-from verify.runner import run_check
+from verify.run.check import run_check
+from verify.verdict import Verdict
 
 FPP_CLAIMS = [c for c in all_claims() if c.startswith("fpp.")]
 

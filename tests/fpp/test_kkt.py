@@ -21,8 +21,8 @@ from verify.fpp.kkt import (
     rnn_objective,
 )
 from verify.fpp.objective import FPPVariables
-from verify.reference import bptt_gradient
-from verify.strategies import CELL_KINDS, random_problem
+from verify.oracles.bptt import bptt_gradient
+from verify.testing.strategies import CELL_KINDS, random_problem
 
 
 def _explicit_lemma1(P, theta, states):

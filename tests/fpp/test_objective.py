@@ -29,7 +29,7 @@ from verify.fpp.objective import (
     sample_losses,
     unflatten_variables,
 )
-from verify.strategies import problems, random_problem
+from verify.testing.strategies import problems, random_problem
 
 # eq. (7) and autograd evaluate the same float64 operations in a different order: the
 # DESIGN target for exactness is 1e-12 relative on well-conditioned problems.

@@ -9,7 +9,6 @@ import pytest
 import torch
 from scipy import stats
 
-from verify.cells import ElmanCell
 from verify.errors import InvalidArgument
 from verify.fpp.envs import (
     STOCHASTIC_WORLD_TABLE,
@@ -26,8 +25,9 @@ from verify.fpp.online import (
     run_online,
     tbptt_window_gradient,
 )
-from verify.losses import LinearReadout, SquaredError
-from verify.reference import tbptt_gradient
+from verify.model.cells import ElmanCell
+from verify.model.losses import LinearReadout, SquaredError
+from verify.oracles.bptt import tbptt_gradient
 
 
 def _model(k: int = 3):
@@ -77,7 +77,7 @@ def test_stochastic_world_follows_table_1() -> None:
 
 
 def test_tbptt_window_gradient_equals_the_reference_truncated_bptt() -> None:
-    """The online T-BPTT trainer's gradient = verify.reference.tbptt_gradient(which='final') at frozen θ."""
+    """The online T-BPTT trainer's gradient = verify.oracles.bptt.tbptt_gradient(which='final') at frozen θ."""
     model = _model()
     g = torch.Generator().manual_seed(0)
     stream = cycle_world(4, 9, 1, g)

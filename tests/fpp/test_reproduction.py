@@ -28,7 +28,7 @@ from verify.fpp.reproduction import (
     stochasticworld_design,
     summarize,
 )
-from verify.results import Verdict
+from verify.verdict import Verdict
 
 
 @pytest.mark.parametrize("env", ["cycleworld", "stochasticworld"])

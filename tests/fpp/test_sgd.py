@@ -15,7 +15,7 @@ from verify.fpp.sgd import (
     sample_stopping_time,
     stopping_time_pmf,
 )
-from verify.strategies import random_problem
+from verify.testing.strategies import random_problem
 
 
 def test_projection_onto_the_ball() -> None:

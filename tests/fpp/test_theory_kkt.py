@@ -8,11 +8,11 @@ import torch
 from torch.func import grad
 
 from theory.fpp_kkt import kkt_system, prop2_residuals, verify_prop2
-from verify.cells import ElmanCell
 from verify.fpp.kkt import lagrangian, lemma1_multipliers, rnn_gradient
 from verify.fpp.objective import FPPVariables
-from verify.losses import LinearReadout, SquaredError
-from verify.problem import Problem
+from verify.model.cells import ElmanCell
+from verify.model.losses import LinearReadout, SquaredError
+from verify.model.problem import Problem
 
 
 @pytest.mark.parametrize("kind", ["generic", "elman"])

@@ -16,9 +16,9 @@ from verify.oracles.algorithm1 import (
     rademacher,
     step_jacobians,
 )
-from verify.reference import per_step_gradients
+from verify.oracles.bptt import per_step_gradients
 from verify.stats.variance import compare_second_moments, draws_to_separate
-from verify.strategies import random_problem
+from verify.testing.strategies import random_problem
 
 
 def _fixture(n: int, T: int, seed: int = 3) -> tuple[object, torch.Tensor, torch.Tensor]:

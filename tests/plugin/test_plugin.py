@@ -1,6 +1,6 @@
 """The pytest plugin (entry point ``pytest11``), exercised with pytester.
 
-Inner runs load the plugin with ``-p verify.pytest_plugin`` and entry-point
+Inner runs load the plugin with ``-p verify.testing.pytest_plugin`` and entry-point
 autoloading off, so they behave the same whether or not the package is installed.
 """
 
@@ -18,8 +18,8 @@ pytest_plugins = ["pytester"]
 
 USER_TEST = """
 import pytest
-from verify.reference import adjoint_gradient
-from verify.pytest_plugin import assert_gradient_close
+from verify.oracles.bptt import adjoint_gradient
+from verify.testing.pytest_plugin import assert_gradient_close
 
 
 @pytest.mark.rnn_verify_claim("mylib.adjoint-exact", title="my adjoint = BPTT", paper="my-notes.md", where="eq. (2)")
@@ -45,7 +45,7 @@ def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
     # a subprocess per inner run: in-process runs drop from sys.modules what they imported when they
     # end, and torch's C extensions and the check registry cannot be imported twice in one process
     # (that made these tests, and whatever ran after them, depend on the order of the test files)
-    return p.runpytest_subprocess("-p", "verify.pytest_plugin", "-p", "no:cacheprovider", *args)
+    return p.runpytest_subprocess("-p", "verify.testing.pytest_plugin", "-p", "no:cacheprovider", *args)
 
 
 def test_marked_test_becomes_a_claim_in_the_report(inner: pytest.Pytester) -> None:
@@ -116,7 +116,7 @@ def test_reference_fixture_gives_exact_quantities(inner: pytest.Pytester) -> Non
     inner.makepyfile(
         test_r="""
         import torch
-        from verify.reference import bptt_gradient, influence_matrices
+        from verify.oracles.bptt import bptt_gradient, influence_matrices
 
         def test_refs(rnn_verify_problems, rnn_verify_reference):
             case = rnn_verify_problems[3]
@@ -143,8 +143,8 @@ def test_catalog_claims_run_as_test_items(inner: pytest.Pytester) -> None:
 def test_failing_catalog_claim_fails_its_item(inner: pytest.Pytester) -> None:
     inner.makeconftest(
         """
-        import verify.runner as runner
-        from verify.results import CheckResult, Verdict
+        import verify.run.catalog as runner
+        from verify.verdict import CheckResult, Verdict
 
         _real = runner.registry
 
@@ -205,20 +205,20 @@ def test_entry_point_is_declared() -> None:
     tomllib = pytest.importorskip("tomllib")
     root = Path(__file__).resolve().parents[2]
     meta = tomllib.loads((root / "pyproject.toml").read_text())
-    assert meta["project"]["entry-points"]["pytest11"] == {"rnn_verify": "verify.pytest_plugin"}
+    assert meta["project"]["entry-points"]["pytest11"] == {"rnn_verify": "verify.testing.pytest_plugin"}
     from importlib.metadata import entry_points
 
-    installed = [ep for ep in entry_points(group="pytest11") if ep.value == "verify.pytest_plugin"]
+    installed = [ep for ep in entry_points(group="pytest11") if ep.value == "verify.testing.pytest_plugin"]
     if installed:  # the package is installed (e.g. `pip install -e .`): pytest finds the plugin by itself
         assert installed[0].name == "rnn_verify"
 
 
 def test_assertion_helpers_are_reexported() -> None:
-    import verify.pytest_plugin as plugin
+    import verify.testing.pytest_plugin as plugin
 
     assert callable(plugin.assert_gradient_close)
-    if importlib.util.find_spec("verify.assertions") is not None:
-        import verify.assertions as assertions
+    if importlib.util.find_spec("verify.testing.assertions") is not None:
+        import verify.testing.assertions as assertions
 
         names = [n for n in assertions.__all__ if n.startswith("assert_") or n.endswith("_property")]
         assert "assert_unbiased" in names
@@ -233,7 +233,7 @@ def test_rnn_verify_impl_option_loads_through_the_cli_loader(inner: pytest.Pytes
     """``--rnn-verify-impl`` puts the user's code under test: the fixture returns it, catalog claims run on it."""
     inner.makepyfile(test_user=USER_TEST)
     inner.makepyfile(
-        my_impl="from verify.mutants.reference import jacobian_from_wrong_step as my_adjoint\n",
+        my_impl="from verify.impl.mutants.reference import jacobian_from_wrong_step as my_adjoint\n",
     )
     spec = f"reference={inner.path / 'my_impl.py'}:my_adjoint"
     res = _run(inner, "--rnn-verify-impl", spec, "--rnn-verify-claims", "reference.adjoint")
@@ -243,7 +243,7 @@ def test_rnn_verify_impl_option_loads_through_the_cli_loader(inner: pytest.Pytes
 
 def test_rnn_verify_impl_with_a_correct_implementation_passes(inner: pytest.Pytester) -> None:
     inner.makepyfile(test_user=USER_TEST)
-    res = _run(inner, "--rnn-verify-impl", "reference=verify.reference:adjoint_gradient")
+    res = _run(inner, "--rnn-verify-impl", "reference=verify.oracles.bptt:adjoint_gradient")
     res.assert_outcomes(passed=5)
 
 

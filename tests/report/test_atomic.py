@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from verify.errors import InvalidArgument
-from verify.report.atomic import (
+from verify.files import (
     MARKER,
     foreign_entries,
     is_report_folder,

@@ -13,7 +13,7 @@ from verify.cli import _parser
 from verify.report import claim_png_jobs, claim_record, render_html, render_markdown, rerun_command, run_document
 from verify.report.figures import claim_figures, figure_empty_reason, normalize_figure, render_png
 from verify.report.render import _stat_line, md_code, md_escape
-from verify.results import CheckResult, Control, Verdict
+from verify.verdict import CheckResult, Control, Verdict
 
 UNSHIPPED = re.compile(r"seeds/|DESIGN\.md|[\w-]+\.md\b")
 

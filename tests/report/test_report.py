@@ -15,10 +15,10 @@ import pytest
 from theory.catalog import all_claims
 from verify.cli import main
 from verify.errors import InvalidArgument
+from verify.files import MARKER, preflight_dir, write_dir_atomic
 from verify.report import claim_record, load_document, run_document, validate_document, write_report
-from verify.report.atomic import MARKER, preflight_dir, write_dir_atomic
 from verify.report.render import render_junit
-from verify.results import CheckResult, Control, Verdict
+from verify.verdict import CheckResult, Control, Verdict
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from tests.stats.my_uoro import MyUORO
-from verify.assertions import assert_unbiased, default_steps, unbiasedness_property
 from verify.errors import InvalidArgument
 from verify.estimators import UORO
-from verify.mutants.uoro import get
-from verify.results import Verdict
-from verify.strategies import problems, random_problem
+from verify.impl.mutants.uoro import get
+from verify.testing.assertions import assert_unbiased, default_steps, unbiasedness_property
+from verify.testing.strategies import problems, random_problem
+from verify.verdict import Verdict
 
 pytestmark = pytest.mark.statistical
 

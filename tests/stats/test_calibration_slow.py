@@ -15,7 +15,6 @@ import torch
 
 from tests.stats.synthetic import Synthetic
 from verify.bench.uoro_statistics import _unbiased_once
-from verify.results import Verdict
 from verify.stats import (
     TestOptions,
     binomial_upper_quantile,
@@ -27,6 +26,7 @@ from verify.stats import (
 from verify.stats.bounds import norm_quantile_bound
 from verify.stats.calibration import LEVELS, MECHANISMS, Cell, run_cell, suite
 from verify.stats.unbiased import _geometry
+from verify.verdict import Verdict
 
 pytestmark = [pytest.mark.slow, pytest.mark.statistical]
 

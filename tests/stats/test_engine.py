@@ -10,7 +10,6 @@ from scipy import stats
 
 from tests.stats.synthetic import Synthetic
 from verify.errors import InvalidArgument
-from verify.results import Verdict
 from verify.stats import (
     TestOptions,
     adjusted_pvalues,
@@ -35,6 +34,7 @@ from verify.stats.bounds import (
     vector_mixture_radius,
 )
 from verify.stats.unbiased import validate_seed
+from verify.verdict import Verdict
 
 F64 = torch.float64
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from verify.assertions import assert_unbiased, plan_unbiased
 from verify.errors import InvalidArgument
 from verify.estimators import UORO
-from verify.mutants.uoro import get
-from verify.strategies import random_problem
+from verify.impl.mutants.uoro import get
+from verify.testing.assertions import assert_unbiased, plan_unbiased
+from verify.testing.strategies import random_problem
 
 
 def _problem() -> tuple[object, torch.Tensor]:

@@ -17,12 +17,12 @@ import math
 import pytest
 import torch
 
-from verify.assertions import assert_unbiased
 from verify.estimators.uoro import UORO, NormalizerInputs, paper_rho1
-from verify.mutants.uoro import get
-from verify.results import Verdict
+from verify.impl.mutants.uoro import get
 from verify.stats import TestOptions, fixed_sample_test, planned_test, sequential_test
-from verify.strategies import random_problem
+from verify.testing.assertions import assert_unbiased
+from verify.testing.strategies import random_problem
+from verify.verdict import Verdict
 
 pytestmark = pytest.mark.statistical
 

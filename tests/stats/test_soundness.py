@@ -21,7 +21,6 @@ import pytest
 import torch
 
 from tests.stats.synthetic import LAWS, Synthetic
-from verify.results import Verdict
 from verify.stats import (
     TestOptions,
     binomial_upper_quantile,
@@ -35,6 +34,7 @@ from verify.stats import (
 )
 from verify.stats.bounds import best_mixture_rho, norm_quantile_bound, vector_mixture_radius
 from verify.stats.unbiased import _geometry
+from verify.verdict import Verdict
 
 pytestmark = pytest.mark.statistical
 

@@ -15,13 +15,15 @@ import torch
 
 from verify.checks import registry
 from verify.checks._figures import WITHOUT_FIGURE
-from verify.checks.uoro_statistics import Reinforce, algorithm1_reference, step_jacobians
+from verify.config import RunConfig
 from verify.estimators.enumerate import sign_patterns
-from verify.mutants.uoro import CONFORMANCE, MUST_NOT_FAIL, MUTANTS, UNBIASED, VARIANCE
-from verify.reference import per_step_gradients
+from verify.estimators.reinforce import Reinforce
+from verify.impl.mutants.uoro import CONFORMANCE, MUST_NOT_FAIL, MUTANTS, UNBIASED, VARIANCE
+from verify.oracles.algorithm1 import algorithm1_reference, step_jacobians
+from verify.oracles.bptt import per_step_gradients
 from verify.report.figures import claim_figures
-from verify.results import RunConfig, Verdict
-from verify.strategies import random_problem
+from verify.testing.strategies import random_problem
+from verify.verdict import Verdict
 
 pytestmark = pytest.mark.statistical
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from verify.errors import InvalidArgument
-from verify.sweep import Cell, CellCache, cell_key, code_version
-from verify.sweep.cache import CACHE_MARKER
+from verify.run.sweep import Cell, CellCache, cell_key, code_version
+from verify.run.sweep.cache import CACHE_MARKER
 
 
 def test_keys_depend_on_task_params_and_code_only() -> None:

@@ -8,10 +8,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from verify.results import CheckResult, Control, Verdict
-from verify.runner import EXPECTED_SECONDS, longest_first, select_claims, torch_threads
-from verify.sweep import SerialExecutor, SweepOptions, get_definition, run_plan
-from verify.sweep.definitions import GATE_RECORD, family_wise_result, gate_result
+from verify.run.catalog import EXPECTED_SECONDS, longest_first
+from verify.run.check import select_claims, torch_threads
+from verify.run.sweep import SerialExecutor, SweepOptions, get_definition, run_plan
+from verify.run.sweep.definitions import GATE_RECORD, family_wise_result, gate_result
+from verify.verdict import CheckResult, Control, Verdict
 
 
 def _claim(alpha: float | None) -> SimpleNamespace:
@@ -87,7 +88,7 @@ def test_gate_is_seed_independent_over_20_seeds() -> None:
     """Issue 27's slow guard: the whole ci profile on 20 fresh seeds (1000..1019), two worker processes: no claim
     FAILs correct code and every negative control is caught in every seed (the published 200-seed run is in
     reports/gate-calibration)."""
-    from verify.sweep import ProcessExecutor
+    from verify.run.sweep import ProcessExecutor
 
     plan = get_definition("gate").build(SweepOptions(seed=1000, seeds=20, profile="ci"))
     with ProcessExecutor(2, 1) as ex:

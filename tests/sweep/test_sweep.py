@@ -18,8 +18,7 @@ import pytest
 
 from verify.cli import main
 from verify.errors import InvalidArgument
-from verify.results import Verdict
-from verify.sweep import (
+from verify.run.sweep import (
     CellCache,
     Executor,
     ProcessExecutor,
@@ -31,6 +30,7 @@ from verify.sweep import (
     parse_executor,
     run_plan,
 )
+from verify.verdict import Verdict
 
 SLEEP = 0.6  # seconds per selftest cell: long enough to kill a worker while cells run
 
@@ -115,7 +115,7 @@ def test_process_pool_survives_a_killed_worker_and_a_rerun_recomputes_nothing(tm
 def test_dask_localcluster_two_workers_one_killed_same_results_then_nothing_recomputed(tmp_path: Path) -> None:
     """The must-show test: loopback LocalCluster, 2 workers, one SIGKILLed mid-sweep."""
     pytest.importorskip("distributed")
-    from verify.sweep import DaskExecutor
+    from verify.run.sweep import DaskExecutor
 
     plan = get_definition("selftest").build(SweepOptions(seeds=8, sleep=SLEEP))
     reference = _values(run_plan(plan, SerialExecutor()))
@@ -171,7 +171,7 @@ def test_sweep_cli_writes_one_report_and_resumes_from_the_cache(tmp_path: Path, 
 def test_sweep_cli_failed_cell_exits_1_and_the_report_holds_its_traceback(tmp_path: Path, monkeypatch: Any) -> None:
     import importlib
 
-    defs: Any = importlib.import_module("verify.sweep.definitions")
+    defs: Any = importlib.import_module("verify.run.sweep.definitions")
 
     real = defs._selftest
 
@@ -187,8 +187,8 @@ def test_sweep_cli_failed_cell_exits_1_and_the_report_holds_its_traceback(tmp_pa
 
 
 def test_calibration_tabulates_verdict_rates_with_clopper_pearson() -> None:
-    from verify.results import CheckResult
-    from verify.sweep.definitions import calibration_result
+    from verify.run.sweep.definitions import calibration_result
+    from verify.verdict import CheckResult
 
     res = [CheckResult("x.y", Verdict.FAIL if s < 5 else Verdict.PASS, "s", alpha=0.01, seed=s) for s in range(100)]
     cal = calibration_result("x.y", res, list(range(100)), "ci")
@@ -220,7 +220,7 @@ def test_dask_scheduler_restart_mid_sweep_resubmits_only_what_is_missing(tmp_pat
     import threading
     import time
 
-    from verify.sweep import DaskExecutor
+    from verify.run.sweep import DaskExecutor
 
     port = _free_port()
     addr = f"tcp://127.0.0.1:{port}"
@@ -285,7 +285,7 @@ def test_run_with_the_dask_executor_gives_the_verdicts_in_catalog_order(tmp_path
 def test_fig4_sweep_at_the_ci_scale_reproduces_the_check(tmp_path: Path) -> None:
     """``fpp-fig4`` is judged by the claim's own judge: at the check's sizes it gives the check's verdict."""
     from verify.checks import registry
-    from verify.results import RunConfig
+    from verify.config import RunConfig
 
     out = tmp_path / "fig4.json"
     argv = ["sweep", "fpp-fig4", "--scale", "ci", "--executor", "serial", "--no-cache", "--no-report"]

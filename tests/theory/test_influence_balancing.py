@@ -1,7 +1,7 @@
 """theory.influence_balancing: ∂s¹/∂θ = 4p − 2n at equilibrium (UORO §4, eq. (8)), re-derived and evaluated.
 
 The symbolic result is compared with an independent numerical evaluation: reverse-mode
-influence matrices (verify.reference.influence_matrices) on the influence-balancing
+influence matrices (verify.oracles.bptt.influence_matrices) on the influence-balancing
 problem run long enough to reach the equilibrium (A has spectral radius 1/2).
 """
 
@@ -16,8 +16,8 @@ from theory.influence_balancing import (
     equilibrium_derivative_closed_form,
     equilibrium_matrix,
 )
-from verify.reference import influence_matrices
-from verify.strategies import influence_balancing_problem
+from verify.oracles.bptt import influence_matrices
+from verify.testing.strategies import influence_balancing_problem
 
 
 @pytest.mark.parametrize("n", range(1, 11))

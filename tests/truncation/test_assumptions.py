@@ -1,4 +1,4 @@
-"""verify.assumptions: the contraction checker (Miller & Hardt eq. (2), §6, Prop. 5) and the bound premises."""
+"""verify.oracles.contraction: the contraction checker (Miller & Hardt eq. (2), §6, Prop. 5) and the bound premises."""
 
 from __future__ import annotations
 
@@ -7,23 +7,23 @@ import torch
 from hypothesis import given, settings
 
 from tests.conftest import examples
-from verify.assumptions import (
-    contraction_certificate,
-    require_bound_setting,
-    require_contraction,
-    require_smooth,
-    truncation_constants,
-)
 from verify.checks.truncation import (
     _checker_suite,
     _run_checker,
     contraction_witness,
     prop3_problem,
 )
+from verify.config import RunConfig
 from verify.errors import AssumptionViolated, InvalidArgument
-from verify.mutants.truncation import MUTANTS
-from verify.results import RunConfig
-from verify.strategies import contractive_problem, contractive_problems, random_problem
+from verify.impl.mutants.truncation import MUTANTS
+from verify.oracles.contraction import (
+    contraction_certificate,
+    require_bound_setting,
+    require_contraction,
+    require_smooth,
+    truncation_constants,
+)
+from verify.testing.strategies import contractive_problem, contractive_problems, random_problem
 
 
 @settings(max_examples=examples(40))

@@ -2,7 +2,7 @@
 
 Miller & Hardt, Lemma 1 and Lemma 2 with the explicit constants of theory.truncation /
 theory.instances. Hypothesis draws λ ∈ [0.3, 0.95], tanh or linear, n ≤ 6, d ≤ 3,
-T ∈ [16, 32] (``verify.strategies.contractive_problems``; derandomized under the ``ci``
+T ∈ [16, 32] (``verify.testing.strategies.contractive_problems``; derandomized under the ``ci``
 profile). Each instance must satisfy every bound at every k (errors are compared with
 bound + predicted round-off budget), and the confidence bound of the fitted slope of
 log(e_k/k) must reach log λ or lie below. About 450 fits are tested, so each is decided
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from verify.checks.truncation import _FIB, RATE_ALPHA, evaluate_instance, fit_log_rate
-from verify.strategies import contractive_problem, contractive_problems
+from verify.testing.strategies import contractive_problem, contractive_problems
 
 N_EXAMPLES = 200
 N_HIGH = 25

@@ -8,9 +8,10 @@ import json
 import pytest
 
 from theory.catalog import all_claims
+from verify.config import RunConfig
 from verify.errors import AssumptionViolated
 from verify.report.figures import normalize_figure
-from verify.results import CheckResult, RunConfig, Verdict
+from verify.verdict import CheckResult, Verdict
 
 TRUNCATION = [c for c in all_claims() if c.startswith("truncation.")]
 
@@ -65,7 +66,7 @@ def test_bound_checks_refuse_the_unstable_system(claim_id: str) -> None:
 
 
 def test_runner_reports_the_refusal_as_inconclusive(monkeypatch: pytest.MonkeyPatch) -> None:
-    import verify.runner as runner
+    import verify.run.catalog as runner
     from verify.checks.truncation import check_state_bound
 
     # only this family's check in the registry: the runner's handling is what is tested here

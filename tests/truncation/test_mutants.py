@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from theory import truncation as tt
-from verify.assumptions import truncation_constants
 from verify.checks.truncation import (
     REFERENCE,
     _conformance,
@@ -22,9 +21,10 @@ from verify.checks.truncation import (
     figure1_instance,
     fit_log_rate,
 )
-from verify.mutants import get as get_mutant
-from verify.mutants.truncation import MUTANTS
-from verify.results import RunConfig
+from verify.config import RunConfig
+from verify.impl.mutants import get as get_mutant
+from verify.impl.mutants.truncation import MUTANTS
+from verify.oracles.contraction import truncation_constants
 
 IMPL_MUTANTS = [m.name for m in MUTANTS if m.field in ("model_states", "model_gradient", "tbptt_gradient")]
 _PART = {"model_states": "state", "model_gradient": "model", "tbptt_gradient": "tbptt"}

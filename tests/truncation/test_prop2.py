@@ -13,8 +13,8 @@ from verify.checks.truncation import (
     final_gradient,
     prop2_train,
 )
-from verify.reference import truncated_model_gradient
-from verify.strategies import clip_spectral_norm
+from verify.oracles.bptt import truncated_model_gradient
+from verify.testing.strategies import clip_spectral_norm
 
 
 def test_batched_gradient_equals_the_reference() -> None:
@@ -79,7 +79,8 @@ def test_prop2_round_off_is_not_a_violation(seed: int) -> None:
     round-off allowance rho_t it PASSes, and the block-restart mutant still exceeds bound + rho_t by >= 1e7 on tanh."""
     from verify.checks import registry
     from verify.checks.truncation import Prop2Setup, prop2_roundoff
-    from verify.results import RunConfig, Verdict
+    from verify.config import RunConfig
+    from verify.verdict import Verdict
 
     res = registry()["truncation.training-prop2"](RunConfig(seed=seed))
     assert res.verdict is Verdict.PASS, res.summary

@@ -3,7 +3,7 @@
 Not a claim of a paper but of the toolkit (rnn-verify design notes, 'GPU paths'): every
 algorithm whose correctness the other families establish in float64 on the CPU
 must give the same result on a GPU and in float32, up to rounding error that is
-*predicted* (:mod:`verify.budget`, section 2: the |a|ᵀ|b| magnitude model with the
+*predicted* (:mod:`verify.oracles.budget`, section 2: the |a|ᵀ|b| magnitude model with the
 rounding unit, the accumulation length, the effective memory of the instance and
 a calibrated constant), not bounded by a loose tolerance. Without a GPU the same
 machinery runs as a CPU stand-in (float32 vs float64, permuted reduction orders),
@@ -26,7 +26,7 @@ _MODEL = (
 )
 _ASSUME = (
     "the candidate and the float64 reference see the same inputs: theta, x, targets, s0, noise tables and "
-    "FPP states rounded to the candidate's dtype (checked by construction in verify.parity)",
+    "FPP states rounded to the candidate's dtype (checked by construction in verify.gpu.parity)",
     "identical noise: UORO's nu and preactivation UORO's tau are drawn once on the CPU and fed to every run "
     "(verify.estimators.Tabulated)",
     "first-order rounding model; a relu preactivation within rounding distance of 0 can switch branch "
@@ -80,7 +80,7 @@ CLAIMS: tuple[Claim, ...] = (
             "||Q^T (E g_tilde - g)|| < delta ||Q^T g||",
             "n = 256, T = 16 (n*T = 4096 noise signs), delta = 0.02; draws from the fused sampler in float32 "
             "where its rounding allowance (paired pilot x margin 4) is below delta/10 -- the truth is float64 on "
-            "the float32-rounded problem and the allowance is subtracted from delta (verify.float32_sampling)",
+            "the float32-rounded problem and the allowance is subtracted from delta (verify.gpu.float32_sampling)",
             "a CUDA device (SKIPPED without); profile full only",
         ),
         check="verify.checks.device.gpu_unbiasedness",

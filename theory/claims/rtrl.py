@@ -29,7 +29,7 @@ CLAIMS: tuple[Claim, ...] = (
         "||g_t^RTRL - dl_t/dθ|| / ||dl/dθ|| <= C u m T kappa_g, both <= 1e-11",
         assumptions=(
             _FLOAT64,
-            "budget C·u·m·T·κ from verify.budget with κ measured on the instance (cancellation, step-Jacobian "
+            "budget C·u·m·T·κ from verify.oracles.budget with κ measured on the instance (cancellation, step-Jacobian "
             "products); the design target 1e-11 (rnn-verify design notes, 'Numerical policy') is required as well",
             "negative control: RTRL without the immediate term ∂F/∂θ must FAIL",
         ),

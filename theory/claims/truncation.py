@@ -3,7 +3,7 @@
 Bounds are derived in :mod:`theory.truncation` from the proofs' own terms and
 instantiated in :mod:`theory.instances`; the checks live in
 :mod:`verify.checks.truncation`. Every bound check first runs the assumption checker
-(:mod:`verify.assumptions`) and refuses a non-contractive instance.
+(:mod:`verify.oracles.contraction`) and refuses a non-contractive instance.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ RATE_ALPHA = GATE_ALPHA / 20
 PAPER = "Miller & Hardt 2018"
 
 _CONTRACTIVE = (
-    "lambda-contractive transition (eq. (2)): certified by verify.assumptions as L_rho ||W||_2 < 1 "
+    "lambda-contractive transition (eq. (2)): certified by verify.oracles.contraction as L_rho ||W||_2 < 1 "
     "(refused with AssumptionViolated otherwise)",
     "phi_w(0, 0) = 0 and h_0 = 0 (no bias, zero initial state): checked",
     "||x_t|| <= B_x: B_x is measured as max_t ||x_t||",

@@ -21,7 +21,7 @@ CLAIMS: tuple[Claim, ...] = (
         "preactivation-space UORO on Elman cells (τ one sign per step).",
         math="2^{-K} Σ_{ν ∈ {±1}^K} s̃_t ⊗ θ̃_t = ∂s_t/∂θ,  2^{-K} Σ_ν g̃_t = ∂l_t/∂θ  (K = number of signs drawn)",
         assumptions=(
-            "float64; the references are verify.reference's influence matrices and per-step BPTT gradients",
+            "float64; the references are verify.oracles.bptt's influence matrices and per-step BPTT gradients",
             "budget: C·u·(m·T + K)·κ, with κ the measured cancellation among the 2^K patterns times the "
             "reference's κ; the design target 1e-12 (rnn-verify design notes, 'Numerical policy') is required as well",
             "negative controls that must FAIL: ν drawn from {0,1}; ρ₀ applied to s̃ only; a ν-asymmetric ρ₁",

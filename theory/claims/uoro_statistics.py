@@ -196,11 +196,12 @@ CLAIMS: tuple[Claim, ...] = (
         "unbiasedness test (kill table, both sides)",
         paper="rnn-verify design notes",
         where="'Numerical policy' (the tester is tested); Tallec & Ollivier 2017 Algorithm 1, App. A",
-        statement="Each mutant of verify.mutants.uoro (wrong noise laws, normalizers breaking the ν → −ν symmetry, "
+        statement="Each mutant of verify.impl.mutants.uoro (wrong noise laws, normalizers breaking the ν → −ν "
+        "symmetry, "
         "missing δθ, reused or shared ν, scaled θ̃, and the mean-invisible ρ₀/ρ₁ alternatives) gets FAIL from every "
         "check named in its visible_to; the unbiased ones (stale or inverted ρ₀: variance ×1e13; ρ₁ ≡ 1, ρ₁ without "
         "its square root, rank-r with shared ν) get PASS or INCONCLUSIVE, never FAIL, from the unbiasedness test "
-        "(verify.mutants.uoro.MUST_NOT_FAIL). The data carry the sequential test's operating characteristic on "
+        "(verify.impl.mutants.uoro.MUST_NOT_FAIL). The data carry the sequential test's operating characteristic on "
         "three biased mutants (bias/‖g‖ vs draws to FAIL).",
         math="for all m, c in visible_to(m): verdict(c, m) = FAIL; for all m, c in MUST_NOT_FAIL(m): "
         "verdict(c, m) ≠ FAIL",

@@ -22,7 +22,7 @@ pip install --no-deps --no-build-isolation --no-index -e . >"$OUT/pip.log" 2>&1
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
 python - >"$OUT/env.json" 2>&1 <<'EOF'
 import json, torch
-from verify.device import device_record
+from verify.hardware import device_record
 d = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda, "device": device_record(d)}, indent=1, default=str))
 EOF

@@ -27,8 +27,8 @@ from torch.func import jacrev
 
 from verify.bench._timing import machine
 from verify.estimators import RTRL, UORO
-from verify.problem import Problem
-from verify.strategies import random_problem
+from verify.model.builders import random_problem
+from verify.model.problem import Problem
 
 
 def _per_step(fn: Callable[[int], object], steps: int, repeats: int) -> float:

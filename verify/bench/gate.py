@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"  {label:14s} {mine['loaded'] / mine['default']:.2f}")
     result = {"tool": TOOL, "machine": machine(), "cpus": os.cpu_count(), "seed": args.seed, "rows": rows}
     if args.json:
-        from verify.report.atomic import write_file_atomic
+        from verify.files import write_file_atomic
 
         write_file_atomic(Path(args.json), json.dumps(result, indent=1).encode("utf-8"))
         print(f"wrote {args.json}")

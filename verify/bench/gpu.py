@@ -20,9 +20,9 @@ Prints the device (and card) with every number:
 Without CUDA the CPU part runs and the GPU part prints that it was SKIPPED and why.
 
 ``python -m verify.bench.gpu --calibrate [--seeds 6] [--large-seeds 4] [--out DIR]``
-runs the calibration of the parity budget's constant C (:mod:`verify.budget`,
+runs the calibration of the parity budget's constant C (:mod:`verify.oracles.budget`,
 "Calibration") on the CPU: random problems over seeds, cells, losses and sizes,
-every algorithm of :mod:`verify.parity`, three reduction orders (float32 natural,
+every algorithm of :mod:`verify.gpu.parity`, three reduction orders (float32 natural,
 float32 with the hidden units permuted, float64 permuted vs float64). It prints
 the largest raw ratio error / ((u_c + u_r) √D ‖r̄‖) per algorithm and order, the
 constant it implies with the stated margin, and writes ``calibration.json`` and
@@ -44,12 +44,12 @@ from typing import Any
 import torch
 
 from verify.bench._timing import best_of, machine
-from verify.budget import C_PARITY, CALIBRATED_MAX_RATIO, CALIBRATION_MARGIN
-from verify.device import NO_CUDA_REASON, cuda_available, describe_device, device_record, matmul_tf32
 from verify.estimators import RTRL, UORO
 from verify.fpp.objective import eq7_gradients
-from verify.problem import Problem
-from verify.strategies import random_problem
+from verify.hardware import NO_CUDA_REASON, cuda_available, describe_device, device_record, matmul_tf32
+from verify.model.builders import random_problem
+from verify.model.problem import Problem
+from verify.oracles.budget import C_PARITY, CALIBRATED_MAX_RATIO, CALIBRATION_MARGIN
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -231,7 +231,7 @@ def calibration_rows(
     cells: Sequence[str] = ("elman-tanh", "elman-relu", "linear", "lstm", "gru"),
 ) -> list[dict[str, Any]]:
     """Raw ratios error / ((u_c + u_r) √D ‖r̄‖) (C = 1) over random problems, algorithms and orders."""
-    from verify.parity import (
+    from verify.gpu.parity import (
         ALGORITHMS,
         Arithmetic,
         BPTTParity,
@@ -315,7 +315,7 @@ def calibration_rows(
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    from verify.report.atomic import preflight_dir, write_dir_atomic
+    from verify.files import preflight_dir, write_dir_atomic
 
     out = preflight_dir(Path(args.out), "--out", needs=())  # a new, empty or rnn-verify-marked folder only
     files: dict[str, bytes] = {}
@@ -380,7 +380,7 @@ def calibrate(args: argparse.Namespace) -> int:
     }
     for name, spec in figs.items():
         files[name] = render_png(spec)
-    write_dir_atomic(out, files)  # replaces only what rnn-verify wrote there (verify.report.atomic)
+    write_dir_atomic(out, files)  # replaces only what rnn-verify wrote there (verify.files)
     for name in files:
         print(f"# wrote {out / name}")
     return 0

@@ -33,7 +33,7 @@ import torch
 from verify.bench._timing import machine, refuse_foreign_json
 from verify.estimators import RTRL, TBPTT, UORO, RobbinsMonroSGD, TruncatedModel, run_online
 from verify.estimators.graphs import GraphedStep
-from verify.strategies import random_problem
+from verify.model.builders import random_problem
 
 TOOL = "verify.bench.online"
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.json:
         out_path = Path(args.json)
         refuse_foreign_json(out_path, TOOL)
-        from verify.report.atomic import write_file_atomic
+        from verify.files import write_file_atomic
 
         write_file_atomic(out_path, json.dumps(result, indent=1).encode("utf-8"))
         print(f"wrote {out_path}")

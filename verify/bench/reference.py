@@ -2,7 +2,7 @@
 
 ``python -m verify.bench.reference [--T 10000] [--n 64] [--repeats 3]``
 
-Measures :func:`verify.reference.bptt_gradient` on an Elman-tanh problem
+Measures :func:`verify.oracles.bptt.bptt_gradient` on an Elman-tanh problem
 (squared-error readout, T = 10⁴, n = 64 by default) and, in the same run, a
 hand-written autograd loop of the same model (the plain forward and backward a
 user would write). Prints both times and the ratio (target ≤ 1.5).
@@ -15,8 +15,8 @@ import argparse
 import torch
 
 from verify.bench._timing import best_of, machine
-from verify.reference import bptt_gradient
-from verify.strategies import random_problem
+from verify.model.builders import random_problem
+from verify.oracles.bptt import bptt_gradient
 
 
 def main(argv: list[str] | None = None) -> float:

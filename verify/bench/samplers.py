@@ -14,7 +14,7 @@ Then for every cell in ``--cells`` (default Elman-tanh; ``lstm gru`` are the oth
 draw), n in ``--ns`` and M in ``--ms`` (d = 3, k = 2, T steps, the
 total gradient Σ_t g̃_t as output, i.e. what the statistical claims draw), each sampler
 and, beside it, the same estimator on its generic autograd path driven through
-``init``/``step`` (:func:`verify.assertions.estimator_sampler`):
+``init``/``step`` (:func:`verify.testing.assertions.estimator_sampler`):
 
 ==================  =====================================================================
 ``uoro``            UORO (Algorithm 1), :func:`verify.estimators.fused.fused_sampler`
@@ -62,13 +62,13 @@ from typing import Any
 
 import torch
 
-from verify.assertions import estimator_sampler
 from verify.bench._timing import machine, refuse_foreign_json
-from verify.device import NO_CUDA_REASON, device_record, matmul_tf32
 from verify.estimators import RTRL, UORO, PreactivationUORO
 from verify.estimators.fused import fused_sampler
-from verify.problem import Problem
-from verify.strategies import random_problem
+from verify.hardware import NO_CUDA_REASON, device_record, matmul_tf32
+from verify.model.builders import random_problem
+from verify.model.problem import Problem
+from verify.testing.assertions import estimator_sampler
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 TOOL = "verify.bench.samplers"
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "rtrl": "bytes = item*(2Np + 2p), FLOPs = 2N^2 p + 2Np per step",
             },
         }
-        from verify.report.atomic import write_file_atomic
+        from verify.files import write_file_atomic
 
         write_file_atomic(path, json.dumps(result, indent=1, default=str).encode("utf-8"))
         return result

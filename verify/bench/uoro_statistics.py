@@ -41,11 +41,12 @@ import torch
 from theory.catalog import all_claims
 from verify.bench._timing import machine
 from verify.checks.uoro_statistics import _case, _options, _unbiased_family
+from verify.config import RunConfig
 from verify.estimators.uoro import UORO
-from verify.results import RunConfig, Verdict
-from verify.runner import run_check
+from verify.run.check import run_check
 from verify.stats import calibration as adversarial
 from verify.stats import clopper_pearson, clopper_pearson_upper
+from verify.verdict import Verdict
 
 TARGET_S = 45.0
 
@@ -148,7 +149,7 @@ def calibrate_adversarial(
         if unknown:
             raise SystemExit(f"unknown cells {unknown}; known: {[c.name for c in suite]}")
         suite = [c for c in suite if c.name in cells]
-    from verify.report.atomic import preflight_dir, write_dir_atomic
+    from verify.files import preflight_dir, write_dir_atomic
 
     preflight_dir(out, "--out", needs=("calibration.md", "calibration.json"))  # refused now, not after the compute
     seeds = range(first_seed, first_seed + n)
@@ -177,7 +178,7 @@ def calibrate_adversarial(
         "summary": adversarial.summarize(results),
         "cells": [r.to_data() for r in results],
     }
-    # a marked folder: only what rnn-verify wrote is ever replaced (verify.report.atomic)
+    # a marked folder: only what rnn-verify wrote is ever replaced (verify.files)
     write_dir_atomic(
         out,
         {

@@ -19,7 +19,8 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
-from verify.results import CheckResult, RunConfig
+from verify.config import RunConfig
+from verify.verdict import CheckResult
 
 __all__ = ["CheckFn", "register", "registry", "uses"]
 

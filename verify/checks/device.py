@@ -2,8 +2,8 @@ r"""Checks of the ``device`` family: GPU paths against CPU float64 within a pred
 
 DESIGN.md, "GPU paths": every algorithm run on CUDA (float32 and float64) agrees
 with the CPU float64 reference within a predicted error budget. The budget is the
-parity model of :mod:`verify.budget` (section 2), the algorithms and the
-comparison machinery are in :mod:`verify.parity`:
+parity model of :mod:`verify.oracles.budget` (section 2), the algorithms and the
+comparison machinery are in :mod:`verify.gpu.parity`:
 
 .. math::
     \|\hat r_{row} - r_{row}\| \le C\,(u_{cand}+u_{ref})\,\sqrt{m L_{eff} + T_{sum}}\,\|\bar r_{row}\| .
@@ -13,7 +13,7 @@ comparison machinery are in :mod:`verify.parity`:
   reduction order) and CPU float64 permuted vs float64 (a second device's float64
   round-off), for BPTT, truncated BPTT, the truncated model, RTRL, UORO (rank 1
   and 2, identical tabulated noise), preactivation UORO and FPP's per-sample
-  gradients of eq. (7). Negative controls (:mod:`verify.mutants.device`): a
+  gradients of eq. (7). Negative controls (:mod:`verify.impl.mutants.device`): a
   candidate that silently computes in float16, one in bfloat16, and a UORO that
   draws fresh instead of identical noise must each FAIL.
 * ``device.cuda-parity`` -- the same algorithms on CUDA in float64 (round-off
@@ -23,17 +23,17 @@ comparison machinery are in :mod:`verify.parity`:
 * ``device.gpu-unbiasedness`` -- UORO's unbiasedness (Tallec & Ollivier Prop. 1) at a
   size a CPU cannot afford (Elman-tanh n = 256, T = 16, δ = 0.02, up to 4·10⁶ draws from
   the fused sampler of :mod:`verify.estimators.fused` in float32 with the rounding
-  accounted, :mod:`verify.float32_sampling`) through the sequential test of
+  accounted, :mod:`verify.gpu.float32_sampling`) through the sequential test of
   :mod:`verify.stats.unbiased`; profile ``full``, SKIPPED without CUDA.
 
-Which device the GPU claims use: :func:`verify.device.parity_device` -- an explicit
+Which device the GPU claims use: :func:`verify.hardware.parity_device` -- an explicit
 ``cuda_device`` option, else the run's ``--device`` when it names CUDA, else
 ``cuda:0`` when CUDA is available (a plain ``rnn-verify run`` on a GPU machine
 checks its GPU), else SKIPPED.
 
 The candidate side is computed by the implementation under test,
 ``config.impls.device.runner`` (:class:`verify.impl.DeviceImpl`; the algorithm itself by
-default); the mutants of :mod:`verify.mutants.device` are other runners and must FAIL.
+default); the mutants of :mod:`verify.impl.mutants.device` are other runners and must FAIL.
 Options (``RunConfig.options``): ``controls`` (False skips the negative controls), ``cuda_device``;
 for ``device.gpu-unbiasedness`` also
 ``standin`` (True: run on the CPU at the given small size, to test the path; the
@@ -50,16 +50,12 @@ from typing import Any
 
 import torch
 
-from verify.budget import C_PARITY, CALIBRATED_MAX_RATIO, CALIBRATION_MARGIN, U_TF32
 from verify.checks import register
-from verify.device import NO_CUDA_REASON, describe_device, device_record, matmul_tf32, parity_device
+from verify.config import RunConfig
 from verify.estimators import UORO, NoiseSource, Rademacher
 from verify.estimators.fused import fused_sampler
-from verify.float32_sampling import rounded, run_with_precision
-from verify.impl import describe_part
-from verify.mutants.device import MUTANTS as DEVICE_MUTANTS
-from verify.mutants.device import get as get_mutant
-from verify.parity import (
+from verify.gpu.float32_sampling import rounded, run_with_precision
+from verify.gpu.parity import (
     ALGORITHMS,
     CI_ALGORITHMS,
     Arithmetic,
@@ -72,11 +68,16 @@ from verify.parity import (
     hidden_permutation,
     parity_reference,
 )
-from verify.problem import Problem
-from verify.reference import bptt_gradient, per_step_gradients
-from verify.results import CheckResult, Control, RunConfig, Verdict
+from verify.hardware import NO_CUDA_REASON, describe_device, device_record, matmul_tf32, parity_device
+from verify.impl import describe_part
+from verify.impl.mutants.device import MUTANTS as DEVICE_MUTANTS
+from verify.impl.mutants.device import get as get_mutant
+from verify.model.builders import random_problem
+from verify.model.problem import Problem
+from verify.oracles.bptt import bptt_gradient, per_step_gradients
+from verify.oracles.budget import C_PARITY, CALIBRATED_MAX_RATIO, CALIBRATION_MARGIN, U_TF32
 from verify.stats.unbiased import TestOptions, UnbiasednessResult
-from verify.strategies import random_problem
+from verify.verdict import CheckResult, Control, Verdict
 
 __all__ = [
     "CUDA_CLAIMS",
@@ -339,7 +340,7 @@ def _controls(
 def float32_standin(config: RunConfig) -> CheckResult:
     """CPU float32 (and reordered float64) vs CPU float64 within the parity budget, every algorithm.
 
-    Source: DESIGN.md "GPU paths" / issue 8; budget model :mod:`verify.budget` §2
+    Source: DESIGN.md "GPU paths" / issue 8; budget model :mod:`verify.oracles.budget` §2
     (Higham §3.1 inner-product bound); algorithms UORO eq. (4) (RTRL), Algorithm 1
     (UORO), Miller & Hardt eq. (3) (truncated model), FPP eq. (7).
 
@@ -379,7 +380,7 @@ def float32_standin(config: RunConfig) -> CheckResult:
 def cuda_parity(config: RunConfig) -> CheckResult:
     """Every algorithm on CUDA (float64; float32 TF32 off and on) vs CPU float64 within the parity budget.
 
-    Source: DESIGN.md "GPU paths" / issue 8; budget :mod:`verify.budget` §2 with
+    Source: DESIGN.md "GPU paths" / issue 8; budget :mod:`verify.oracles.budget` §2 with
     u = 2⁻⁵³ (float64), 2⁻²⁴ (float32), 2⁻¹¹ (TF32 matmuls).
 
     .. math:: \\|\\hat r_{cuda} - r_{cpu}\\| \\le C\\,(u_{cand} + u_{64})\\,\\sqrt{m L_{eff} + T_{sum}}\\,\\|\\bar r\\|
@@ -484,7 +485,7 @@ def fused_projection_sampler(
     :math:`Q^\top\tilde g_T` and :math:`Q^\top\sum_t\tilde g_t` (m, K) straight from θ̃'s factors (the
     (m, p) estimates are never formed), in the problem's dtype on ``device``; the noise comes from
     a generator on ``device`` seeded from the engine's CPU generator (the same seed gives the same
-    ν in float32 and float64: the paired pilot of :mod:`verify.float32_sampling` relies on it).
+    ν in float32 and float64: the paired pilot of :mod:`verify.gpu.float32_sampling` relies on it).
     """
     P = problem.to(device=device)
     smp, _ = fused_sampler(
@@ -525,7 +526,7 @@ def gpu_scale_unbiasedness(
     ``noise`` replaces the Rademacher law (the negative control uses {0, 1}).
 
     Draws come from the fused sampler (issue 15) with ``precision`` as in
-    :mod:`verify.float32_sampling`: ``"auto"`` draws in float32 on CUDA with the rounding
+    :mod:`verify.gpu.float32_sampling`: ``"auto"`` draws in float32 on CUDA with the rounding
     accounted (the truth is float64 on the float32-rounded problem; the allowance shrinks δ),
     float64 elsewhere or where the allowance would exceed a tenth of δ.
     """
@@ -616,7 +617,7 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
     controls: list[Control] = []
     ctrl_data: dict[str, Any] = {}
     if config.option("controls", True) is not False:
-        from verify.mutants.estimators import ZeroOne
+        from verify.impl.mutants.estimators import ZeroOne
 
         bad = gpu_scale_unbiasedness(
             dev,

@@ -2,7 +2,7 @@
 
 Every check has a ``*_core`` function that takes the implementation under test
 (:class:`verify.impl.FPPImpl`: eq. (7), the sampler, the multiplier target) so that
-the mutants of :mod:`verify.mutants.fpp` -- other ``FPPImpl`` values -- run through
+the mutants of :mod:`verify.impl.mutants.fpp` -- other ``FPPImpl`` values -- run through
 the very same comparison; the registered check runs ``config.impls.fpp`` and, as
 its negative control, a mutant that must come out FAIL.
 """
@@ -28,6 +28,7 @@ from verify.checks._figures import (
     stochasticworld_figures,
     updates_figures,
 )
+from verify.config import RunConfig
 from verify.errors import AssumptionViolated
 from verify.fpp._fit import loglog_slope
 from verify.fpp.envs import cycle_world, cycle_world_baseline, stochastic_world_reference_losses
@@ -62,10 +63,10 @@ from verify.fpp.reproduction import (
     updates_designs,
 )
 from verify.impl import FPPImpl
-from verify.mutants import get as get_mutant
-from verify.problem import Problem
-from verify.results import CheckResult, Control, RunConfig, Verdict
-from verify.strategies import CELL_KINDS, LOSS_KINDS, random_problem
+from verify.impl.mutants import get as get_mutant
+from verify.model.builders import CELL_KINDS, LOSS_KINDS, random_problem
+from verify.model.problem import Problem
+from verify.verdict import CheckResult, Control, Verdict
 
 #: float64 exactness target for eq. (7) and Lemma 3 (relative, DESIGN "Numerical policy")
 EXACT_TOL = 1e-12

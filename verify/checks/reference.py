@@ -1,11 +1,11 @@
 """Checks of the ``reference`` family: the exact references agree within predicted budgets.
 
-Each check runs :func:`verify.selfcheck.reference_self_check` with the implementation
+Each check runs :func:`verify.oracles.selfcheck.reference_self_check` with the implementation
 under test (``config.impls.reference``: the adjoint recursion and the influence
 matrices, :class:`verify.impl.ReferenceImpl`) over a suite of random problems (every
 cell kind, both losses, one batched problem) and reports the worst
 measured-error / budget ratio. Its negative control runs the same comparison with a
-mutant of :mod:`verify.mutants.reference` (another ``ReferenceImpl``) and must see
+mutant of :mod:`verify.impl.mutants.reference` (another ``ReferenceImpl``) and must see
 FAIL; otherwise the check cannot PASS.
 """
 
@@ -18,12 +18,13 @@ from typing import Any
 import torch
 
 from verify.checks import register
+from verify.config import RunConfig
 from verify.impl import ReferenceImpl
-from verify.mutants import get as get_mutant
-from verify.problem import Problem
-from verify.results import CheckResult, Control, RunConfig, Verdict
-from verify.selfcheck import TARGETS, Comparison, reference_self_check
-from verify.strategies import CELL_KINDS, LOSS_KINDS, random_problem
+from verify.impl.mutants import get as get_mutant
+from verify.model.builders import CELL_KINDS, LOSS_KINDS, random_problem
+from verify.model.problem import Problem
+from verify.oracles.selfcheck import TARGETS, Comparison, reference_self_check
+from verify.verdict import CheckResult, Control, Verdict
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@
 
 Every check runs the implementation under test (``config.impls.rtrl`` and, for the
 truncated estimators, ``config.impls.truncation``; :mod:`verify.impl`) and its
-negative control(s): mutants of :mod:`verify.mutants.estimators`, other values of
+negative control(s): mutants of :mod:`verify.impl.mutants.estimators`, other values of
 the same types. An RTRL without ``influence_estimate`` is compared on its gradients
 only (the summary says so).
 """
@@ -24,26 +24,27 @@ from typing import Any, NamedTuple
 import torch
 
 from theory.influence_balancing import equilibrium_derivative, truncated_derivative
-from verify.budget import conditioning, roundoff_budget, unit_roundoff
-from verify.cells import ElmanCell, LinearCell
 from verify.checks import register
 from verify.checks._figures import influence_balancing_figures, online_convergence_figures
+from verify.config import RunConfig
 from verify.errors import AssumptionViolated, InvalidArgument, NotApplicable
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.online import RobbinsMonroSGD, run_online
 from verify.impl import RTRLImpl, TruncationImpl, build
-from verify.losses import LinearReadout, SquaredError
-from verify.mutants import get as get_mutant
-from verify.problem import Problem
-from verify.reference import (
+from verify.impl.mutants import get as get_mutant
+from verify.model.builders import CELL_KINDS, LOSS_KINDS, influence_balancing_problem, random_problem
+from verify.model.cells import ElmanCell, LinearCell
+from verify.model.losses import LinearReadout, SquaredError
+from verify.model.problem import Problem
+from verify.oracles.bptt import (
     influence_matrices,
     per_step_gradients,
     tbptt_gradient,
     truncated_model_gradient,
 )
-from verify.results import CheckResult, Control, RunConfig, Verdict
+from verify.oracles.budget import conditioning, roundoff_budget, unit_roundoff
 from verify.stats.binomial import clopper_pearson_upper
-from verify.strategies import CELL_KINDS, LOSS_KINDS, influence_balancing_problem, random_problem
+from verify.verdict import CheckResult, Control, Verdict
 
 #: DESIGN.md target for RTRL vs BPTT (relative)
 TARGET = 1e-11
@@ -129,7 +130,7 @@ def check_exact(config: RunConfig) -> CheckResult:
     """RTRL (UORO eq. (4), eq. (7)) = float64 reverse-mode influence matrices and per-step BPTT gradients.
 
     Every cell kind and loss (plus a batched GRU and influence balancing); errors
-    judged against the predicted round-off budget of :mod:`verify.budget` and the
+    judged against the predicted round-off budget of :mod:`verify.oracles.budget` and the
     DESIGN target 1e-11. Negative control: ``rtrl.no-immediate-term`` must FAIL.
     """
     t0 = time.perf_counter()
@@ -332,9 +333,9 @@ def truncated_budget(P: Problem, k: int) -> float:
 
     The estimate is a sum of k backpropagated terms :math:`(A^j c)_1`, each at most 1
     in magnitude (A ≥ 0 with row sums ≤ 1, :math:`|c_i| = 1`), each produced by at most
-    k adjoint steps of depth m = n + d + 1 (:mod:`verify.budget`): so
+    k adjoint steps of depth m = n + d + 1 (:mod:`verify.oracles.budget`): so
     :math:`|\hat D_k - D_k| \le C\,u\,m\,k \cdot k` (the relative budget of
-    :func:`verify.budget.roundoff_budget` times the terms' magnitude sum ≤ k).
+    :func:`verify.oracles.budget.roundoff_budget` times the terms' magnitude sum ≤ k).
     """
     depth = P.n + P.cell.input_size + P.readout.output_size
     return roundoff_budget(unit_roundoff(P.dtype), depth, k, 1.0) * k

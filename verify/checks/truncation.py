@@ -3,8 +3,8 @@ r"""Checks of the ``truncation`` family: Miller & Hardt's bounds with explicit, 
 Source: ``stable-recurrent-models-miller-hardt.md`` (Lemma 1, Lemma 2, Lemma 3,
 Prop. 2, Prop. 3, Prop. 4, Prop. 5, §6, §7.1, Fig. 1(a)). Every bound is taken from
 :mod:`theory.truncation` (derived from the proofs' terms) evaluated with the constants
-that :func:`verify.assumptions.truncation_constants` measures on the instance; every
-bound check first asks the assumption checker (:mod:`verify.assumptions`) and is
+that :func:`verify.oracles.contraction.truncation_constants` measures on the instance; every
+bound check first asks the assumption checker (:mod:`verify.oracles.contraction`) and is
 refused with :class:`~verify.errors.AssumptionViolated` when the instance is not
 contractive.
 
@@ -13,14 +13,14 @@ Conventions. The truncated model is eq. (3) (:math:`h^k_{t-k} = 0`, k transition
 is not trained (the paper's prediction function is not parameterized) and there is
 no bias (:math:`\phi_w(0,0) = 0`). Measured errors are compared with
 ``bound + budget`` where the budget is the predicted float64 round-off
-(:func:`verify.budget.roundoff_budget`) of the compared quantities: far out in k the
+(:func:`verify.oracles.budget.roundoff_budget`) of the compared quantities: far out in k the
 bound drops below round-off and the comparison is reported as below the floor, not
 as a violation.
 
 The implementations under test (truncated model, its gradient, truncated BPTT, the
 contraction certificate) are fields of :class:`verify.impl.TruncationImpl`; every
 check runs ``config.impls.truncation``, and its controls run mutants of
-:mod:`verify.mutants.truncation` -- the same type with one field replaced -- which
+:mod:`verify.impl.mutants.truncation` -- the same type with one field replaced -- which
 must be caught.
 """
 
@@ -43,22 +43,23 @@ from torch.func import jacrev
 from theory import truncation as tt
 from theory.claims.truncation import RATE_ALPHA
 from theory.truncation import TruncationConstants
-from verify.assumptions import (
+from verify.checks import register
+from verify.config import RunConfig
+from verify.errors import AssumptionViolated
+from verify.impl import TruncationImpl
+from verify.impl.mutants import get as get_mutant
+from verify.model.builders import clip_spectral_norm, contractive_problem, make_cell
+from verify.model.cells import ElmanCell, LinearCell, LSTMCell
+from verify.model.losses import LinearReadout, SquaredError
+from verify.model.problem import Problem
+from verify.oracles.bptt import truncated_model_gradient, truncated_model_states
+from verify.oracles.budget import projected_gd_roundoff, roundoff_budget, unit_roundoff
+from verify.oracles.contraction import (
     ContractionCertificate,
     require_contraction,
     truncation_constants,
 )
-from verify.budget import projected_gd_roundoff, roundoff_budget, unit_roundoff
-from verify.cells import ElmanCell, LinearCell, LSTMCell
-from verify.checks import register
-from verify.errors import AssumptionViolated
-from verify.impl import TruncationImpl
-from verify.losses import LinearReadout, SquaredError
-from verify.mutants import get as get_mutant
-from verify.problem import Problem
-from verify.reference import truncated_model_gradient, truncated_model_states
-from verify.results import CheckResult, Control, RunConfig, Verdict
-from verify.strategies import clip_spectral_norm, contractive_problem, make_cell
+from verify.verdict import CheckResult, Control, Verdict
 
 __all__ = [
     "RATE_ALPHA",
@@ -540,7 +541,7 @@ def figure1_instance(
 
 # ============================================================== random suite
 def _random_suite(config: RunConfig) -> list[tuple[str, Problem, torch.Tensor]]:
-    """Random λ-contractive instances (``verify.strategies.contractive_problem``), λ in [0.3, 0.95]."""
+    """Random λ-contractive instances (``verify.testing.strategies.contractive_problem``), λ in [0.3, 0.95]."""
     inst = config.option("instance")
     if inst == "prop3-unstable":
         P, th = prop3_problem(2.0, 12)
@@ -1084,7 +1085,7 @@ def batched_final_gradient_W(
     The model restarts from 0 at step ``start`` (0: the full model; T − k: the truncated
     model of eq. (3)); no bias, :math:`p_T = \tfrac12\|Vh_T - Y\|^2`. Shapes: W (B, n, n),
     U (B, n, d), V (B, m, n), X (B, T, d), Y (B, m). Cross-checked against
-    :mod:`verify.reference` by :func:`check_training_prop2`'s positive control.
+    :mod:`verify.oracles.bptt` by :func:`check_training_prop2`'s positive control.
     """
     B, n = W.shape[0], W.shape[-1]
     s = torch.zeros(B, n, dtype=W.dtype)
@@ -1303,7 +1304,7 @@ def _prop2_figure(kind: str, r: dict[str, Any], setup: Prop2Setup) -> dict[str, 
 
 
 def prop2_roundoff(setup: Prop2Setup, steps: int) -> list[float]:
-    """The round-off allowance of δ_t for Prop. 2's setup (:func:`verify.budget.projected_gd_roundoff`)."""
+    """The round-off allowance of δ_t for Prop. 2's setup (:func:`verify.oracles.budget.projected_gd_roundoff`)."""
     return projected_gd_roundoff(setup.lam, setup.n, steps)
 
 
@@ -1381,7 +1382,7 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
     informative = [x for x in mut_ratios if not math.isnan(x)]
     controls = [
         Control(
-            "batched training gradients = verify.reference",
+            "batched training gradients = verify.oracles.bptt",
             "PASS",
             "PASS" if max(conf) <= 1e-10 else "FAIL",
             f"largest relative error {max(conf):.1e}",

@@ -6,7 +6,7 @@ of s̃_t ⊗ θ̃_t and g̃_t equals the float64 references, for the implementat
 test (``config.impls.uoro``: UORO, rank-r UORO and UORO-T where its factory takes
 ``rank=``/``block=``, preactivation-space UORO). It needs the noise hook of
 :mod:`verify.estimators.noise` (without it the claim is SKIPPED, saying so). Its
-controls come from :mod:`verify.mutants.estimators`: three biased mutants must FAIL;
+controls come from :mod:`verify.impl.mutants.estimators`: three biased mutants must FAIL;
 three unbiased ones (normalizer changes the expectation cannot see) must PASS.
 """
 
@@ -19,17 +19,18 @@ from typing import Any
 
 import torch
 
-from verify.budget import conditioning, roundoff_budget, unit_roundoff
 from verify.checks import register
+from verify.config import RunConfig
 from verify.errors import NotApplicable
 from verify.estimators.enumerate import Enumerable, enumerate_expectation
 from verify.estimators.noise import require_noise_hook
 from verify.impl import UOROImpl, build
-from verify.mutants import get as get_mutant
-from verify.problem import Problem
-from verify.reference import influence_matrices, per_step_gradients
-from verify.results import CheckResult, Control, RunConfig, Verdict
-from verify.strategies import random_problem
+from verify.impl.mutants import get as get_mutant
+from verify.model.builders import random_problem
+from verify.model.problem import Problem
+from verify.oracles.bptt import influence_matrices, per_step_gradients
+from verify.oracles.budget import conditioning, roundoff_budget, unit_roundoff
+from verify.verdict import CheckResult, Control, Verdict
 
 #: DESIGN.md target for the enumerated expectation vs the references (relative)
 TARGET = 1e-12
@@ -186,8 +187,8 @@ def check_exact_expectation(config: RunConfig) -> CheckResult:
     """UORO Prop. 1 (App. A) by enumeration: E[s̃⊗θ̃] = ∂s/∂θ, E[g̃] = ∂ℓ/∂θ (Algorithm 1, §3, preactivation UORO).
 
     Every Rademacher pattern of the first t steps is one sample (≤ 4096 in ``ci``);
-    the mean is compared with :func:`verify.reference.influence_matrices` and
-    :func:`verify.reference.per_step_gradients` against a round-off budget that
+    the mean is compared with :func:`verify.oracles.bptt.influence_matrices` and
+    :func:`verify.oracles.bptt.per_step_gradients` against a round-off budget that
     includes the cancellation among patterns, and the DESIGN target 1e-12.
     Controls: ν ∈ {0,1}, ρ₀ on one factor, ν-asymmetric ρ₁ must FAIL; inverted ρ₀,
     previous-step ρ₀ and ρ₁ ≡ 1 must PASS (unbiased: invisible to this check).

@@ -6,7 +6,7 @@ family-wise 1e-3 --, β = 1e-3, δ = 0.02 relative to ‖g‖), run on the
 toolkit's estimators (:mod:`verify.estimators.uoro`) against the float64
 references; the conformance and variance claims compare them with an independent,
 explicit-Jacobian evaluation of Algorithm 1 (:func:`algorithm1_reference`); the
-REINFORCE link uses :class:`Reinforce` (here, with its check).
+REINFORCE link uses :class:`verify.estimators.reinforce.Reinforce`.
 
 * ``uoro.unbiased-statistical`` -- Prop. 1 on Elman-tanh, LSTM, GRU (sequential test);
 * ``uoro.truncated-unbiased`` / ``uoro.rank-unbiased`` -- UORO-T and rank-r UORO (§3);
@@ -19,11 +19,11 @@ REINFORCE link uses :class:`Reinforce` (here, with its check).
   under tabulated noise;
 * ``uoro.variance-matches-algorithm-1`` -- two-sample tests on second moments against
   the independent Algorithm 1; the paper's normalizers vs alternatives;
-* ``uoro.mutants-caught`` -- the kill table of :mod:`verify.mutants.uoro`.
+* ``uoro.mutants-caught`` -- the kill table of :mod:`verify.impl.mutants.uoro`.
 
 Every check runs the implementation under test, ``config.impls.uoro``
 (:class:`verify.impl.UOROImpl`: the UORO factory, preactivation UORO, REINFORCE); a
-mutant of :mod:`verify.mutants.uoro` is another value of that type. A claim that
+mutant of :mod:`verify.impl.mutants.uoro` is another value of that type. A claim that
 needs what the implementation does not declare (``rank=``, ``block=``, the noise hook
 of :mod:`verify.estimators.noise`) is SKIPPED with the reason. Options
 (``RunConfig.options``): ``controls`` (``False`` skips the negative controls, as the
@@ -42,21 +42,22 @@ from typing import Any
 
 import torch
 from scipy import stats
-from torch.func import grad, vmap
 
 from theory.claims.uoro_statistics import ALPHA, VARIANCE_CONTROL_BETA
-from verify._func import vjp
-from verify.assertions import reference_truths
 from verify.checks import register, registry
 from verify.checks._figures import preactivation_variance_figure
+from verify.config import RunConfig
 from verify.errors import AssumptionViolated, NotApplicable
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.estimators.enumerate import sign_patterns
 from verify.estimators.fused import sampler_for
 from verify.estimators.noise import factors, require_noise_hook, tabulated
+from verify.estimators.sampling import reference_truths
 from verify.estimators.uoro import UORO, Tabulated
 from verify.impl import build
-from verify.mutants.uoro import MUST_NOT_FAIL, MUTANTS, get
+from verify.impl.mutants.uoro import MUST_NOT_FAIL, MUTANTS, get
+from verify.model.builders import random_problem
+from verify.model.problem import Problem
 from verify.oracles.algorithm1 import (
     NORMALIZERS,
     Rule,
@@ -66,9 +67,7 @@ from verify.oracles.algorithm1 import (
     step_jacobians,
 )
 from verify.oracles.algorithm1 import rademacher as _rademacher
-from verify.problem import Problem
-from verify.reference import per_step_gradients
-from verify.results import CheckResult, Control, RunConfig, Verdict
+from verify.oracles.bptt import per_step_gradients
 from verify.stats import (
     MomentComparison,
     TestOptions,
@@ -80,10 +79,9 @@ from verify.stats import (
     sequential_test,
     squared_errors,
 )
-from verify.strategies import random_problem
+from verify.verdict import CheckResult, Control, Verdict
 
 __all__ = [
-    "Reinforce",
     "StepJacobians",
     "algorithm1_reference",
     "rank_test",
@@ -371,67 +369,6 @@ def _unbiased_claim(
         samples_planned=planned,
         samples_used=used,
     )
-
-
-# ================================================================ REINFORCE
-@dataclass(frozen=True)
-class Reinforce:
-    r"""REINFORCE on the state-perturbed RNN of Cooijmans & Martens ("A link to REINFORCE"), Q = I.
-
-    .. math::
-        h_t = f_\theta(\bar h_{t-1}, x_t),\quad \bar h_t = h_t + \sigma u_t,\ u_t\sim N(0, I),\quad
-        \bar w_t^\top = \bar w_{t-1}^\top + \tfrac1\sigma u_t^\top\,\partial f/\partial\theta(\bar h_{t-1}, x_t),
-
-    and the estimate of :math:`\nabla_\theta\sum_t E L_t` is
-    :math:`\sum_t (L_t - b_t)\bar w_t + \partial L_t/\partial\theta|_{\bar h_t}` with the baseline
-    :math:`b_t = L_t|_{u=0}` (or 0 without). Coupled with the same u, the UORO estimate of the
-    post (noise :math:`u_t` unscaled, no ρ's): :math:`\tilde h_t = J\tilde h_{t-1} + u_t`,
-    :math:`\tilde w_t^\top = \tilde w_{t-1}^\top + u_t^\top J_\theta`, estimate
-    :math:`\sum_t \partial L_t/\partial h_t\,\tilde h_t\,\tilde w_t^\top + \partial L_t/\partial\theta|_{h_t}`.
-    The post's expansion gives :math:`(L_t - b_t)\bar w_t \to \partial L_t/\partial h_t\,\tilde h_t\tilde w_t^\top`
-    as σ → 0 (difference O(σ)); without the baseline the term :math:`\tfrac1\sigma L_t|_{u=0}\sum u_s^\top J_s`
-    has variance O(1/σ²). ``inverse_sigma=False`` is a mutant (the score without 1/σ).
-    """
-
-    sigma: float
-    baseline: bool = True
-    inverse_sigma: bool = True
-
-    def sample(
-        self, problem: Problem, theta: torch.Tensor, m: int, rng: torch.Generator, jac: StepJacobians | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """m coupled draws: (REINFORCE estimate (m, p), UORO-of-the-post estimate (m, p)) of ∇L."""
-        jac = step_jacobians(problem, theta) if jac is None else jac
-        th = theta.detach()
-        T, n, p = problem.T, problem.n, problem.p
-        sig = float(self.sigma)
-        base = problem.losses(th) if self.baseline else torch.zeros(T, dtype=th.dtype)
-        hbar = problem.s0.expand(m, n)
-        wbar = torch.zeros(m, p, dtype=th.dtype)
-        htil = torch.zeros(m, n, dtype=th.dtype)
-        wtil = torch.zeros(m, p, dtype=th.dtype)
-        est_r = torch.zeros(m, p, dtype=th.dtype)
-        est_u = torch.zeros(m, p, dtype=th.dtype)
-        for t in range(1, T + 1):
-            x, y = problem.inputs[t - 1], problem.targets[t - 1]
-            u = torch.randn(m, n, generator=rng, dtype=th.dtype)
-            h = problem.transition(th, hbar, x)
-
-            def score_one(hb: torch.Tensor, uu: torch.Tensor, x: torch.Tensor = x) -> torch.Tensor:
-                _, pull = vjp(lambda tt: problem.transition(tt, hb, x), th)
-                return pull(uu)[0]
-
-            score = vmap(score_one)(hbar, u)  # per-sample u^T df/dtheta at the noisy state
-            hbar = h + sig * u
-            wbar = wbar + (score / sig if self.inverse_sigma else score)
-            L = problem.loss.pointwise(problem.output(th, hbar), y)  # (m,)
-            direct = vmap(grad(lambda tt, hb, y=y: problem.step_loss(tt, hb, y)), in_dims=(None, 0))(th, hbar)
-            est_r = est_r + (L - base[t - 1]).unsqueeze(-1) * wbar + direct
-            # UORO of the post on the deterministic trajectory, same u
-            htil = htil @ jac.J_s[t - 1].T + u
-            wtil = wtil + u @ jac.J_th[t - 1]
-            est_u = est_u + (htil @ jac.dl_ds[t - 1]).unsqueeze(-1) * wtil + jac.dl_dth[t - 1]
-        return est_r, est_u
 
 
 # ================================================================ claim sizes
@@ -1577,10 +1514,10 @@ def check_mutants_caught(config: RunConfig) -> CheckResult:
     unbiasedness test (DESIGN.md 'Numerical policy': the tester is tested; Tallec & Ollivier Algorithm 1 and
     App. A for what each mutant breaks; issue 14: both sides of the kill table).
 
-    For each mutant of :mod:`verify.mutants.uoro`, every check of this module named in its
+    For each mutant of :mod:`verify.impl.mutants.uoro`, every check of this module named in its
     ``visible_to`` runs with the mutant as the implementation under test
     (``RunConfig(implementations=mutant.implementations)``, controls off) and must
-    report FAIL; every check named in :data:`verify.mutants.uoro.MUST_NOT_FAIL` for it (the
+    report FAIL; every check named in :data:`verify.impl.mutants.uoro.MUST_NOT_FAIL` for it (the
     unbiasedness tests of the unbiased mutants) runs with a small budget of draws and must *not*
     FAIL (PASS or INCONCLUSIVE). The kill table is in ``data["kill_table"]``. (Claims of other
     modules in ``visible_to``, e.g. ``uoro.exact-expectation``, are run by their own tests.) The

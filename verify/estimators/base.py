@@ -30,7 +30,7 @@ import torch
 
 from verify._validate import require_positive_int
 from verify.errors import InvalidArgument
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = ["OnlineEstimator", "run_estimator"]
 

@@ -36,7 +36,7 @@ from verify.errors import InvalidArgument
 from verify.estimators.noise import check_leak, require_noise_hook, tabulated
 from verify.estimators.online import check_problem_theta
 from verify.estimators.uoro import NoiseSource
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = ["Enumerable", "EnumeratedExpectation", "enumerate_expectation", "sign_patterns"]
 

@@ -1,7 +1,7 @@
 r"""Fused multi-step samplers: M independent runs of UORO (and its family) at the memory-bandwidth limit.
 
 The statistical checks need many independent draws of an estimator's outputs at a few time
-steps (:func:`verify.assertions.estimator_sampler` drives ``init``/``step`` for that). For the
+steps (:func:`verify.testing.assertions.estimator_sampler` drives ``init``/``step`` for that). For the
 toolkit's own :class:`~verify.estimators.UORO` (any rank, block, normalizer rule, noise law,
 mutant field) and :class:`~verify.estimators.PreactivationUORO` on the standard cells,
 :func:`fused_sampler` computes the **same draws** -- the same ν from the same generator, the
@@ -31,13 +31,13 @@ same arithmetic up to round-off -- without the per-step contract's costs:
 * all buffers are allocated once per sampler and reused across calls.
 
 Internally Θ has the row layout (G, A) = (gate rows, [h | x | 1]); outputs are written in θ's
-documented layout (:mod:`verify.params`), readout entries from δθ only (F_state does not depend
+documented layout (:mod:`verify.model.params`), readout entries from δθ only (F_state does not depend
 on the readout). Normalizer rules other than Algorithm 1's get their
 :class:`~verify.estimators.uoro.NormalizerInputs` materialized exactly as ``step`` builds them
 (and the whole sample runs as one chunk, so a rule sees the same M rows as in ``step``).
 
 Tests (``tests/estimators/test_fast_paths.py``): every output of the fused samplers equals
-:func:`~verify.assertions.estimator_sampler` on the generic (autograd) path to round-off, on every
+:func:`~verify.testing.assertions.estimator_sampler` on the generic (autograd) path to round-off, on every
 standard cell, with and without batch, ranks, blocks, mutant fields, float64 and float32.
 """
 
@@ -53,6 +53,7 @@ from verify.errors import InvalidArgument
 from verify.estimators import kernels
 from verify.estimators.kernels import Linearization
 from verify.estimators.online import batch_numel
+from verify.estimators.sampling import estimator_sampler
 from verify.estimators.uoro import (
     UORO,
     NormalizerInputs,
@@ -61,7 +62,7 @@ from verify.estimators.uoro import (
     paper_rho0,
     paper_rho1,
 )
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = ["PREDRAW_BYTES", "QUANTITIES", "Sampler", "default_chunk", "fused_sampler", "sampler_for", "supports"]
 
@@ -130,7 +131,8 @@ def fused_sampler(
     mode: str = "auto",
     project: torch.Tensor | None = None,
 ) -> tuple[Sampler, list[str]]:
-    """A sampler of M independent runs with the interface (and draws) of :func:`~verify.assertions.estimator_sampler`.
+    """A sampler of M independent runs with the interface (and draws) of
+    :func:`~verify.estimators.sampling.estimator_sampler`.
 
     ``sampler(m, rng)`` returns one (m, ·) tensor per name, in the order of ``names``: the
     gradient estimates at ``steps``, the total Σ_t g̃_t, the influence estimates at ``steps``
@@ -928,7 +930,9 @@ def sampler_for(
     steps: Sequence[int],
     quantities: Sequence[str] = ("gradient", "total"),
 ) -> tuple[Sampler, list[str], str]:
-    """The fastest sampler with the draws of :func:`~verify.assertions.estimator_sampler`: ``(sampler, names, how)``.
+    """The fastest sampler with the draws of :func:`~verify.estimators.sampling.estimator_sampler`.
+
+    Returns ``(sampler, names, how)``.
 
     ``how`` is ``"fused"`` where :func:`supports` says yes, else ``"step"`` (the estimator's own
     ``init``/``step``, whatever its path) -- a user's estimator, a subclass, another cell.
@@ -937,7 +941,5 @@ def sampler_for(
         assert isinstance(estimator, (UORO, PreactivationUORO))
         smp, names = fused_sampler(estimator, problem, theta, steps=steps, quantities=quantities)
         return smp, names, "fused"
-    from verify.assertions import estimator_sampler  # the contract driver (imports the test helpers)
-
     smp_step, names = estimator_sampler(estimator, problem, theta, steps=steps, quantities=quantities)  # type: ignore[arg-type]
     return smp_step, names, "step"

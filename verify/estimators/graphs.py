@@ -22,7 +22,7 @@ import torch
 from verify.estimators import kernels
 from verify.estimators.online import expand_samples
 from verify.estimators.rtrl import RTRL, RTRLState
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = ["GraphedStep"]
 

@@ -1,8 +1,8 @@
 r"""Structured one-step derivatives of the standard cells: the estimators' fast paths.
 
-For the cells of :mod:`verify.cells` whose parameters are ``W`` (G×H), ``U`` (G×d)
-and ``b`` (G) -- :class:`~verify.cells.ElmanCell` (tanh, relu), :class:`~verify.cells.LinearCell`,
-:class:`~verify.cells.LSTMCell` (G = 4H) and :class:`~verify.cells.GRUCell` (G = 3n) -- every
+For the cells of :mod:`verify.model.cells` whose parameters are ``W`` (G×H), ``U`` (G×d)
+and ``b`` (G) -- :class:`~verify.model.cells.ElmanCell` (tanh, relu), :class:`~verify.model.cells.LinearCell`,
+:class:`~verify.model.cells.LSTMCell` (G = 4H) and :class:`~verify.model.cells.GRUCell` (G = 3n) -- every
 derivative product an online estimator needs is written out by hand, for K cotangents or
 tangents at once, on the one shared trajectory (θ is shared by the samples, see
 :mod:`verify.estimators.online`):
@@ -40,11 +40,11 @@ from typing import Literal
 
 import torch
 
-from verify.cells import ElmanCell, GRUCell, LinearCell, LSTMCell
 from verify.errors import InvalidArgument
-from verify.losses import LinearReadout, SelectReadout, SoftmaxCrossEntropy, SquaredError
-from verify.params import ParamLayout
-from verify.problem import Problem
+from verify.model.cells import ElmanCell, GRUCell, LinearCell, LSTMCell
+from verify.model.losses import LinearReadout, SelectReadout, SoftmaxCrossEntropy, SquaredError
+from verify.model.params import ParamLayout
+from verify.model.problem import Problem
 
 __all__ = [
     "PATHS",

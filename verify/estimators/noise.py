@@ -60,7 +60,7 @@ import torch
 
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.uoro import IIDNoise, NoiseSource, Rademacher, Tabulated, WrappedNoise
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = [
     "IIDNoise",

@@ -41,7 +41,7 @@ import torch
 from verify._validate import require_positive, require_positive_int
 from verify.errors import InvalidArgument, VerifyError
 from verify.estimators.base import OnlineEstimator
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = [
     "ContractViolation",

@@ -47,7 +47,7 @@ from verify.estimators.online import (
     grad_batched,
     shared,
 )
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = ["RTRL", "RTRLState"]
 

@@ -11,14 +11,14 @@ backward in time"; UORO §4, "TBPTT-T"):
           \Big|_{s_{t-k}\ \text{fixed}} .
 
 Where t ≤ k the window reaches :math:`s_0` and the estimate is exact. This is the
-per-step form of :func:`verify.reference.tbptt_gradient` (``which="per_step"``),
+per-step form of :func:`verify.oracles.bptt.tbptt_gradient` (``which="per_step"``),
 checked against it by ``rtrl.truncated-bptt``.
 
 **Truncated model** (:class:`TruncatedModel`): Miller & Hardt
 (stable-recurrent-models-miller-hardt.md) eq. (3): the state restarts from 0 k
 steps back, :math:`h^k_t = \phi_w(h^k_{t-1}, x_t)`, :math:`h^k_{t-k} = 0`, and the
 estimate is :math:`\nabla_\theta \ell_t(h^k_t)` (for t ≤ k the model starts from
-:math:`s_0`, as :func:`verify.reference.truncated_model_states` does).
+:math:`s_0`, as :func:`verify.oracles.bptt.truncated_model_states` does).
 
 State: the last k states of the exact trajectory (M, k, *B, n) for TBPTT, the
 exact state for the truncated model; the window's inputs are read from the
@@ -44,7 +44,7 @@ from verify.estimators.online import (
     rollout,
     shared,
 )
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = ["TBPTT", "TBPTTState", "TruncatedModel", "TruncatedModelState"]
 

@@ -50,7 +50,7 @@ each updated by Algorithm 1 with its own ν; :math:`\tilde g` is their average.
 uoro-variance-cooijmans-martens.md, "Projecting in preactivation space"), Elman cells.
 
 Every component a plausible bug would touch is a field, so the mutant catalog
-(:mod:`verify.mutants.estimators`) expresses bugs without copying the algorithm:
+(:mod:`verify.impl.mutants.estimators`) expresses bugs without copying the algorithm:
 ``noise`` (the law of ν; :class:`Tabulated` feeds given draws), ``rho0``/``rho1``
 (normalizer rules over :class:`NormalizerInputs`), ``rho0_on``/``rho1_on`` (which
 factor each normalizer scales), ``include_delta_theta`` (the δθ term of g̃) and
@@ -67,7 +67,6 @@ from typing import Literal, NamedTuple, Protocol, runtime_checkable
 import torch
 
 from verify._validate import require_positive, require_positive_int
-from verify.cells import ElmanCell
 from verify.errors import InvalidArgument
 from verify.estimators import kernels
 from verify.estimators.kernels import use_fast
@@ -82,7 +81,8 @@ from verify.estimators.online import (
     shared,
     state_jvp,
 )
-from verify.problem import Problem
+from verify.model.cells import ElmanCell
+from verify.model.problem import Problem
 
 __all__ = [
     "UORO",

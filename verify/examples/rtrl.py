@@ -17,7 +17,7 @@ from typing import NamedTuple
 import torch
 from torch.autograd.functional import jacobian
 
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 
 class State(NamedTuple):

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 
 class Window(NamedTuple):

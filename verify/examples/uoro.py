@@ -18,7 +18,7 @@ import torch
 from torch.autograd.functional import jacobian
 
 from verify.estimators import NoiseSource, Rademacher
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 EPS = 1e-7  # Algorithm 1's epsilon
 

@@ -16,7 +16,7 @@ Paper: ``fpp-explicit-state-variables.md``. Modules:
   -- the instances and experiments behind the ``fpp.*`` checks.
 
 >>> import torch
->>> from verify.strategies import random_problem
+>>> from verify.testing.strategies import random_problem
 >>> from verify.fpp import FPPObjective, full_gradient, autograd_gradient
 >>> P, theta = random_problem("elman-tanh", T=8, generator=torch.Generator().manual_seed(0))
 >>> obj = FPPObjective(P, T=2, lam=1.0)

@@ -30,7 +30,7 @@ predictions -- the authors' ``model/torch_tbptt.py`` with ``overlap=False``).
 
 ``theta_grad`` transforms every parameter gradient before the optimiser step:
 the identity for the algorithm, a mutant for the negative controls of the
-reproduction checks (:mod:`verify.mutants.fpp`: sign flipped, zeroed).
+reproduction checks (:mod:`verify.impl.mutants.fpp`: sign flipped, zeroed).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from dataclasses import dataclass
 
 import torch
 
-from verify.cells import ElmanCell
 from verify.errors import InvalidArgument
 from verify.fpp.online import OnlineConfig
-from verify.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
-from verify.problem import Problem
+from verify.model.cells import ElmanCell
+from verify.model.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
+from verify.model.problem import Problem
 
 __all__ = ["BATCHED_METHODS", "ThetaGradFn", "batched_supported", "run_online_batched"]
 

@@ -40,7 +40,7 @@ from verify.fpp.objective import (
 )
 from verify.fpp.problems import teacher_buffer
 from verify.fpp.sgd import projected_sgd
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = [
     "KKTSetup",

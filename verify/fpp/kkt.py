@@ -41,7 +41,7 @@ from verify._func import vjp
 from verify._validate import require_positive, require_positive_int
 from verify.errors import InvalidArgument
 from verify.fpp.objective import FPPVariables, flatten_variables, penalty_objective, prediction_loss
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = [
     "MultiplierFn",

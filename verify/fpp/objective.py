@@ -1,7 +1,7 @@
 r"""The FPP objective with explicit state variables and its per-sample gradients.
 
 Paper: ``fpp-explicit-state-variables.md`` §3 and §4.1. A *buffer* of n transitions
-is a :class:`~verify.problem.Problem` whose ``inputs`` are :math:`o_1..o_n`
+is a :class:`~verify.model.problem.Problem` whose ``inputs`` are :math:`o_1..o_n`
 (``inputs[i-1]`` = :math:`o_i`) and whose ``targets`` are :math:`y_1..y_n`; its
 ``s0`` is not used, because the states are explicit variables
 :math:`S = [s_0, \dots, s_n]` (shape (n+1, k)) learned together with the cell's
@@ -20,7 +20,7 @@ and eq. (6) defines, for :math:`i \in \{T, \dots, n\}`,
 
 which is eq. (5) for T = 1. The loss :math:`\ell_\beta(s; y)` is the problem's
 loss of its readout :math:`g_\beta` on the cell's observed state (any cell, any
-loss of :mod:`verify.losses`).
+loss of :mod:`verify.model.losses`).
 
 Departure (paper typo): the printed definition of :math:`\hat s_i` starts at
 :math:`s_{i-T-1}` and applies :math:`o_{i-T}..o_i`, i.e. T+1 transitions; the
@@ -49,7 +49,7 @@ from torch.func import grad, vmap
 from verify._func import vjp
 from verify._validate import require_finite, require_positive, require_positive_int
 from verify.errors import InvalidArgument
-from verify.problem import Problem
+from verify.model.problem import Problem
 
 __all__ = [
     "FPPObjective",
@@ -98,7 +98,7 @@ class FPPObjective:
 
     def __post_init__(self) -> None:
         if not isinstance(self.problem, Problem):
-            raise InvalidArgument("problem", type(self.problem).__name__, "must be a verify.problem.Problem")
+            raise InvalidArgument("problem", type(self.problem).__name__, "must be a verify.model.problem.Problem")
         if self.problem.batch_shape:
             raise InvalidArgument(
                 "problem", f"batch shape {self.problem.batch_shape}", "an FPP buffer is one unbatched sequence"

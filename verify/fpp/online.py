@@ -42,11 +42,11 @@ import torch
 from torch.func import grad, vmap
 
 from verify._validate import require_positive, require_positive_int
-from verify.cells import Cell
 from verify.errors import InvalidArgument
 from verify.fpp.objective import SampleGradFn, eq7_gradients, prediction_loss, unroll_window
-from verify.losses import Loss, Readout
-from verify.problem import Problem
+from verify.model.cells import Cell
+from verify.model.losses import Loss, Readout
+from verify.model.problem import Problem
 
 __all__ = [
     "METHODS",

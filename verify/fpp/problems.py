@@ -19,9 +19,9 @@ import torch
 
 from verify._validate import require_fits_memory, require_positive, require_positive_int
 from verify.errors import InvalidArgument
-from verify.losses import LinearReadout, SquaredError
-from verify.problem import Problem
-from verify.strategies import make_cell
+from verify.model.builders import make_cell
+from verify.model.losses import LinearReadout, SquaredError
+from verify.model.problem import Problem
 
 __all__ = ["TeacherBuffer", "teacher_buffer"]
 

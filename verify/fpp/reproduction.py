@@ -2,7 +2,7 @@ r"""Reproductions of FPP §5: CycleWorld (Fig. 2, Fig. 3(a)) and Stochastic Worl
 
 Paper: ``fpp-explicit-state-variables.md`` §5 and App. D. A reproduction is a grid
 of **blocks**; a block (:class:`Block`) is R paired runs of one learner at one
-(T, learning rate): the unit of work of a sweep cell (:mod:`verify.sweep`) and of
+(T, learning rate): the unit of work of a sweep cell (:mod:`verify.run.sweep`) and of
 the checks, which run the same blocks in-process at ci/full sizes. Every block of
 a reproduction sees the same streams and the same initial weights (generated from
 the block's ``seed`` alone: paired across learners, T and learning rates); FPP's
@@ -36,14 +36,15 @@ import numpy as np
 import torch
 
 from verify._validate import SEED_MULTIPLIER, validate_seed
-from verify.cells import ElmanCell
 from verify.errors import InvalidArgument
 from verify.fpp._fit import mean_ci
 from verify.fpp.batched import BATCHED_METHODS, run_online_batched
+from verify.fpp.broken_learners import learner_mutant
 from verify.fpp.envs import cycle_world, cycle_world_baseline, stochastic_world
 from verify.fpp.online import OnlineConfig, model_problem
-from verify.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
-from verify.problem import Problem
+from verify.model.cells import ElmanCell
+from verify.model.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
+from verify.model.problem import Problem
 
 __all__ = [
     "APP_D_LRS",
@@ -93,7 +94,7 @@ class Block:
     initial weights for every learning rate). ``env`` (:data:`ENVIRONMENTS`) with ``p`` (CycleWorld) or ``lags``
     (Stochastic World); ``method`` (:data:`~verify.fpp.batched.BATCHED_METHODS`);
     the :class:`~verify.fpp.online.OnlineConfig` fields; ``init`` (:data:`INITS`);
-    ``mutant`` a broken learner of :mod:`verify.mutants.fpp` (negative controls);
+    ``mutant`` a broken learner of :mod:`verify.fpp.broken_learners` (negative controls);
     ``bins`` the learning curve's resolution; ``final_fraction`` the final window.
     """
 
@@ -131,8 +132,6 @@ class Block:
         if not self.lrs or any(not (isinstance(x, (int, float)) and 0 < x < math.inf) for x in self.lrs):
             raise InvalidArgument("lrs", self.lrs, "a non-empty tuple of positive learning rates")
         if self.mutant is not None:
-            from verify.mutants.fpp import learner_mutant
-
             learner_mutant(self.mutant)  # validates the name
         self.config()  # validates T, lr, buffer ...
 
@@ -250,8 +249,6 @@ def _run_block(b: Block) -> dict[str, Any]:
     sampler = torch.Generator().manual_seed(b.seed * SEED_MULTIPLIER + salt)
     mutant = None
     if b.mutant is not None:
-        from verify.mutants.fpp import learner_mutant
-
         mutant = learner_mutant(b.mutant)
     L_ = len(b.lrs)
     lr_col = torch.tensor([float(v) for v in b.lrs], dtype=torch.float64).repeat_interleave(b.runs)

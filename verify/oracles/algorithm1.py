@@ -17,9 +17,9 @@ from typing import NamedTuple
 import torch
 from torch.func import grad
 
-from verify.budget import step_jacobians as budget_step_jacobians
 from verify.errors import InvalidArgument
-from verify.problem import Problem
+from verify.model.problem import Problem
+from verify.oracles.budget import step_jacobians as budget_step_jacobians
 
 __all__ = [
     "EPS",
@@ -48,7 +48,7 @@ class StepJacobians(NamedTuple):
 
 
 def step_jacobians(problem: Problem, theta: torch.Tensor) -> StepJacobians:
-    """Dense one-step Jacobians (:func:`verify.budget.step_jacobians`, ``torch.func.jacrev``; independent of
+    """Dense one-step Jacobians (:func:`verify.oracles.budget.step_jacobians`, ``torch.func.jacrev``; independent of
     the estimators' VJP/JVP code) and the per-step loss gradients."""
     if problem.batch_shape:
         raise InvalidArgument(

@@ -4,7 +4,7 @@
 * :mod:`verify.report.figures` -- the figure convention (how a check emits figures)
   and its matplotlib renderer;
 * :mod:`verify.report.render` -- markdown, self-contained HTML and JUnit XML;
-* :mod:`verify.report.atomic` -- report folders: the marker and its manifest, atomic
+* :mod:`verify.files` -- report folders: the marker and its manifest, atomic
   replacement of only what rnn-verify wrote (see there for the rules).
 
 :func:`write_report` validates a document, renders it and writes it into a folder
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from verify.report.atomic import (
+from verify.files import (
     MARKER,
     foreign_entries,
     is_report_folder,
@@ -134,7 +134,7 @@ def write_report(
     """Validate and render ``doc``, then write the report folder ``out`` (plus optional extra copies).
 
     Nothing is written unless ``doc`` validates and ``out`` is acceptable
-    (:func:`verify.report.atomic.preflight_dir`); see :func:`verify.report.atomic.write_dir_atomic`.
+    (:func:`verify.files.preflight_dir`); see :func:`verify.files.write_dir_atomic`.
     """
     files = render_files(doc, fail_on, pngs_done)
     path = write_dir_atomic(out, files)

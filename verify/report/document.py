@@ -4,10 +4,10 @@
 ``junit.xml`` and the PNG figures are all rendered from it, so ``rnn-verify
 report`` re-renders a saved run without recomputing anything.
 
-Layout (``schema = "rnn-verify.results"``, ``schema_version = 1``)::
+Layout (``schema = "rnn-verify.verdict"``, ``schema_version = 1``)::
 
     {
-      "schema": "rnn-verify.results", "schema_version": 1,
+      "schema": "rnn-verify.verdict", "schema_version": 1,
       "tool": {"name": "rnn-verify", "version": "0.1.0"},
       "run": {"command": "rnn-verify run --profile ci", "profile": "ci", "seed": 0,
               "device_requested": "cpu", "device": "cpu", "dtype": "float64",
@@ -41,9 +41,10 @@ from typing import Any
 import torch
 
 from theory.catalog import Claim
+from verify.files import tool_version
 from verify.report.figures import claim_figures, controls_table, normalize_figure
-from verify.results import CheckResult, Verdict, to_jsonable
 from verify.schema import ResultsDocument, load_json_file, parse_results
+from verify.verdict import CheckResult, Verdict, to_jsonable
 
 __all__ = [
     "SCHEMA",
@@ -57,18 +58,9 @@ __all__ = [
     "validate_document",
 ]
 
-SCHEMA = "rnn-verify.results"
+SCHEMA = "rnn-verify.verdict"
 SCHEMA_VERSION = 1
 VERDICTS = tuple(v.value for v in Verdict)
-
-
-def tool_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("rnn-verify")
-    except Exception:
-        return "0.1.0 (not installed)"
 
 
 def rerun_command(

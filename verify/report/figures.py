@@ -7,7 +7,7 @@ into a PNG with matplotlib (no pyplot, no global backend change).
 How a check gets figures
 ------------------------
 1. **Explicitly** -- put a list of figure specs under ``data["figures"]`` in the
-   :class:`~verify.results.CheckResult`::
+   :class:`~verify.verdict.CheckResult`::
 
        data={"figures": [{
            "kind": "line",                      # line | scatter | bar | errorbar | table
@@ -36,7 +36,7 @@ How a check gets figures
    writes its own figures gets exactly those).
 
 3. **Run-level** figures are built from every result: the *negative controls /
-   mutant-kill table* (every :class:`~verify.results.Control` of every claim, plus
+   mutant-kill table* (every :class:`~verify.verdict.Control` of every claim, plus
    rows a check lists in ``data["mutants"]`` as ``{"mutant", "expected",
    "observed", "detail"?}``).
 
@@ -64,18 +64,19 @@ Figure spec fields
     Column names and rows of cells (strings or numbers); drawn as an HTML/markdown
     table, not a PNG.
 
-Numbers may be ``null``, ``"nan"`` or ``"inf"`` (how :func:`verify.results.to_jsonable`
+Numbers may be ``null``, ``"nan"`` or ``"inf"`` (how :func:`verify.verdict.to_jsonable`
 writes non-finite floats); such points are left out of the plot and counted.
 """
 
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from verify.errors import InvalidArgument
+from verify.figure_spec import FIGURE_KINDS, Figure, normalize_figure
+from verify.figure_spec import finite_or_none as _num
 
 __all__ = [
     "ADAPTERS",
@@ -88,116 +89,6 @@ __all__ = [
     "render_png",
 ]
 
-FIGURE_KINDS = ("line", "scatter", "bar", "errorbar", "table")
-_STYLES = ("solid", "dashed", "markers")
-
-Figure = dict[str, Any]
-
-
-# ------------------------------------------------------------------ validation
-def _num(v: Any) -> float | None:
-    """A finite float, or None for null/nan/inf/non-numbers."""
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    if isinstance(v, str):
-        try:
-            f = float(v)
-        except ValueError:
-            return None
-        return f if math.isfinite(f) else None
-    return None
-
-
-def _jsonable_list(name: str, v: Any) -> list[Any]:
-    if not isinstance(v, (list, tuple)):
-        raise InvalidArgument(name, type(v).__name__, "must be a list")
-    out: list[Any] = []
-    for item in v:
-        if item is None or isinstance(item, (str, int, float, bool)):
-            out.append(item if not (isinstance(item, float) and not math.isfinite(item)) else str(item))
-        else:
-            raise InvalidArgument(name, type(item).__name__, "items must be numbers, strings or null")
-    return out
-
-
-def normalize_figure(spec: Any) -> Figure:
-    """Validate a figure spec and return a clean JSON copy; raises :class:`InvalidArgument`."""
-    if not isinstance(spec, Mapping):
-        raise InvalidArgument("figure", type(spec).__name__, "a figure spec must be a JSON object")
-    kind = spec.get("kind")
-    if kind not in FIGURE_KINDS:
-        raise InvalidArgument("figure.kind", kind, f"must be one of {FIGURE_KINDS}")
-    title = spec.get("title")
-    if not isinstance(title, str) or not title:
-        raise InvalidArgument("figure.title", title, "every figure needs a title")
-    out: Figure = {"kind": kind, "title": title}
-    for key in ("xlabel", "ylabel", "caption"):
-        if key in spec and spec[key] is not None:
-            out[key] = str(spec[key])
-    if kind == "table":
-        cols = _jsonable_list("figure.columns", spec.get("columns"))
-        rows_in = spec.get("rows")
-        if not isinstance(rows_in, (list, tuple)):
-            raise InvalidArgument("figure.rows", type(rows_in).__name__, "a table needs a list of rows")
-        rows = [_jsonable_list(f"figure.rows[{i}]", r) for i, r in enumerate(rows_in)]
-        for i, r in enumerate(rows):
-            if len(r) != len(cols):
-                raise InvalidArgument(f"figure.rows[{i}]", len(r), f"has {len(r)} cells for {len(cols)} columns")
-        out["columns"], out["rows"] = cols, rows
-        return out
-    for key in ("logx", "logy", "diagonal"):
-        out[key] = bool(spec.get(key, False))
-    shared_x = _jsonable_list("figure.x", spec["x"]) if spec.get("x") is not None else None
-    if shared_x is not None:
-        out["x"] = shared_x
-    series_in = spec.get("series")
-    if not isinstance(series_in, (list, tuple)) or not series_in:
-        raise InvalidArgument("figure.series", series_in, "needs a non-empty list of series")
-    series: list[dict[str, Any]] = []
-    for i, s in enumerate(series_in):
-        name = f"figure.series[{i}]"
-        if not isinstance(s, Mapping):
-            raise InvalidArgument(name, type(s).__name__, "must be an object with 'label' and 'y'")
-        y = _jsonable_list(f"{name}.y", s.get("y"))
-        x = _jsonable_list(f"{name}.x", s["x"]) if s.get("x") is not None else shared_x
-        if x is None:
-            raise InvalidArgument(f"{name}.x", None, "no x values (give the figure's 'x' or the series' own)")
-        if len(x) != len(y):
-            raise InvalidArgument(f"{name}.y", len(y), f"has {len(y)} values for {len(x)} x values")
-        clean: dict[str, Any] = {"label": str(s.get("label", f"series {i + 1}")), "y": y}
-        if s.get("x") is not None:
-            clean["x"] = x
-        for key in ("yerr", "ylow", "yhigh"):
-            if s.get(key) is not None:
-                vals = _jsonable_list(f"{name}.{key}", s[key])
-                if len(vals) != len(y):
-                    raise InvalidArgument(f"{name}.{key}", len(vals), f"has {len(vals)} values for {len(y)} y values")
-                clean[key] = vals
-        if ("ylow" in clean) != ("yhigh" in clean):
-            raise InvalidArgument(name, "ylow/yhigh", "give both 'ylow' and 'yhigh' (or 'yerr')")
-        style = s.get("style", "markers" if kind == "scatter" else "solid")
-        if style not in _STYLES:
-            raise InvalidArgument(f"{name}.style", style, f"must be one of {_STYLES}")
-        clean["style"] = style
-        series.append(clean)
-    out["series"] = series
-    hl = spec.get("hlines") or []
-    if not isinstance(hl, (list, tuple)):
-        raise InvalidArgument("figure.hlines", type(hl).__name__, "must be a list of {'y', 'label'}")
-    hlines = []
-    for i, h in enumerate(hl):
-        if not isinstance(h, Mapping) or _num(h.get("y")) is None:
-            raise InvalidArgument(f"figure.hlines[{i}]", h, "needs a finite 'y'")
-        hlines.append({"y": _num(h.get("y")), "label": str(h.get("label", ""))})
-    if hlines:
-        out["hlines"] = hlines
-    return out
-
-
-# -------------------------------------------------------------------- adapters
 _ZERO_FLOOR = 1e-18
 
 

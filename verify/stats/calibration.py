@@ -44,7 +44,6 @@ from typing import Any
 import torch
 
 from verify.errors import InvalidArgument
-from verify.results import Verdict
 from verify.stats.binomial import clopper_pearson_upper
 from verify.stats.moments import U64
 from verify.stats.planner import plan_samples
@@ -56,6 +55,7 @@ from verify.stats.unbiased import (
     sequential_test,
     validate_seed,
 )
+from verify.verdict import Verdict
 
 __all__ = [
     "LEVELS",

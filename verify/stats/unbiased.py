@@ -117,7 +117,6 @@ from scipy import stats
 
 from verify._validate import require_finite, require_positive, require_positive_int, require_probability
 from verify.errors import InvalidArgument
-from verify.results import Verdict
 from verify.stats.bounds import (
     Spectrum,
     best_mixture_rho,
@@ -139,6 +138,7 @@ from verify.stats.roundoff import (
     eigen_floor,
     symmetric_eigh,
 )
+from verify.verdict import Verdict
 
 __all__ = [
     "QuantityResult",

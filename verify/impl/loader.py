@@ -1,0 +1,247 @@
+r"""Load a user's implementation under test from ``--impl FAMILY=SPEC`` (CLI) or ``--rnn-verify-impl`` (plugin).
+
+``SPEC`` is ``module.path:Name`` (imported with the current ``sys.path``) or
+``path/to/file.py:name`` (loaded from that file); ``Name`` may be dotted
+(``Outer.factory``). ``FAMILY`` is a family of :mod:`verify.impl` -- which sets its
+*primary* part (``uoro`` -> ``uoro.uoro``, ``rtrl`` -> ``rtrl.rtrl``, ``truncation``
+-> ``truncation.tbptt``, ``reference`` -> ``reference.adjoint``, ``fpp`` ->
+``fpp.eq7_gradients``, ``device`` -> ``device.runner``) -- a ``family.field``
+(``truncation.model_states``), or the alias ``tbptt`` (``truncation.tbptt``).
+
+What is loaded is checked before any claim runs, and every problem is an
+:class:`~verify.errors.ImplementationError` naming the option, the spec and what is
+wrong (the CLI exits 2):
+
+* no such module, file or attribute; importing it raised;
+* not something the field can hold, or a function whose signature does not take the
+  arguments the toolkit calls it with (:func:`verify.impl.coerce_part`);
+* an online estimator (RTRL, truncated BPTT, UORO ...) that violates the estimator
+  contract (:func:`verify.estimators.online.check_contract`: dtype, device, shapes,
+  purity, bounded state) on a small problem -- named as such before any statistics;
+* an exact reference (``reference.adjoint``) whose result on a small problem does not
+  have the gradient's shape.
+
+Every loaded part carries its provenance (:class:`verify.impl.Source`: the spec, the
+module, the file that defines it and that file's SHA-256), which the report and
+``results.json`` print next to each claim that exercised it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from verify.errors import ImplementationError, InvalidArgument, NotApplicable, VerifyError
+from verify.impl import DEFAULT, FAMILIES, Implementations, Source, family_class, field_names
+
+__all__ = [
+    "ALIASES",
+    "ESTIMATORS",
+    "load_implementations",
+    "load_object",
+    "parse_impl_arg",
+    "resolve_target",
+    "validate_part",
+]
+
+#: the parts that hold online-estimator factories (put through the estimator contract on load)
+ESTIMATORS = ("rtrl.rtrl", "truncation.tbptt", "truncation.truncated_model", "uoro.uoro", "uoro.preactivation")
+
+#: short names accepted for a ``family.field``
+ALIASES = {"tbptt": "truncation.tbptt"}
+
+
+def resolve_target(name: str, option: str = "--impl") -> str:
+    """``FAMILY``, ``family.field`` or an alias -> ``family.field``; :class:`InvalidArgument` otherwise."""
+    if name in ALIASES:
+        return ALIASES[name]
+    fam, dot, fld = name.partition(".")
+    if fam not in FAMILIES:
+        known = ", ".join([*FAMILIES, *ALIASES])
+        raise InvalidArgument(option, name, f"FAMILY must be one of {known} (or family.field)")
+    if not dot:
+        return f"{fam}.{family_class(fam).PRIMARY}"
+    if fld not in field_names(fam):
+        raise InvalidArgument(option, name, f"{fam} has the fields {', '.join(field_names(fam))}")
+    return name
+
+
+def parse_impl_arg(text: str, option: str = "--impl") -> tuple[str, str]:
+    """``"uoro=mypkg.mod:MyUORO"`` -> ``("uoro.uoro", "mypkg.mod:MyUORO")``."""
+    name, eq, spec = text.partition("=")
+    if not eq or not name.strip() or not spec.strip():
+        raise InvalidArgument(option, text, "expected FAMILY=module.path:Name or FAMILY=path/to/file.py:name")
+    try:
+        target = resolve_target(name.strip(), option)
+    except InvalidArgument as exc:  # name the whole argument, not only its FAMILY part
+        raise InvalidArgument(option, text, exc.reason) from None
+    return target, spec.strip()
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 16), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _is_file_spec(where: str) -> bool:
+    return where.endswith(".py") or "/" in where or os.sep in where
+
+
+def _import_file(path: Path, err: Any) -> ModuleType:
+    if not path.is_file():
+        raise err(f"no such file {str(path)!r}")
+    digest = _sha256(str(path))[:12]
+    modname = f"_rnn_verify_impl_{path.stem.replace('-', '_')}_{digest}"
+    if modname in sys.modules:  # the same file content loaded before (e.g. two fields from one file)
+        return sys.modules[modname]
+    spec = importlib.util.spec_from_file_location(modname, path)
+    if spec is None or spec.loader is None:
+        raise err(f"cannot load {str(path)!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        del sys.modules[modname]
+        if isinstance(exc, KeyboardInterrupt):  # a Ctrl-C of the user: the run is interrupted (exit 130)
+            raise
+        raise err(f"executing {str(path)!r} raised {_describe(exc)}") from None
+    return module
+
+
+def _describe(exc: BaseException) -> str:
+    """An exception of user code in words; ``SystemExit`` says that the code tried to end the process."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}): the code called sys.exit() (it must not decide rnn-verify's exit status)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def load_object(target: str, spec: str, option: str = "--impl") -> tuple[Any, Source]:
+    """Import what ``spec`` names; returns it with its :class:`~verify.impl.Source` (file and SHA-256)."""
+
+    def err(reason: str) -> ImplementationError:
+        return ImplementationError(target, spec, reason, option=option)
+
+    where, colon, attr = spec.rpartition(":")
+    if not colon or not where or not attr or (len(where) == 1 and where.isalpha()):  # "C:\x.py" has no ":name"
+        raise err("expected module.path:Name or path/to/file.py:name (the object after the last ':')")
+    if _is_file_spec(where):
+        module = _import_file(Path(where), err)
+        modname = f"file {where}"
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as exc:
+            raise err(f"no module named {exc.name or where!r} (is it installed, or on PYTHONPATH?)") from None
+        except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error, never our exit status
+            raise err(f"importing {where!r} raised {_describe(exc)}") from None
+        modname = where
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            have = sorted(n for n in vars(module) if not n.startswith("_"))[:12]
+            raise err(f"{modname} has no attribute {attr!r} (it has {', '.join(have) or 'no public names'})")
+        obj = getattr(obj, part)
+    try:
+        file = inspect.getsourcefile(obj) or getattr(module, "__file__", None) or ""
+    except TypeError:  # an instance: its class's file
+        try:
+            file = inspect.getsourcefile(type(obj)) or getattr(module, "__file__", None) or ""
+        except TypeError:
+            file = getattr(module, "__file__", None) or ""
+    file = os.path.abspath(file) if file else ""
+    sha = _sha256(file) if file and os.path.isfile(file) else ""
+    return obj, Source(target, spec, getattr(module, "__name__", modname), file, sha)
+
+
+# --------------------------------------------------------------- load checks
+def _small_problem() -> tuple[Any, torch.Tensor]:
+    from verify.model.builders import random_problem
+
+    return random_problem("elman-tanh", n=3, d=2, T=5, generator=torch.Generator().manual_seed(0))
+
+
+def _estimator_args(target: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if target in ("truncation.tbptt", "truncation.truncated_model"):
+        return (2,), {}
+    return (), {}
+
+
+def validate_part(impls: Implementations, target: str, option: str = "--impl") -> None:
+    """Exercise ``impls``'s part ``target`` once on a small problem; :class:`ImplementationError` if it breaks.
+
+    Estimator factories are built (``k = 2`` for truncations) and put through the
+    online-estimator contract (:func:`~verify.estimators.online.check_contract`);
+    ``reference.adjoint`` must return a gradient of shape (p,). Other parts are
+    checked by their signature only (:func:`verify.impl.coerce_part`).
+    """
+    from verify.estimators.online import ContractViolation, check_contract
+    from verify.impl import build
+
+    src = impls.source(target)
+    spec = src.spec if src is not None else "?"
+
+    def err(reason: str) -> ImplementationError:
+        return ImplementationError(target, spec, reason, option=option)
+
+    part = impls.part(target)
+    P, th = _small_problem()
+    if target in ESTIMATORS:
+        args, kwargs = _estimator_args(target)
+        try:
+            est = build(part, target, *args, **kwargs)
+        except NotApplicable as exc:
+            raise err(f"cannot build an estimator: {exc.reason}") from None
+        except (Exception, SystemExit) as exc:
+            raise err(f"building the estimator raised {_describe(exc)}") from None
+        try:
+            check_contract(est, P, th, samples=2, steps=3)
+        except ContractViolation as exc:
+            raise err(f"violates the online-estimator contract: {exc}") from None
+        except VerifyError as exc:
+            raise err(f"on a small elman-tanh problem: {exc}") from None
+        except (Exception, SystemExit) as exc:
+            raise err(f"on a small elman-tanh problem it raised {_describe(exc)}") from None
+    elif target == "reference.adjoint":
+        try:
+            g = part(P, th)
+        except (Exception, SystemExit) as exc:
+            raise err(f"adjoint(problem, theta) raised {_describe(exc)}") from None
+        if not isinstance(g, torch.Tensor) or tuple(g.shape) != (P.p,):
+            shape = tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__
+            raise err(f"adjoint(problem, theta) returned {shape}, expected a tensor of shape (p,) = ({P.p},)")
+
+
+def load_implementations(
+    args: Sequence[str], base: Implementations = DEFAULT, option: str = "--impl", validate: bool = True
+) -> Implementations:
+    """``base`` with every ``FAMILY=SPEC`` of ``args`` loaded into its part (and checked, see :func:`validate_part`)."""
+    impls = base
+    seen: dict[str, str] = {}
+    for text in args:
+        target, spec = parse_impl_arg(text, option)
+        if target in seen:
+            raise InvalidArgument(option, text, f"{target} is already given ({seen[target]})")
+        seen[target] = text
+        obj, source = load_object(target, spec, option)
+        fam, _, fld = target.partition(".")
+        try:
+            impls = impls.with_part(fam, fld, obj, source=source)
+        except InvalidArgument as exc:
+            raise ImplementationError(target, spec, exc.reason, option=option) from None
+        if validate:
+            validate_part(impls, target, option)
+    return impls

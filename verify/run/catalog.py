@@ -1,0 +1,176 @@
+"""Run catalog claims: selection by id or glob, timing, and turning errors into verdicts.
+
+A check that raises :class:`~verify.errors.AssumptionViolated` becomes
+INCONCLUSIVE with the premise as its reason (never PASS); one that raises
+:class:`~verify.errors.NotApplicable` (the implementation under test does not declare
+what the claim needs) becomes SKIPPED with the reason; any other exception in a
+check is a FAIL naming the exception -- a crashed check must not let a CI gate through.
+Every result names the implementation under test of the parts its check uses
+(``CheckResult.implementation``).
+
+:func:`run_claims` runs claims in this process or, with ``workers > 1``, in that
+many worker processes (``spawn``; each gets :data:`THREADS_PER_PROCESS` torch
+thread, as does this process when it runs checks serially; never more processes than CPUs available or claims
+to run; the longest claims start first, :func:`longest_first`) -- the sweep's
+process-pool executor (:mod:`verify.run.sweep.executors`): a worker killed mid-check is
+replaced and its claim rerun --, or on any sweep executor (``executor=``, e.g. Dask). Results
+always come back in catalog order. When the run is stopped (Ctrl-C, or SIGTERM/SIGHUP
+turned into an exception by the CLI) the worker processes are terminated and
+reaped before the exception goes on (:func:`verify.run.sweep.executors.stop_processes`), so none outlives
+it. ``skip`` turns chosen claims
+into SKIPPED results with a reason without running them (e.g. the ``device``
+claims when CUDA was asked for and is absent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from theory.catalog import Claim
+from verify.config import RunConfig
+from verify.errors import InvalidArgument
+from verify.run.check import THREADS_PER_PROCESS, claim_params, run_check, skipped_result, torch_threads
+from verify.run.sweep.cache import code_version
+from verify.run.sweep.cells import Cell
+from verify.run.sweep.executors import ProcessExecutor, available_cpus
+from verify.verdict import CheckResult, Verdict
+
+__all__ = ["EXPECTED_SECONDS", "longest_first", "run_claims", "run_on_executor"]
+
+Progress = Callable[[str, Claim, CheckResult | None], None]
+
+
+def run_claims(
+    claims: Sequence[Claim],
+    config: RunConfig | Mapping[str, RunConfig],
+    progress: Progress | None = None,
+    *,
+    workers: int = 1,
+    skip: Mapping[str, str] | None = None,
+    executor: Any = None,
+) -> list[CheckResult]:
+    """Run ``claims``, calling ``progress("start"|"done", claim, result)``; results in catalog order.
+
+    ``config`` is one :class:`RunConfig` for every claim or a mapping claim id ->
+    config. ``workers > 1`` runs checks in up to that many processes (capped at the
+    CPUs available and at the number of claims to run). ``skip`` maps claim ids to
+    the reason they are reported SKIPPED without running.
+    """
+    skip = dict(skip or {})
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidArgument("workers", workers, "must be an integer >= 1")
+
+    def cfg(claim: Claim) -> RunConfig:
+        return config if isinstance(config, RunConfig) else config[claim.id]
+
+    results: dict[str, CheckResult] = {}
+    todo = [c for c in claims if c.id not in skip]
+    parallel = executor is not None or (workers > 1 and len(todo) > 1)
+    with torch_threads(THREADS_PER_PROCESS):
+        for claim in claims:  # serially: in catalog order; in parallel: the skipped ones first
+            if parallel and claim.id not in skip:
+                continue
+            if progress:
+                progress("start", claim, None)
+            if claim.id in skip:
+                res = skipped_result(claim, cfg(claim), skip[claim.id])
+            else:
+                res = run_check(claim, cfg(claim))
+            results[claim.id] = res
+            if progress:
+                progress("done", claim, res)
+    if parallel and executor is not None:
+        run_on_executor(longest_first(todo), cfg, progress, executor, results)
+    elif parallel:
+        _run_parallel(longest_first(todo), cfg, progress, min(workers, len(todo), _cpus()), results)
+    return [results[c.id] for c in claims]
+
+
+#: expected seconds of the slower claims in the ci profile (one thread of a 2-core x86 machine, quiet): a
+#: scheduling hint only -- the parallel run starts the longest claims first so that no long claim starts last.
+#: Claims not listed count as 0.5 s. Results and verdicts do not depend on the order.
+EXPECTED_SECONDS: dict[str, float] = {
+    "uoro.unbiased-statistical": 7.0,
+    "uoro.mutants-caught": 2.2,
+    "truncation.state-bound": 1.9,
+    "uoro.truncated-unbiased": 1.6,
+    "fpp.stationarity": 1.6,
+    "uoro.rank-unbiased": 1.3,
+    "truncation.rate": 1.2,
+    "uoro.preactivation": 1.0,
+    "rtrl.online-convergence": 1.0,
+    "fpp.cycleworld-reproduction": 1.0,
+    "reference.adjoint": 1.0,
+    "fpp.kkt-recovery": 0.8,
+    "truncation.training-prop2": 0.8,
+}
+
+
+def longest_first(claims: Sequence[Claim]) -> list[Claim]:
+    """``claims`` ordered by :data:`EXPECTED_SECONDS`, longest first (stable: ties keep catalog order)."""
+    return sorted(claims, key=lambda c: -EXPECTED_SECONDS.get(c.id, 0.5))
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (:func:`verify.run.sweep.executors.available_cpus`)."""
+    return available_cpus()
+
+
+def _run_parallel(
+    todo: Sequence[Claim],
+    cfg: Callable[[Claim], RunConfig],
+    progress: Progress | None,
+    workers: int,
+    results: dict[str, CheckResult],
+) -> None:
+    """``--workers N``: the claims as sweep cells on a local process pool (:class:`ProcessExecutor`)."""
+    with ProcessExecutor(workers, THREADS_PER_PROCESS) as executor:
+        run_on_executor(todo, cfg, progress, executor, results)
+
+
+def run_on_executor(
+    todo: Sequence[Claim],
+    cfg: Callable[[Claim], RunConfig],
+    progress: Progress | None,
+    executor: Any,
+    results: dict[str, CheckResult],
+) -> None:
+    """Run ``todo`` as ``claim`` cells on a sweep executor (process pool or Dask); fill ``results`` by claim id.
+
+    A cell that could not run (its worker died too often, a lost cluster, a worker with other sources) is a
+    FAIL naming the cause -- a crashed check must not let a CI gate through. On an interruption the
+    executor stops its workers before the exception goes on.
+    """
+    by_key: dict[str, Claim] = {}
+    cells = []
+    for claim in todo:
+        cell = Cell("claim", claim_params(claim, cfg(claim)), label=claim.id)
+        by_key[cell.key] = claim
+        cells.append(cell)
+        if progress:
+            progress("start", claim, None)
+    code = code_version()
+    for cell, out in executor.map_unordered(cells):
+        claim = by_key[cell.key]
+        if out.get("ok") and out.get("code") == code:
+            try:
+                res = CheckResult.from_dict(out["value"])
+            except InvalidArgument as exc:
+                res = _worker_failure(claim, cfg(claim), f"malformed result from the worker: {exc}")
+        elif out.get("ok"):
+            res = _worker_failure(
+                claim, cfg(claim), f"worker {out.get('worker')} runs other rnn-verify sources ({out.get('code')})"
+            )
+        else:
+            res = _worker_failure(claim, cfg(claim), str(out.get("error") or "unknown error"))
+        results[claim.id] = res
+        if progress:
+            progress("done", claim, res)
+
+
+def _worker_failure(claim: Claim, config: RunConfig, why: str) -> CheckResult:
+    first = (why.strip().splitlines() or ["?"])[-1]
+    return CheckResult(
+        claim.id, Verdict.FAIL, f"worker process failed: {first}", reason=why, seed=config.seed, device=config.device
+    )

@@ -1,0 +1,172 @@
+"""Run one claim's check: selection by id or glob, timing, and turning errors into verdicts.
+
+A check that raises :class:`~verify.errors.AssumptionViolated` becomes
+INCONCLUSIVE with the premise as its reason (never PASS); one that raises
+:class:`~verify.errors.NotApplicable` (the implementation under test does not declare
+what the claim needs) becomes SKIPPED with the reason; any other exception in a
+check -- ``SystemExit`` from code under test included -- is a FAIL naming the
+exception: a crashed check must not let a CI gate through. Every result names the
+implementation under test of the parts its check uses (``CheckResult.implementation``).
+
+This module is below :mod:`verify.run.sweep` (whose ``claim`` task calls
+:func:`run_check`) and :mod:`verify.run.catalog` (which runs a selection).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import fnmatch
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from theory.catalog import Claim, all_claims
+from verify.checks import registry, uses
+from verify.config import RunConfig
+from verify.errors import AssumptionViolated, InvalidArgument, NotApplicable
+from verify.verdict import CheckResult, Verdict
+
+__all__ = [
+    "THREADS_PER_PROCESS",
+    "claim_params",
+    "run_check",
+    "select_claims",
+    "skipped_result",
+    "torch_threads",
+]
+
+
+def select_claims(patterns: Sequence[str] | None = None, profile: str | None = None) -> list[Claim]:
+    """Claims matching any of ``patterns`` (ids or globs such as ``uoro.*``), catalog order.
+
+    With ``profile`` only the claims that run in that profile are kept when no
+    explicit pattern is given. Unknown ids raise :class:`InvalidArgument` with the
+    nearest matches.
+    """
+    claims = all_claims()
+    if not patterns:
+        return [c for c in claims.values() if profile is None or profile in c.profiles]
+    chosen: dict[str, Claim] = {}
+    split = [p.strip() for pat in patterns for p in pat.split(",") if p.strip()]
+    if not split:
+        raise InvalidArgument("--claims", list(patterns), "give at least one claim id or glob")
+    for pat in split:
+        hits = [cid for cid in claims if fnmatch.fnmatchcase(cid, pat)]
+        if not hits:
+            near = difflib.get_close_matches(pat, list(claims), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(near)}?" if near else "; see `rnn-verify list`"
+            raise InvalidArgument("--claims", pat, f"matches no claim id{hint}")
+        for cid in hits:
+            chosen[cid] = claims[cid]
+    return [c for cid, c in claims.items() if cid in chosen]
+
+
+def run_check(claim: Claim, config: RunConfig) -> CheckResult:
+    """Run one claim's check; never raises for a failing or crashing check."""
+    res = _run_check(claim, config)
+    return replace(res, implementation=config.impls.describe(uses(claim.id)))
+
+
+def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
+    checks = registry()
+    t0 = time.perf_counter()
+    fn = checks.get(claim.id)
+    if fn is None:
+        return CheckResult(
+            claim.id,
+            Verdict.FAIL,
+            "no check registered for this claim",
+            reason="catalog entry without a check",
+            seed=config.seed,
+        )
+    try:
+        result = fn(config)
+    except NotApplicable as exc:
+        return CheckResult(
+            claim.id,
+            Verdict.SKIPPED,
+            f"not applicable to the implementation under test: {exc}",
+            reason=str(exc),
+            seed=config.seed,
+            wall_time=time.perf_counter() - t0,
+        )
+    except AssumptionViolated as exc:
+        return CheckResult(
+            claim.id,
+            Verdict.INCONCLUSIVE,
+            f"premise not met: {exc}",
+            reason=str(exc),
+            seed=config.seed,
+            wall_time=time.perf_counter() - t0,
+        )
+    except (Exception, SystemExit) as exc:  # a crashing check is a failing check; so is sys.exit() in user code
+        tb = traceback.format_exc(limit=6)
+        what = (
+            f"SystemExit({exc.code!r}): code under test called sys.exit(); a check's exit is a FAIL, never the run's "
+            "exit status"
+            if isinstance(exc, SystemExit)
+            else f"{type(exc).__name__}: {exc}"
+        )
+        return CheckResult(
+            claim.id,
+            Verdict.FAIL,
+            f"check raised {what}",
+            reason=tb,
+            seed=config.seed,
+            wall_time=time.perf_counter() - t0,
+        )
+    if result.claim_id != claim.id:
+        return CheckResult(
+            claim.id,
+            Verdict.FAIL,
+            f"check returned a result for {result.claim_id!r}",
+            reason="mis-registered check",
+            seed=config.seed,
+        )
+    if result.wall_time == 0.0:
+        result = replace(result, wall_time=time.perf_counter() - t0)
+    return result
+
+
+def skipped_result(claim: Claim, config: RunConfig, reason: str) -> CheckResult:
+    return CheckResult(
+        claim.id, Verdict.SKIPPED, f"not run: {reason}", reason=reason, seed=config.seed, device=config.device
+    )
+
+
+def claim_params(claim: Claim, config: RunConfig) -> dict[str, Any]:
+    """The parameters of the sweep task ``claim`` (:mod:`verify.run.sweep.tasks`) for one claim and config."""
+    return {
+        "claim": claim.id,
+        "profile": config.profile,
+        "seed": config.seed,
+        "device": config.device,
+        "dtype": config.dtype,
+        "options": {str(k): v for k, v in config.options},
+    }
+
+
+#: torch intra-op threads of a process that runs checks (this one serially, each worker in parallel). The
+#: checks' tensors are small (n <= 64): a second thread gains ~15 % on a quiet machine, while OpenMP's
+#: spin-waiting threads stall whenever a core is taken by another process -- on a 2-core machine with one
+#: CPU-bound neighbour three claims took 61 s with 2 threads and 9.7 s with 1. One thread per process, and as
+#: many processes as CPUs, uses the machine without that cliff.
+THREADS_PER_PROCESS = 1
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` torch intra-op threads, then restore the previous count."""
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

@@ -1,0 +1,70 @@
+"""The built-in sweep tasks (:data:`BUILTIN_TASKS`, by name; a worker looks them up, see :mod:`verify.run.sweep.cells`).
+
+* ``claim`` -- one catalog claim's check at one (profile, seed, options, device,
+  dtype): returns the :class:`~verify.verdict.CheckResult` as a dict. Calibration
+  sweeps and ``rnn-verify run --executor`` are made of these.
+* ``fpp.online-block`` -- one block of an FPP §5 reproduction
+  (:func:`verify.fpp.reproduction.run_block`).
+* ``sweep.selftest`` -- a small deterministic torch computation that takes
+  ``sleep`` seconds: exercises the sweep machinery (faults, cache, resume) in the
+  tests without the cost of a real check. ``fail: true`` makes it raise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from theory.catalog import all_claims
+from verify.config import RunConfig
+from verify.errors import InvalidArgument
+from verify.fpp.reproduction import Block, run_block
+from verify.run.check import run_check
+
+__all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "selftest"]
+
+
+def claim_task(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"claim", "profile", "seed", "options"?, "device"?, "dtype"?}`` -> the check's result as a dict."""
+    claims = all_claims()
+    cid = params.get("claim")
+    if cid not in claims:
+        raise InvalidArgument("claim", cid, "not a catalog claim id")
+    options = tuple(sorted((str(k), v) for k, v in dict(params.get("options") or {}).items()))
+    config = RunConfig(
+        profile=str(params.get("profile", "ci")),
+        seed=int(params.get("seed", 0)),
+        device=str(params.get("device", "cpu")),
+        dtype=str(params.get("dtype", "float64")),
+        options=options,
+    )
+    return run_check(claims[str(cid)], config).to_dict()
+
+
+def fpp_online_block(params: dict[str, Any]) -> dict[str, Any]:
+    """One block (R paired runs of one learner at one T and lr) of an FPP §5 reproduction."""
+    return run_block(Block.from_params(params))
+
+
+def selftest(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"seed", "size"?, "sleep"?, "fail"?}`` -> a deterministic function of the seed (a small torch solve)."""
+    seed = int(params["seed"])
+    size = int(params.get("size", 8))
+    time.sleep(float(params.get("sleep", 0.0)))
+    if params.get("fail"):
+        raise RuntimeError(f"selftest cell {seed} was asked to fail")
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(size, size, generator=g, dtype=torch.float64)
+    x = torch.linalg.solve(A @ A.T + size * torch.eye(size, dtype=torch.float64), torch.ones(size, dtype=torch.float64))
+    return {"seed": seed, "norm": float(torch.linalg.vector_norm(x)), "sum": float(x.sum())}
+
+
+#: the tasks every worker knows, by name (:func:`verify.run.sweep.cells.task` registers more)
+BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "claim": claim_task,
+    "fpp.online-block": fpp_online_block,
+    "sweep.selftest": selftest,
+}

@@ -1,0 +1,1 @@
+"""For users' own test suites: assertions, hypothesis strategies and the pytest plugin."""
