@@ -15,12 +15,12 @@ from verify import _validate
 from verify.errors import InvalidArgument
 from verify.fpp.envs import cycle_world, stochastic_world
 from verify.model.cells import ElmanCell
+from verify.model.builders import problem_nbytes
 from verify.testing.strategies import (
     clip_spectral_norm,
     contractive_problem,
     contractive_problems,
     influence_balancing_problem,
-    problem_nbytes,
     problems,
     random_problem,
 )
