@@ -14,8 +14,8 @@ import torch
 from verify import _validate
 from verify.errors import InvalidArgument
 from verify.fpp.envs import cycle_world, stochastic_world
-from verify.model.cells import ElmanCell
 from verify.model.builders import problem_nbytes
+from verify.model.cells import ElmanCell
 from verify.testing.strategies import (
     clip_spectral_norm,
     contractive_problem,

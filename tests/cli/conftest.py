@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import verify.cli as cli_mod
-import verify.run.catalog as runner_mod
+import verify.run.check as check_mod
 from theory.catalog import Claim, all_claims
 from verify.config import RunConfig
 from verify.verdict import CheckResult
@@ -19,12 +19,12 @@ def fake_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]
 
     def install(checks: dict[str, Callable[[RunConfig], CheckResult]], extra_claims: tuple[Claim, ...] = ()) -> None:
         # only the fakes: the tests do not depend on the other families' check modules
-        monkeypatch.setattr(runner_mod, "registry", lambda: dict(checks))
+        monkeypatch.setattr(check_mod, "registry", lambda: dict(checks))
         # fakes live in this process only: the run must not send them to worker processes (default: one per CPU)
         monkeypatch.setattr(cli_mod, "available_cpus", lambda: 1)
         if extra_claims:
             claims = {**all_claims(), **{c.id: c for c in extra_claims}}
-            monkeypatch.setattr(runner_mod, "all_claims", lambda: claims)
+            monkeypatch.setattr(check_mod, "all_claims", lambda: claims)
 
     yield install
 

@@ -41,6 +41,7 @@ from hypothesis import strategies as st
 import verify.cli as cli
 import verify.oracles.golden as golden_mod
 import verify.run.catalog as runner
+import verify.run.check as check_mod
 from tests.conftest import examples
 from theory.catalog import all_claims
 from verify.config import RunConfig
@@ -131,7 +132,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     sb = Sandbox(root)
     with pytest.MonkeyPatch.context() as mp:
         fakes = {cid: _fake(cid, i) for i, cid in enumerate(all_claims())}
-        mp.setattr(runner, "registry", lambda: dict(fakes))
+        mp.setattr(check_mod, "registry", lambda: dict(fakes))
         mp.setattr(runner, "_run_parallel", _serial)
         mp.setattr(cli, "_BACKGROUND_PNG_MIN_CLAIMS", 10**9)
         real_cases = golden_mod.golden_cases

@@ -11,12 +11,12 @@ import torch
 from theory.catalog import all_claims
 from theory.influence_balancing import equilibrium_derivative, truncated_derivative
 from verify.checks import rtrl as rtrl_checks
-from verify.checks._figures import WITHOUT_FIGURE
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.impl import RTRLImpl
 from verify.impl.mutants.estimators import get as get_mutant
 from verify.report.figures import claim_figures
+from verify.report.plots import WITHOUT_FIGURE
 from verify.run.check import run_check
 from verify.testing.strategies import random_problem
 from verify.verdict import Verdict

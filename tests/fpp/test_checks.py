@@ -8,7 +8,6 @@ import pytest
 
 from theory.catalog import all_claims
 from verify.checks import registry
-from verify.checks._figures import WITHOUT_FIGURE
 from verify.checks.fpp import (
     eq7_core,
     kkt_core,
@@ -20,6 +19,7 @@ from verify.config import RunConfig
 from verify.fpp.broken_learners import LEARNER_MUTANTS
 from verify.impl.mutants.fpp import MUTANTS
 from verify.report.figures import claim_figures
+from verify.report.plots import WITHOUT_FIGURE
 from verify.run.check import run_check
 from verify.verdict import Verdict
 

@@ -143,7 +143,7 @@ def test_catalog_claims_run_as_test_items(inner: pytest.Pytester) -> None:
 def test_failing_catalog_claim_fails_its_item(inner: pytest.Pytester) -> None:
     inner.makeconftest(
         """
-        import verify.run.catalog as runner
+        import verify.run.check as runner
         from verify.verdict import CheckResult, Verdict
 
         _real = runner.registry

@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from verify.checks import registry
-from verify.checks._figures import WITHOUT_FIGURE
 from verify.config import RunConfig
 from verify.estimators.enumerate import sign_patterns
 from verify.estimators.reinforce import Reinforce
@@ -22,6 +21,7 @@ from verify.impl.mutants.uoro import CONFORMANCE, MUST_NOT_FAIL, MUTANTS, UNBIAS
 from verify.oracles.algorithm1 import algorithm1_reference, step_jacobians
 from verify.oracles.bptt import per_step_gradients
 from verify.report.figures import claim_figures
+from verify.report.plots import WITHOUT_FIGURE
 from verify.testing.strategies import random_problem
 from verify.verdict import Verdict
 

@@ -66,7 +66,7 @@ def test_bound_checks_refuse_the_unstable_system(claim_id: str) -> None:
 
 
 def test_runner_reports_the_refusal_as_inconclusive(monkeypatch: pytest.MonkeyPatch) -> None:
-    import verify.run.catalog as runner
+    import verify.run.check as runner
     from verify.checks.truncation import check_state_bound
 
     # only this family's check in the registry: the runner's handling is what is tested here

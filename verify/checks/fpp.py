@@ -21,13 +21,6 @@ from torch.func import jacrev
 
 from theory.fpp_kkt import verify_prop2
 from verify.checks import register
-from verify.checks._figures import (
-    cycleworld_figures,
-    kkt_figures,
-    stationarity_figures,
-    stochasticworld_figures,
-    updates_figures,
-)
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated
 from verify.fpp._fit import loglog_slope
@@ -66,6 +59,13 @@ from verify.impl import FPPImpl
 from verify.impl.mutants import get as get_mutant
 from verify.model.builders import CELL_KINDS, LOSS_KINDS, random_problem
 from verify.model.problem import Problem
+from verify.report.plots.fpp import (
+    cycleworld_figures,
+    kkt_figures,
+    stationarity_figures,
+    stochasticworld_figures,
+    updates_figures,
+)
 from verify.verdict import CheckResult, Control, Verdict
 
 #: float64 exactness target for eq. (7) and Lemma 3 (relative, DESIGN "Numerical policy")

@@ -25,7 +25,6 @@ import torch
 
 from theory.influence_balancing import equilibrium_derivative, truncated_derivative
 from verify.checks import register
-from verify.checks._figures import influence_balancing_figures, online_convergence_figures
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated, InvalidArgument, NotApplicable
 from verify.estimators.base import OnlineEstimator
@@ -43,6 +42,7 @@ from verify.oracles.bptt import (
     truncated_model_gradient,
 )
 from verify.oracles.budget import conditioning, roundoff_budget, unit_roundoff
+from verify.report.plots.rtrl import influence_balancing_figures, online_convergence_figures
 from verify.stats.binomial import clopper_pearson_upper
 from verify.verdict import CheckResult, Control, Verdict
 

@@ -45,7 +45,6 @@ from scipy import stats
 
 from theory.claims.uoro_statistics import ALPHA, VARIANCE_CONTROL_BETA
 from verify.checks import register, registry
-from verify.checks._figures import preactivation_variance_figure
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated, NotApplicable
 from verify.estimators.base import OnlineEstimator, run_estimator
@@ -68,6 +67,7 @@ from verify.oracles.algorithm1 import (
 )
 from verify.oracles.algorithm1 import rademacher as _rademacher
 from verify.oracles.bptt import per_step_gradients
+from verify.report.plots.uoro import preactivation_variance_figure
 from verify.stats import (
     MomentComparison,
     TestOptions,

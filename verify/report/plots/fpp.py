@@ -1,64 +1,15 @@
-"""Figure specs for the report, built from the data the checks already return (internal).
-
-Each function takes a check's ``data`` (or the tensors it measured) and returns figure specs
-of the report convention (:mod:`verify.report.figures`); the check puts them under
-``data["figures"]``. Nothing here decides a verdict: the figures show what the checks
-compared, with the theory's bound or rate beside the measurement.
-
-Every claim carries a figure where a picture says more than a number; the claims in
-:data:`WITHOUT_FIGURE` deliberately do not, with the reason (a test holds every other
-claim's check to producing one). ``device.cuda-parity`` and ``device.gpu-unbiasedness``
-draw theirs when they run on CUDA; SKIPPED, they have nothing to draw.
-"""
+"""Figures of the FPP claims (Liu et al., fixed point propagation): stationarity, KKT recovery, §5 reproductions."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-import torch
+from verify.report.plots import Figure, finite, fmt3
 
-__all__ = [
-    "WITHOUT_FIGURE",
-    "cycleworld_figures",
-    "influence_balancing_figures",
-    "kkt_figures",
-    "online_convergence_figures",
-    "preactivation_variance_figure",
-    "stationarity_figures",
-    "stochasticworld_figures",
-    "updates_figures",
-]
-
-Figure = dict[str, Any]
-
-#: claims whose report section has no figure, and why: a picture would not say more than the number
-WITHOUT_FIGURE: dict[str, str] = {
-    "fpp.gradient-eq7": "a deterministic equality to round-off: the worst relative error of 190 per-sample "
-    "gradients against 1e-12 (and the sign mutant's error) is the whole result",
-    "fpp.lemma3-unbiased": "an exact finite-sum expectation compared to round-off: one worst relative error "
-    "against 1e-12, plus a sampler coverage test",
-    "fpp.prop2-kkt-equivalence": "numeric KKT mismatches at round-off (~1e-16) and sympy identities that are 0 or "
-    "not: nothing varies along an axis",
-    "uoro.exact-expectation": "exact enumeration over every sign pattern: one relative error against its "
-    "round-off budget per case",
-    "uoro.algorithm-1-conformance": "formula conformance under tabulated noise (equal to 1e-12) and a noise-law "
-    "test: pass/fail numbers, all in the data",
-    "uoro.mutants-caught": "a kill table: it is the report's 'Negative controls' table (every mutant, expected "
-    "and observed verdict)",
-}
+__all__ = ["cycleworld_figures", "kkt_figures", "stationarity_figures", "stochasticworld_figures", "updates_figures"]
 
 
-def _finite(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
-# ------------------------------------------------------------------------ FPP
 def stationarity_figures(data: Mapping[str, Any]) -> list[Figure]:
     r"""FPP Thm 1 (corrected): :math:`E\|G(x_R)\|^2` against N per batch size, and the variance floor against m.
 
@@ -97,8 +48,8 @@ def stationarity_figures(data: Mapping[str, Any]) -> list[Figure]:
     b1 = cfgs[1].get("last_decade_slope") if len(cfgs) > 1 else None
     cap = (
         f"E||G(x_R)||^2 over {cfgs[-1].get('replicates', 1)} replicates (95% CI) against the number of SGD steps N; "
-        f"last-decade slopes: full batch {_fmt(gd.get('slope'))}"
-        + (f", m = {cfgs[1]['batch']} {_fmt(b1.get('slope'))}" if b1 else "")
+        f"last-decade slopes: full batch {fmt3(gd.get('slope'))}"
+        + (f", m = {cfgs[1]['batch']} {fmt3(b1.get('slope'))}" if b1 else "")
         + " (O(1/N) is slope -1; a flatter slope at small m is the variance floor the printed Thm 1 omits)"
     )
     figs: list[Figure] = [
@@ -114,7 +65,7 @@ def stationarity_figures(data: Mapping[str, Any]) -> list[Figure]:
         }
     ]
     sgd = [c for c in cfgs if c["batch"] != "full" and c.get("floor")]
-    sigma2, B = _finite(data.get("sigma2")), _finite(data.get("B"))
+    sigma2, B = finite(data.get("sigma2")), finite(data.get("B"))
     if len(sgd) >= 2:
         ms = [int(c["batch"]) for c in sgd]
         floor = {
@@ -134,7 +85,7 @@ def stationarity_figures(data: Mapping[str, Any]) -> list[Figure]:
                     "style": "dashed",
                 }
             )
-        first = _finite(sgd[0]["floor"]["mean"])
+        first = finite(sgd[0]["floor"]["mean"])
         if first is not None and first > 0:
             fseries.append(
                 {
@@ -177,7 +128,7 @@ def kkt_figures(data: Mapping[str, Any]) -> list[Figure]:
         ("distance", "distance to the path's limit"),
     )
     series = [{"label": label, "x": lams, "y": [r.get(key) for r in rows]} for key, label in names]
-    r0 = _finite(rows[0].get("residual"))
+    r0 = finite(rows[0].get("residual"))
     if r0 is not None and r0 > 0:
         series.append(  # a decade above the residual, which follows it exactly
             {
@@ -188,7 +139,7 @@ def kkt_figures(data: Mapping[str, Any]) -> list[Figure]:
             }
         )
     fits = ", ".join(
-        f"{name} {_fmt((data.get(key) or {}).get('slope'))}"
+        f"{name} {fmt3((data.get(key) or {}).get('slope'))}"
         for key, name in (("residual_fit", "residual"), ("multiplier_fit", "multiplier"), ("rnn_grad_fit", "gradient"))
     )
     return [
@@ -213,7 +164,7 @@ def _learner_figures(
     curves = []
     for name, r in {**learners, **controls}.items():
         c = r.get("curve") if isinstance(r, Mapping) else None
-        if c and all(_finite(v) is not None for v in c["mean"]):
+        if c and all(finite(v) is not None for v in c["mean"]):
             curves.append({"label": f"{name} (lr {r['lr']:g})", "x": list(c["step"]), "y": list(c["mean"]),
                            "style": "dashed" if name in controls else "solid"})  # fmt: skip
     figs: list[Figure] = []
@@ -257,7 +208,7 @@ def stochasticworld_figures(data: Mapping[str, Any]) -> list[Figure]:
     """FPP §5, Fig. 3(b): Stochastic World learning curves and per-learner CE against the Bayes levels."""
     refs = data.get("references") or {}
     names = {"none": "no memory", "lag15": "o_(t-15) remembered", "both": "both lags (Bayes)"}
-    hlines = [{"y": refs[k], "label": f"{names[k]} {refs[k]:.3f}"} for k in names if _finite(refs.get(k)) is not None]
+    hlines = [{"y": refs[k], "label": f"{names[k]} {refs[k]:.3f}"} for k in names if finite(refs.get(k)) is not None]
     design = data.get("design") or {}
     return _learner_figures(
         data.get("learners") or {}, data.get("controls") or {}, key="cross-entropy", ylabel="cross-entropy (nats)",
@@ -281,7 +232,7 @@ def updates_figures(data: Mapping[str, Any]) -> list[Figure]:
             ys.append(s["online_mean"] if s else None)
             lo.append(s["online_ci"][0] if s else None)
             hi.append(s["online_ci"][1] if s else None)
-        if all(_finite(v) is not None for v in (*ys, *lo, *hi)):
+        if all(finite(v) is not None for v in (*ys, *lo, *hi)):
             series.append({"label": key, "y": ys, "ylow": lo, "yhigh": hi})
     if not series:
         return []
@@ -296,107 +247,3 @@ def updates_figures(data: Mapping[str, Any]) -> list[Figure]:
             "updates and larger mini-batches help, and FPP profits more than FPP without state update",
         }
     ]
-
-
-# ----------------------------------------------------------------------- RTRL
-def online_convergence_figures(runs: Mapping[str, Any], steps: int) -> list[Figure]:
-    r"""RTRL convergence paper §7.1-7.2 (rebuilt): stationarity δ and the loss along online training.
-
-    δ = ∇L̄ᵀ G⁺ ∇L̄ (Gauss–Newton metric) is what the check compares at the last iterate; the
-    control (no ∂F/∂θ term) shows what a broken RTRL does on the same data.
-    """
-    nat: list[dict[str, Any]] = []
-    loss: list[dict[str, Any]] = []
-    for label, out in runs.items():
-        for who in ("rtrl", "control", *sorted(k for k in out if str(k).startswith("tbptt"))):
-            r = out.get(who)
-            if not isinstance(r, Mapping) or "steps" not in r:
-                continue
-            name = f"{label} {who if who != 'control' else 'control (no dF/dtheta)'}"
-            style = "dashed" if who == "control" else ("markers" if who.startswith("tbptt") else "solid")
-            if not who.startswith("tbptt"):  # TBPTT's delta is not evaluated (nan)
-                nat.append({"label": name, "x": list(r["steps"]), "y": list(r["natural"]), "style": style})
-            loss.append({"label": name, "x": list(r["steps"]), "y": list(r["loss"]), "style": style})
-    if not nat:
-        return []
-    return [
-        {
-            "kind": "line",
-            "title": "online RTRL: stationarity in the Gauss-Newton metric",
-            "series": nat,
-            "xlabel": "online step t",
-            "ylabel": "delta = grad L^T G^+ grad L (long-run loss)",
-            "logy": True,
-            "caption": f"{steps} online Robbins-Monro steps; PASS needs delta(theta_0)/delta(theta_T) >= the stated "
-            "factor on every run; the control (only the readout learns) must not reach it",
-        },
-        {
-            "kind": "line",
-            "title": "online RTRL: long-run loss along training",
-            "series": loss,
-            "xlabel": "online step t",
-            "ylabel": "long-run loss (fresh sequences)",
-            "logy": True,
-            "caption": "TBPTT(k) is evaluated at the first and last step only (report data)",
-        },
-    ]
-
-
-def influence_balancing_figures(data: Mapping[str, Any]) -> list[Figure]:
-    """Tallec & Ollivier §4: truncated BPTT's equilibrium derivative against k, and RTRL's exact 4p - 2n."""
-    sweep = [r for r in data.get("tbptt_sweep") or [] if isinstance(r, Mapping)]
-    rows = [r for r in data.get("rtrl") or [] if isinstance(r, Mapping)]
-    if not sweep or not rows:
-        return []
-    exact = rows[0]
-    ks = [r["k"] for r in sweep]
-    first = data.get("first_k_with_right_sign")
-    return [
-        {
-            "kind": "line",
-            "title": f"influence balancing (n = {exact['n']}, p = {exact['p']}): ds^1/dtheta seen by TBPTT(k)",
-            "x": ks,
-            "series": [
-                {"label": "online TBPTT(k), measured", "y": [r["tbptt_derivative"] for r in sweep], "style": "markers"},
-                {"label": "derived sum_(j<k) (A^j c)_1", "y": [r["derived"] for r in sweep], "style": "dashed"},
-            ],
-            "xlabel": "truncation k",
-            "ylabel": "equilibrium ds^1/dtheta",
-            "hlines": [
-                {"y": float(exact["closed_form"]), "label": f"RTRL = 4p - 2n = {exact['closed_form']:g}"},
-                {"y": 0.0, "label": "0"},
-            ],
-            "caption": f"TBPTT has the wrong sign for k < {first} (the paper's negative result for truncations "
-            "well below n); RTRL's value equals the closed form",
-        }
-    ]
-
-
-# ----------------------------------------------------------------------- UORO
-def preactivation_variance_figure(
-    q_pre: torch.Tensor, q_uoro: torch.Tensor, ratio: float, ratio_ci: Sequence[float], problem: str
-) -> Figure:
-    """Cooijmans & Martens, 'Projecting in preactivation space': E||g^ - g||² of both estimators with 95% CIs."""
-    ys, lo, hi = [], [], []
-    for q in (q_uoro, q_pre):
-        x = q.detach().double().cpu()
-        m = float(x.mean())
-        h = 1.96 * float(x.std()) / math.sqrt(max(x.numel(), 1))
-        ys.append(m)
-        lo.append(max(m - h, m * 1e-3))
-        hi.append(m + h)
-    return {
-        "kind": "errorbar",
-        "title": f"preactivation UORO vs UORO: total-gradient variance ({problem})",
-        "x": ["UORO", "preact-UORO"],
-        "series": [{"label": "E||g^ - g||^2 (95% CI)", "y": ys, "ylow": lo, "yhigh": hi}],
-        "ylabel": "E ||g^ - g||^2 (total gradient)",
-        "logy": True,
-        "caption": f"{q_pre.numel()} draws each; ratio preactivation / UORO = {ratio:.3g}, CI "
-        f"[{ratio_ci[0]:.3g}, {ratio_ci[1]:.3g}] (PASS needs the CI below 1)",
-    }
-
-
-def _fmt(v: Any) -> str:
-    f = _finite(v)
-    return "—" if f is None else f"{f:.3f}"
