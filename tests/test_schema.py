@@ -148,7 +148,7 @@ def _header() -> dict[str, Any]:
     arrays = {q: {"shape": [2], "sha256": sha, "meaning": q} for q in ("theta", "inputs", "targets", "s0")}
     arrays["gradient"] = {"shape": [2], "sha256": sha, "meaning": "g", "provider": "reference"}
     return {
-        "format": "rnn-verify.oracles.golden",
+        "format": "rnn-verify.golden",
         "format_version": 1,
         "seed": 0,
         "ks": [1, 2],

@@ -522,7 +522,7 @@ def parse_results(doc: Any, file: str = "results.json") -> ResultsDocument:
 
 
 # --------------------------------------------------------------- golden header
-GOLDEN_FORMAT = "rnn-verify.oracles.golden"
+GOLDEN_FORMAT = "rnn-verify.golden"
 GOLDEN_FORMAT_VERSION = 1
 #: truncation lengths a golden file may ask for
 MAX_K = 10_000

@@ -123,7 +123,7 @@ __all__ = [
     "load_golden",
 ]
 
-FORMAT = "rnn-verify.oracles.golden"
+FORMAT = "rnn-verify.golden"
 FORMAT_VERSION = 1
 DEFAULT_KS = (1, 2, 3)
 CHECK_RTOL = 1e-9
