@@ -64,22 +64,52 @@ import argparse
 import contextlib
 import datetime as _dt
 import json
+import multiprocessing
 import os
 import shlex
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import Any, TextIO
 
-from theory.catalog import GATE_ALPHA, Claim, gate_budget
-from verify._validate import MAX_SEED
+from theory.catalog import GATE_ALPHA, Claim, all_claims, gate_budget
+from verify._validate import MAX_SEED, validate_seed
+from verify.checks import device as device_checks
+from verify.checks import uses
 from verify.config import PROFILES, RunConfig
-from verify.errors import VerifyError
-from verify.run.sweep.executors import available_cpus
+from verify.errors import InvalidArgument, VerifyError
+from verify.files import tool_version, write_file_atomic
+from verify.hardware import NO_CUDA_REASON, resolve_device
+from verify.impl import Implementations
+from verify.impl.loader import load_implementations
+from verify.oracles import golden
+from verify.report import (
+    MARKER,
+    claim_png_jobs,
+    claim_record,
+    dumps_document,
+    foreign_entries,
+    is_report_folder,
+    parse_document,
+    preflight_dir,
+    preflight_file,
+    render_junit,
+    render_png,
+    rerun_command,
+    run_document,
+    write_report,
+)
+from verify.report.figures import normalize_figure
+from verify.run.catalog import run_claims
+from verify.run.check import select_claims
+from verify.run.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
+from verify.run.sweep.driver import CellOutcome, SweepPlan, SweepRun, failed_cells_text
+from verify.run.sweep.executors import Executor, available_cpus, dask_available, parse_executor, stop_processes
 from verify.verdict import CheckResult, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -159,7 +189,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="{list,run,sweep,report,golden}")
+    _add_list_parser(sub)
+    _add_run_parser(sub)
+    _add_sweep_parser(sub)
+    _add_report_parser(sub)
+    _add_golden_parser(sub)
+    return p
 
+
+def _add_list_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``rnn-verify list``: the claim catalog."""
     ls = sub.add_parser("list", help="list the claim catalog", description="List the claim catalog.", epilog=_EPILOG)
     ls.add_argument("--profile", choices=PROFILES, help="only claims that run in this profile")
     ls.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (e.g. 'uoro.*')")
@@ -167,6 +206,9 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true", help="print the catalog as JSON")
     fmt.add_argument("--markdown", action="store_true", help="print the catalog as a markdown table (for the README)")
 
+
+def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``rnn-verify run``: what to run, where, and the report it writes."""
     run = sub.add_parser(
         "run",
         help="run claims and write a report",
@@ -202,6 +244,11 @@ def _parser() -> argparse.ArgumentParser:
         default="fail",
         help="exit 1 on FAIL (default) or also on INCONCLUSIVE",
     )
+    _add_run_execution_args(run)
+
+
+def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
+    """``rnn-verify run``: workers, executor, output level and the implementations under test."""
     run.add_argument(
         "--workers",
         type=int,
@@ -233,6 +280,9 @@ def _parser() -> argparse.ArgumentParser:
         "on the toolkit's own)",
     )
 
+
+def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``rnn-verify sweep``: a named sweep on an executor, cached."""
     sw = sub.add_parser(
         "sweep",
         help="run a named sweep (reproductions at the papers' settings, calibration) on an executor, cached",
@@ -268,6 +318,9 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--fail-on", choices=("fail", "inconclusive"), default="fail", help="exit 1 on FAIL (default)")
     sw.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
 
+
+def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``rnn-verify report``: re-render a saved run."""
     rep = sub.add_parser(
         "report",
         help="re-render a report from a saved results.json",
@@ -283,6 +336,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     rep.add_argument("--fail-on", choices=("fail", "inconclusive"), default=None, help="JUnit: INCONCLUSIVE as failure")
 
+
+def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``rnn-verify golden``: export or check golden vectors."""
     gold = sub.add_parser(
         "golden",
         help="export or check portable golden vectors",
@@ -298,19 +354,14 @@ def _parser() -> argparse.ArgumentParser:
     gold.add_argument("--out", metavar="FILE", default="golden.npz", help="output .npz (default golden.npz)")
     gold.add_argument("--seed", type=int, default=0, help=f"seed of the problems, 0 .. {MAX_SEED} (default 0)")
     gold.add_argument("--k", type=int, nargs="+", default=None, metavar="K", help="truncation lengths (default 1 2 3)")
-    return p
 
 
 def _version() -> str:
-    from verify.files import tool_version
-
     return tool_version()
 
 
 # ---------------------------------------------------------------------- list
 def _cmd_list(args: argparse.Namespace) -> int:
-    from verify.run.check import select_claims
-
     claims = select_claims(args.claims, profile=args.profile)
     if args.claims and args.profile:
         claims = [c for c in claims if args.profile in c.profiles]
@@ -425,9 +476,9 @@ def _renderer_init() -> None:
 
 
 def _warm_up() -> None:
+    """The figure process's imports, done while the first check runs (torch and the report code come with
+    this module; matplotlib is imported only here and where a figure is drawn)."""
     from matplotlib.backends import backend_agg  # noqa: F401
-
-    import verify.report.figures  # noqa: F401  (torch and the report code)
 
 
 class _BackgroundPNGs:
@@ -439,9 +490,6 @@ class _BackgroundPNGs:
     """
 
     def __init__(self) -> None:
-        import multiprocessing
-        from concurrent.futures import Future, ProcessPoolExecutor
-
         self.pool = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_renderer_init
         )
@@ -449,8 +497,6 @@ class _BackgroundPNGs:
         self.pool.submit(_warm_up)  # start the process (imports) while the first check runs
 
     def submit(self, jobs: dict[str, dict[str, object]]) -> None:
-        from verify.report import render_png
-
         for key, fig in jobs.items():
             self.futures[key] = self.pool.submit(render_png, fig)
 
@@ -469,8 +515,6 @@ class _BackgroundPNGs:
         procs = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)
         if terminate:
-            from verify.run.sweep.executors import stop_processes
-
             stop_processes(procs)
 
 
@@ -486,113 +530,25 @@ def _default_out(profile: str) -> Path:
 
 
 def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from verify._validate import validate_seed
-    from verify.errors import InvalidArgument
-    from verify.files import write_file_atomic
-    from verify.hardware import NO_CUDA_REASON, resolve_device
-    from verify.report import (
-        claim_png_jobs,
-        claim_record,
-        foreign_entries,
-        preflight_dir,
-        preflight_file,
-        rerun_command,
-        run_document,
-        write_report,
-    )
-    from verify.run.catalog import run_claims
-    from verify.run.check import select_claims
-
-    validate_seed("--seed", args.seed)
-    if args.workers is not None and args.workers < 1:
-        raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
-    if args.impl_only and not args.impl:
-        raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
+    _check_run_args(args)
     impls = None
     if args.impl:  # loaded and checked before anything else runs: a bad spec is exit 2, naming it
-        from verify.impl.loader import load_implementations
-
         impls = load_implementations(args.impl)
-    # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
-    claims = select_claims(args.claims)
-    skip: dict[str, str] = {
-        c.id: f"runs in profile {'/'.join(c.profiles)} only; rerun with --profile {c.profiles[0]}"
-        for c in claims
-        if args.profile not in c.profiles
-    }
-    left_out: list[str] = []
-    if impls is not None and args.impl_only:  # claims that exercise none of the given parts are left out
-        from verify.checks import uses
-
-        given = set(impls.user_parts())
-        left_out = [c.id for c in claims if not set(uses(c.id)) & given]
-        claims = [c for c in claims if c.id not in left_out]
-        for cid in left_out:
-            skip.pop(cid, None)
-        print(
-            f"rnn-verify: note: --impl-only: {len(left_out)} claims that exercise none of the given implementations "
-            f"left out; {len(claims)} run",
-            file=sys.stderr,
-        )
-        if not claims:
-            raise InvalidArgument("--impl-only", True, "no selected claim exercises the implementations given")
-    dev = resolve_device(args.device, strict=args.strict_device)
-    if dev is None:  # cuda asked for, none here: the device claims are SKIPPED, the rest run on the CPU
-        device = "cpu"
-        reason = f"--device {args.device} requested but {NO_CUDA_REASON}"
-        from verify.checks import device as device_checks
-
-        # only the claims that need CUDA are skipped: the CPU stand-in still gives evidence here
-        skip.update({c.id: reason for c in claims if c.id in device_checks.CUDA_CLAIMS and c.id not in skip})
-        print(f"rnn-verify: note: {reason}; CUDA claims SKIPPED, other claims run on cpu", file=sys.stderr)
-    else:
-        device = str(dev)
-    cpus = available_cpus()
-    workers = cpus if args.workers is None else args.workers
-    if impls is not None and workers > 1:  # a part loaded from a file cannot be sent to a spawned worker
-        if args.workers is not None:
-            note = "rnn-verify: note: --workers 1 with --impl (the loaded implementations run in this process)"
-            print(note, file=sys.stderr)
-        workers = 1
-    if workers > cpus:
-        print(
-            f"rnn-verify: note: --workers {workers} capped at {cpus}, the CPUs available to this process",
-            file=sys.stderr,
-        )
-        workers = cpus
+    claims, skip, left_out = _select_run_claims(args, impls)
+    device = _run_device(args, claims, skip)
+    workers = _run_workers(args, impls)
     # a background figure process costs a torch import (a few s of CPU): worth it for long runs only
     n_run = sum(c.id not in skip for c in claims)
     workers = max(1, min(workers, n_run))  # never more processes than claims to run
-    # every output location is checked before any compute
-    out = None
-    if not args.no_report:
-        out = preflight_dir(Path(args.out) if args.out else _default_out(args.profile), "--out")
-    junit = preflight_file(args.junit, "--junit") if args.junit else None
-    json_file = preflight_file(args.json, "--json") if args.json not in (None, "-") else None
+    out, junit, json_file = _run_outputs(args)  # every output location is checked before any compute
     to_stdout = args.json == "-"
     config = RunConfig(profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls)
-    executor = None
-    if args.executor is not None and impls is not None:  # loaded parts cannot be sent to other processes
-        print("rnn-verify: note: --executor ignored with --impl (the loaded implementations run in this process)",
-              file=sys.stderr)  # fmt: skip
-    elif args.executor is not None:
-        from verify.run.sweep.executors import make_executor, parse_executor
-
-        kind, address = parse_executor(args.executor)
-        if kind == "auto":
-            kind = "dask" if _dask() else "process"
-        executor = make_executor(kind if address is None else f"dask={address}", workers)
+    executor = _run_executor(args, impls, workers)
     stream = sys.stderr if to_stdout else sys.stdout
     progress = _Progress(len(claims), stream, args.quiet)
-    by_id = {c.id: c for c in claims}
+    record_of = _claim_recorder(args, claims)
     records_by_id: dict[str, dict[str, object]] = {}
     pngs = _BackgroundPNGs() if out is not None and n_run >= _BACKGROUND_PNG_MIN_CLAIMS else None
-
-    def record_of(r: CheckResult) -> dict[str, object]:
-        rerun = rerun_command(
-            r.claim_id, profile=args.profile, seed=args.seed, device=args.device, dtype=args.dtype, impls=args.impl
-        )
-        return claim_record(r, by_id[r.claim_id], rerun=rerun)
 
     def on_event(event: str, claim: Claim, result: CheckResult | None) -> None:
         progress(event, claim, result)
@@ -606,18 +562,10 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     try:
         results = run_claims(claims, config, on_event, workers=workers, skip=skip, executor=executor)
     except BaseException as exc:
-        progress.close()
-        if executor is not None:
-            executor.close()
-        if pngs is not None:
-            pngs.close(terminate=True)
+        _stop_run(progress, executor, pngs)
         if not isinstance(exc, (KeyboardInterrupt, Terminated)):
             raise
-        what, code = _stopped(exc)
-        where = f" ({out} is untouched)" if out is not None and out.exists() else ""
-        stopped = "; worker processes stopped" if workers > 1 or pngs is not None else ""
-        print(f"\nrnn-verify: {what}; no report written{where}{stopped}", file=sys.stderr)
-        return code
+        return _run_stopped(exc, out, workers, pngs)
     progress.close()
     if executor is not None:
         executor.close()
@@ -625,39 +573,202 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     counts = {v: sum(r.verdict is v for r in results) for v in Verdict}
     # the chance that this selection FAILs a correct implementation, as the claims state it (Bonferroni)
     stated_rate = gate_budget(args.profile, ids={r.claim_id for r in results if r.verdict is not Verdict.SKIPPED})[0]
-    bad = counts[Verdict.FAIL] + (counts[Verdict.INCONCLUSIVE] if args.fail_on == "inconclusive" else 0)
-    code = EXIT_FAIL if bad else EXIT_OK
-    doc = run_document(
-        records,
-        {
-            "command": "rnn-verify " + shlex.join(argv),
-            "profile": args.profile,
-            "seed": args.seed,
-            "device_requested": args.device,
-            "device": device,
-            "dtype": args.dtype,
-            "workers": workers,
-            "executor": executor.describe() if executor is not None else ("process" if workers > 1 else "serial"),
-            "fail_on": args.fail_on,
-            "started": started,
-            "wall_time": time.perf_counter() - t0,
-            "exit_code": code,
-            "source": "rnn-verify run",
-            "stated_false_fail_rate": stated_rate,
-            **({"implementations": [s.as_dict() for s in impls.sources]} if impls is not None else {}),
-            **({"impl_only_left_out": left_out} if args.impl_only else {}),
-        },
-    )
+    code = _exit_code(counts, args.fail_on)
+    info = _run_info(args, argv, device, workers, executor, started, t0, code, stated_rate, impls, left_out)
+    doc = run_document(records, info)
+    stopped = _write_run_outputs(out, doc, args.fail_on, junit, json_file, pngs)
+    if stopped is not None:
+        return stopped
+    if to_stdout:
+        sys.stdout.write(dumps_document(doc))
+    _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream)
+    if out is not None:
+        _note_foreign(out, foreign_entries(out))
+        print(f"report: {out / 'report.html'}", file=stream)
+    return code
+
+
+def _check_run_args(args: argparse.Namespace) -> None:
+    """``run``'s arguments that argparse cannot check: exit 2 naming the argument."""
+    validate_seed("--seed", args.seed)
+    if args.workers is not None and args.workers < 1:
+        raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
+    if args.impl_only and not args.impl:
+        raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
+
+
+def _run_outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Path | None]:
+    """The report folder, ``--junit`` and ``--json`` files, each checked before any compute (None: not written)."""
+    out = None
+    if not args.no_report:
+        out = preflight_dir(Path(args.out) if args.out else _default_out(args.profile), "--out")
+    junit = preflight_file(args.junit, "--junit") if args.junit else None
+    json_file = preflight_file(args.json, "--json") if args.json not in (None, "-") else None
+    return out, junit, json_file
+
+
+def _exit_code(counts: dict[Verdict, int], fail_on: str) -> int:
+    """EXIT_FAIL on a FAIL (or an INCONCLUSIVE with ``--fail-on inconclusive``), EXIT_OK otherwise."""
+    bad = counts[Verdict.FAIL] + (counts[Verdict.INCONCLUSIVE] if fail_on == "inconclusive" else 0)
+    return EXIT_FAIL if bad else EXIT_OK
+
+
+def _select_run_claims(
+    args: argparse.Namespace, impls: Implementations | None
+) -> tuple[list[Claim], dict[str, str], list[str]]:
+    """The claims to list, the reason each skipped one is SKIPPED, and those ``--impl-only`` leaves out."""
+    # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
+    claims = select_claims(args.claims)
+    skip: dict[str, str] = {
+        c.id: f"runs in profile {'/'.join(c.profiles)} only; rerun with --profile {c.profiles[0]}"
+        for c in claims
+        if args.profile not in c.profiles
+    }
+    left_out: list[str] = []
+    if impls is not None and args.impl_only:  # claims that exercise none of the given parts are left out
+        given = set(impls.user_parts())
+        left_out = [c.id for c in claims if not set(uses(c.id)) & given]
+        claims = [c for c in claims if c.id not in left_out]
+        for cid in left_out:
+            skip.pop(cid, None)
+        print(
+            f"rnn-verify: note: --impl-only: {len(left_out)} claims that exercise none of the given implementations "
+            f"left out; {len(claims)} run",
+            file=sys.stderr,
+        )
+        if not claims:
+            raise InvalidArgument("--impl-only", True, "no selected claim exercises the implementations given")
+    return claims, skip, left_out
+
+
+def _run_device(args: argparse.Namespace, claims: Sequence[Claim], skip: dict[str, str]) -> str:
+    """The device the claims run on; without the CUDA asked for, the CUDA claims are added to ``skip``."""
+    dev = resolve_device(args.device, strict=args.strict_device)
+    if dev is None:  # cuda asked for, none here: the device claims are SKIPPED, the rest run on the CPU
+        device = "cpu"
+        reason = f"--device {args.device} requested but {NO_CUDA_REASON}"
+        # only the claims that need CUDA are skipped: the CPU stand-in still gives evidence here
+        skip.update({c.id: reason for c in claims if c.id in device_checks.CUDA_CLAIMS and c.id not in skip})
+        print(f"rnn-verify: note: {reason}; CUDA claims SKIPPED, other claims run on cpu", file=sys.stderr)
+    else:
+        device = str(dev)
+    return device
+
+
+def _run_workers(args: argparse.Namespace, impls: Implementations | None) -> int:
+    """``--workers`` (default: the CPUs available), 1 with ``--impl``, capped at the CPUs (with a note)."""
+    cpus = available_cpus()
+    workers = cpus if args.workers is None else args.workers
+    if impls is not None and workers > 1:  # a part loaded from a file cannot be sent to a spawned worker
+        if args.workers is not None:
+            note = "rnn-verify: note: --workers 1 with --impl (the loaded implementations run in this process)"
+            print(note, file=sys.stderr)
+        workers = 1
+    if workers > cpus:
+        print(
+            f"rnn-verify: note: --workers {workers} capped at {cpus}, the CPUs available to this process",
+            file=sys.stderr,
+        )
+        workers = cpus
+    return workers
+
+
+def _run_executor(args: argparse.Namespace, impls: Implementations | None, workers: int) -> Executor | None:
+    """The executor ``--executor`` names (None: the runner's own serial or process pool)."""
+    executor = None
+    if args.executor is not None and impls is not None:  # loaded parts cannot be sent to other processes
+        print("rnn-verify: note: --executor ignored with --impl (the loaded implementations run in this process)",
+              file=sys.stderr)  # fmt: skip
+    elif args.executor is not None:
+        kind, address = parse_executor(args.executor)
+        if kind == "auto":
+            kind = "dask" if _dask() else "process"
+        executor = make_executor(kind if address is None else f"dask={address}", workers)
+    return executor
+
+
+def _claim_recorder(args: argparse.Namespace, claims: Sequence[Claim]) -> Callable[[CheckResult], dict[str, object]]:
+    """A claim's result -> its record in ``results.json``, with the command that reruns it alone."""
+    by_id = {c.id: c for c in claims}
+
+    def record_of(r: CheckResult) -> dict[str, object]:
+        rerun = rerun_command(
+            r.claim_id, profile=args.profile, seed=args.seed, device=args.device, dtype=args.dtype, impls=args.impl
+        )
+        return claim_record(r, by_id[r.claim_id], rerun=rerun)
+
+    return record_of
+
+
+def _stop_run(progress: _Progress, executor: Executor | None, pngs: _BackgroundPNGs | None) -> None:
+    """The run did not finish: stop the progress line, the executor and the figure process."""
+    progress.close()
+    if executor is not None:
+        executor.close()
+    if pngs is not None:
+        pngs.close(terminate=True)
+
+
+def _run_stopped(exc: BaseException, out: Path | None, workers: int, pngs: _BackgroundPNGs | None) -> int:
+    """Ctrl-C or a stop signal during the checks: say so (nothing was written) and return the exit code."""
+    what, code = _stopped(exc)
+    where = f" ({out} is untouched)" if out is not None and out.exists() else ""
+    stopped = "; worker processes stopped" if workers > 1 or pngs is not None else ""
+    print(f"\nrnn-verify: {what}; no report written{where}{stopped}", file=sys.stderr)
+    return code
+
+
+def _run_info(
+    args: argparse.Namespace,
+    argv: Sequence[str],
+    device: str,
+    workers: int,
+    executor: Executor | None,
+    started: str,
+    t0: float,
+    code: int,
+    stated_rate: float,
+    impls: Implementations | None,
+    left_out: list[str],
+) -> dict[str, object]:
+    """The ``run`` block of ``results.json``: the command, its settings, the outcome, what was under test."""
+    return {
+        "command": "rnn-verify " + shlex.join(argv),
+        "profile": args.profile,
+        "seed": args.seed,
+        "device_requested": args.device,
+        "device": device,
+        "dtype": args.dtype,
+        "workers": workers,
+        "executor": executor.describe() if executor is not None else ("process" if workers > 1 else "serial"),
+        "fail_on": args.fail_on,
+        "started": started,
+        "wall_time": time.perf_counter() - t0,
+        "exit_code": code,
+        "source": "rnn-verify run",
+        "stated_false_fail_rate": stated_rate,
+        **({"implementations": [s.as_dict() for s in impls.sources]} if impls is not None else {}),
+        **({"impl_only_left_out": left_out} if args.impl_only else {}),
+    }
+
+
+def _write_run_outputs(
+    out: Path | None,
+    doc: dict[str, Any],
+    fail_on: str,
+    junit: Path | None,
+    json_file: Path | None,
+    pngs: _BackgroundPNGs | None,
+) -> int | None:
+    """Write the report folder (or only ``--junit``/``--json``); the exit code if stopped while writing."""
     try:
         if out is not None:
             done = pngs.collect() if pngs is not None else {}
             pngs = None
-            write_report(out, doc, fail_on=args.fail_on, junit=junit, json_path=json_file, pngs_done=done)
+            write_report(out, doc, fail_on=fail_on, junit=junit, json_path=json_file, pngs_done=done)
         else:
-            from verify.report import dumps_document, render_junit
-
             if junit is not None:
-                write_file_atomic(junit, render_junit(doc, args.fail_on))
+                write_file_atomic(junit, render_junit(doc, fail_on))
             if json_file is not None:
                 write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
     except (KeyboardInterrupt, Terminated) as exc:
@@ -671,11 +782,13 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     finally:
         if pngs is not None:
             pngs.close(terminate=True)
-    if to_stdout:
-        from verify.report import dumps_document
+    return None
 
-        sys.stdout.write(dumps_document(doc))
-    wall = time.perf_counter() - t0
+
+def _print_run_summary(
+    results: Sequence[CheckResult], counts: dict[Verdict, int], stated_rate: float, wall: float, stream: TextIO
+) -> None:
+    """The summary line, the stated false-FAIL rate, every claim that did not PASS and every finding."""
     print("summary: " + ", ".join(f"{counts[v]} {v.value}" for v in Verdict) + f"  ({wall:.1f}s)", file=stream)
     if stated_rate > 0:
         print(
@@ -690,10 +803,6 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for r in results:  # the papers as printed: reported, whatever the verdict
         for f in r.findings:
             print(f"  FINDING {r.claim_id}: {f}", file=stream)
-    if out is not None:
-        _note_foreign(out, foreign_entries(out))
-        print(f"report: {out / 'report.html'}", file=stream)
-    return code
 
 
 def _note_foreign(out: Path, kept: list[str]) -> None:
@@ -708,8 +817,6 @@ def _note_foreign(out: Path, kept: list[str]) -> None:
 
 # --------------------------------------------------------------------- sweep
 def _dask() -> bool:
-    from verify.run.sweep.executors import dask_available
-
     return dask_available()
 
 
@@ -720,26 +827,11 @@ def default_cache_dir() -> Path:
 
 
 def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from verify._validate import validate_seed
-    from verify.errors import InvalidArgument
-    from verify.files import write_file_atomic
-    from verify.report import claim_record, preflight_dir, preflight_file, run_document, write_report
-    from verify.run.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
-    from verify.run.sweep.driver import failed_cells_text
-
     if args.list:
         for d in definitions().values():
             print(f"{d.name:<20} {d.title}")
         return EXIT_OK
-    if not args.name:
-        raise InvalidArgument("NAME", None, f"name a sweep: one of {', '.join(definitions())} (or --list)")
-    if args.name not in definitions():
-        raise InvalidArgument("NAME", args.name, f"must be one of {', '.join(definitions())}")
-    validate_seed("--seed", args.seed)
-    if args.workers is not None and args.workers < 1:
-        raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
-    if args.threads is not None and args.threads < 1:
-        raise InvalidArgument("--threads", args.threads, "must be an integer >= 1")
+    _check_sweep_args(args)
     opts = SweepOptions(
         scale=args.scale,
         seed=args.seed,
@@ -749,29 +841,14 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         split_lrs=args.split_lrs,
     )
     plan = definitions()[args.name].build(opts)  # validates the options before anything is written or started
-    out = None
-    if not args.no_report:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = preflight_dir(
-            Path(args.out) if args.out else Path("reports") / "sweeps" / f"{stamp}-{args.name}", "--out"
-        )
+    out = _sweep_out(args)  # checked before anything is started
     json_file = preflight_file(args.json, "--json") if args.json else None
     cache = None if args.no_cache else CellCache(Path(args.cache) if args.cache else default_cache_dir())
     stream = sys.stdout
     executor = make_executor(args.executor, args.workers, args.threads)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     progress = SweepProgress(len({c.key for c in plan.cells}), sys.stderr, quiet=args.quiet)
-
-    def on_start(total: int, todo: int) -> None:
-        if not args.quiet:
-            where = f"cache {cache.path}" if cache is not None else "no cache"
-            print(
-                f"sweep {plan.name}: {total} cells, {total - todo} cached, {todo} to run on {executor.describe()} "
-                f"({where})",
-                file=sys.stderr,
-                flush=True,
-            )
-
+    on_start = _sweep_announcer(args.quiet, plan, executor, cache)
     try:
         run = run_plan(plan, executor, cache, progress, on_start=on_start)
     except BaseException as exc:
@@ -783,8 +860,6 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"\nrnn-verify: {what}; {kept}; no report written", file=sys.stderr)
         return code
     executor.close()
-    from theory.catalog import all_claims
-
     catalog = all_claims()
     records = []
     for r in run.results:
@@ -793,10 +868,99 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         )
         records.append(rec)
     counts = {v: sum(r.verdict is v for r in run.results) for v in Verdict}
-    bad = counts[Verdict.FAIL] + (counts[Verdict.INCONCLUSIVE] if args.fail_on == "inconclusive" else 0)
-    code = EXIT_FAIL if bad else EXIT_OK
+    code = _exit_code(counts, args.fail_on)
     stats = run.stats()
     failed = [o for o in run.outcomes.values() if not o.ok]
+    doc = run_document(records, _sweep_info(args, argv, plan, executor, started, code, stats, cache, failed))
+    doc["figures"] = [*doc["figures"], *_cell_tables(plan, run, stats, failed)]
+    doc["figures"] = [normalize_figure(f) for f in doc["figures"]]
+    if out is not None:
+        write_report(out, doc, fail_on=args.fail_on, json_path=json_file)
+    elif json_file is not None:
+        write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
+    _print_sweep_summary(plan, run, stats, failed, stream)
+    if out is not None:
+        print(f"report: {out / 'report.html'}", file=stream)
+    return code
+
+
+def _check_sweep_args(args: argparse.Namespace) -> None:
+    """``sweep``'s arguments that argparse cannot check: exit 2 naming the argument."""
+    if not args.name:
+        raise InvalidArgument("NAME", None, f"name a sweep: one of {', '.join(definitions())} (or --list)")
+    if args.name not in definitions():
+        raise InvalidArgument("NAME", args.name, f"must be one of {', '.join(definitions())}")
+    validate_seed("--seed", args.seed)
+    if args.workers is not None and args.workers < 1:
+        raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
+    if args.threads is not None and args.threads < 1:
+        raise InvalidArgument("--threads", args.threads, "must be an integer >= 1")
+
+
+def _sweep_out(args: argparse.Namespace) -> Path | None:
+    """The sweep's report folder (default ``reports/sweeps/<timestamp>-<name>``), checked; None with --no-report."""
+    out = None
+    if not args.no_report:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = preflight_dir(
+            Path(args.out) if args.out else Path("reports") / "sweeps" / f"{stamp}-{args.name}", "--out"
+        )
+    return out
+
+
+def _sweep_announcer(
+    quiet: bool, plan: SweepPlan, executor: Executor, cache: CellCache | None
+) -> Callable[[int, int], None]:
+    """``on_start`` of :func:`run_plan`: one line saying how many cells are cached and where the rest run."""
+
+    def on_start(total: int, todo: int) -> None:
+        if not quiet:
+            where = f"cache {cache.path}" if cache is not None else "no cache"
+            print(
+                f"sweep {plan.name}: {total} cells, {total - todo} cached, {todo} to run on {executor.describe()} "
+                f"({where})",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    return on_start
+
+
+def _sweep_info(
+    args: argparse.Namespace,
+    argv: Sequence[str],
+    plan: SweepPlan,
+    executor: Executor,
+    started: str,
+    code: int,
+    stats: dict[str, Any],
+    cache: CellCache | None,
+    failed: Sequence[CellOutcome],
+) -> dict[str, object]:
+    """The ``run`` block of a sweep's ``results.json``: the command, its settings, the cells and the outcome."""
+    return {
+        "command": "rnn-verify " + shlex.join(argv),
+        "profile": str(plan.settings.get("profile") or ("ci" if args.scale == "ci" else "full")),
+        "seed": args.seed,
+        "workers": executor.workers,
+        "executor": stats["executor"],
+        "fail_on": args.fail_on,
+        "started": started,
+        "wall_time": stats["wall_time"],
+        "exit_code": code,
+        "source": "rnn-verify sweep",
+        "sweep": {
+            **stats,
+            "cache": str(cache.path) if cache is not None else None,
+            "failed_cells": [o.row() for o in failed],
+        },
+    }
+
+
+def _cell_tables(
+    plan: SweepPlan, run: SweepRun, stats: dict[str, Any], failed: Sequence[CellOutcome]
+) -> list[dict[str, Any]]:
+    """The report's table of cells (status, wall time, worker) and, if any failed, the table of failures."""
     cell_table = {
         "kind": "table",
         "title": f"sweep {plan.name}: cells",
@@ -808,29 +972,9 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         "caption": f"{stats['cells']} cells: {stats['computed']} computed, {stats['cached']} from the cache, "
         f"{stats['failed']} failed; executor {stats['executor']}",
     }
-    doc = run_document(
-        records,
-        {
-            "command": "rnn-verify " + shlex.join(argv),
-            "profile": str(plan.settings.get("profile") or ("ci" if args.scale == "ci" else "full")),
-            "seed": args.seed,
-            "workers": executor.workers,
-            "executor": stats["executor"],
-            "fail_on": args.fail_on,
-            "started": started,
-            "wall_time": stats["wall_time"],
-            "exit_code": code,
-            "source": "rnn-verify sweep",
-            "sweep": {
-                **stats,
-                "cache": str(cache.path) if cache is not None else None,
-                "failed_cells": [o.row() for o in failed],
-            },
-        },
-    )
-    doc["figures"] = [*doc["figures"], cell_table]
+    tables: list[dict[str, Any]] = [cell_table]
     if failed:
-        doc["figures"].append(
+        tables.append(
             {
                 "kind": "table",
                 "title": "failed cells (with their tracebacks)",
@@ -838,15 +982,13 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 "rows": [[o.cell.label, o.worker, o.error] for o in failed],
             }
         )
-    from verify.report.figures import normalize_figure
+    return tables
 
-    doc["figures"] = [normalize_figure(f) for f in doc["figures"]]
-    if out is not None:
-        write_report(out, doc, fail_on=args.fail_on, json_path=json_file)
-    elif json_file is not None:
-        from verify.report import dumps_document
 
-        write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
+def _print_sweep_summary(
+    plan: SweepPlan, run: SweepRun, stats: dict[str, Any], failed: Sequence[CellOutcome], stream: TextIO
+) -> None:
+    """The cell counts, one verdict line per claim with its findings, and the first failed cells' tracebacks."""
     print(
         f"sweep {plan.name}: {stats['cells']} cells ({stats['computed']} computed, {stats['cached']} cached, "
         f"{stats['failed']} failed) in {stats['wall_time']:.1f}s on {stats['executor']}",
@@ -858,24 +1000,10 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
             print(f"  FINDING {r.claim_id}: {f}", file=stream)
     if failed:
         print(failed_cells_text(failed, limit=3), file=sys.stderr)
-    if out is not None:
-        print(f"report: {out / 'report.html'}", file=stream)
-    return code
 
 
 # -------------------------------------------------------------------- report
 def _cmd_report(args: argparse.Namespace) -> int:
-    from verify.errors import InvalidArgument
-    from verify.report import (
-        MARKER,
-        foreign_entries,
-        is_report_folder,
-        parse_document,
-        preflight_dir,
-        preflight_file,
-        write_report,
-    )
-
     src = Path(args.results)
     parsed = parse_document(src)  # every field validated before anything is written
     if args.out:
@@ -907,8 +1035,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------- golden
 def _cmd_golden(args: argparse.Namespace) -> int:
-    from verify.oracles import golden
-
     if args.check:
         report = golden.check_golden(args.check)
         print(report.format())
