@@ -43,13 +43,34 @@ from typing import Any
 
 import torch
 
+from verify._validate import available_memory_bytes
 from verify.bench._timing import best_of, machine
+from verify.checks.device import _scale_problem, uoro_projection_sampler
+from verify.errors import VerifyError
 from verify.estimators import RTRL, UORO
+from verify.files import preflight_dir, write_dir_atomic
 from verify.fpp.objective import eq7_gradients
+from verify.gpu.parity import (
+    ALGORITHMS,
+    Arithmetic,
+    BPTTParity,
+    FPPParity,
+    ParityAlgorithm,
+    PreactivationUOROParity,
+    RTRLParity,
+    TBPTTParity,
+    TruncatedModelParity,
+    UOROParity,
+    applicable_algorithms,
+    compare,
+    hidden_permutation,
+    parity_reference,
+)
 from verify.hardware import NO_CUDA_REASON, cuda_available, describe_device, device_record, matmul_tf32
 from verify.model.builders import random_problem
 from verify.model.problem import Problem
 from verify.oracles.budget import C_PARITY, CALIBRATED_MAX_RATIO, CALIBRATION_MARGIN
+from verify.report.figures import render_png
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -75,8 +96,6 @@ def _problem(n: int, dtype: torch.dtype, device: torch.device, T: int = 4) -> tu
 def _free_bytes(device: torch.device) -> int:
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
-    from verify._validate import available_memory_bytes
-
     return available_memory_bytes()
 
 
@@ -146,8 +165,6 @@ def fpp_update_time(P: Problem, th: torch.Tensor, batch: int, repeats: int, lr: 
 
 def scale_draws_per_second(n: int, device: torch.device, chunk: int, repeats: int) -> float:
     """Draws per second of the ``device.gpu-unbiasedness`` sampler (T = 4, 32 directions) in one chunk."""
-    from verify.checks.device import _scale_problem, uoro_projection_sampler
-
     gen = torch.Generator().manual_seed(0)
     P, th = _scale_problem(n, 4, device, gen)
     Q = torch.linalg.qr(torch.randn(P.p, 32, generator=gen, dtype=torch.float64))[0].to(device)
@@ -183,44 +200,56 @@ def bench(args: argparse.Namespace) -> int:
                 peak, size = peak_matmul_flops(dev, dtype, args.repeats)
                 print(f"{label} peak matmul ({size}x{size}): {peak / 1e9:10.1f} GFLOP/s")
                 for n in args.sizes:
-                    if dev.type == "cpu" and n > args.cpu_max_n:
-                        print(f"{label} n={n}: skipped on cpu (--cpu-max-n {args.cpu_max_n})")
-                        continue
-                    P, th = _problem(n, dtype, dev)
-                    item = torch.empty((), dtype=dtype).element_size()
-                    need = 5 * P.n * P.p * item
-                    if need > 0.6 * _free_bytes(dev):
-                        print(
-                            f"{label} n={n} p={P.p}: RTRL skipped (needs ~{need / 2**30:.1f} GiB, "
-                            f"{_free_bytes(dev) / 2**30:.1f} GiB free)"
-                        )
-                    else:
-                        r = rtrl_times(P, th, args.repeats)
-                        print(
-                            f"{label} n={n} p={P.p}: RTRL step {_fmt_ms(r['step_s'])}; O(n^2 p) product "
-                            f"{_fmt_ms(r['product_s'])} = {r['product_flops'] / 1e9:.1f} GFLOP/s "
-                            f"({100 * r['product_flops'] / peak:.1f}% of peak; whole step "
-                            f"{100 * r['step_flops'] / peak:.1f}%)"
-                        )
-                    print(f"{label} n={n} p={P.p}: UORO step (M=1) {_fmt_ms(uoro_step_time(P, th, args.repeats))}")
-                    t_fpp = fpp_update_time(P, th, args.fpp_batch, args.repeats)
-                    print(f"{label} n={n} p={P.p}: FPP update (batch {args.fpp_batch}) {_fmt_ms(t_fpp)}")
-                    del P, th
-                    if dev.type == "cuda":
-                        torch.cuda.empty_cache()
+                    _bench_size(args, label, dev, dtype, n, peak)
             finally:
                 if ctx is not None:
                     ctx.__exit__(None, None, None)
-        scale_n = args.scale_n if dev.type == "cuda" else min(args.scale_n, args.cpu_scale_n)
-        chunk = args.scale_chunk if dev.type == "cuda" else min(args.scale_chunk, 256)
-        rate = scale_draws_per_second(scale_n, dev, chunk, max(1, args.repeats // 2))
-        print(
-            f"[{name}, float64] unbiasedness sampler (Elman-tanh n={scale_n}, T=4, chunk {chunk}): "
-            f"{rate:,.0f} draws/s (10^6 draws: {1e6 / rate:.0f} s)"
-        )
+        _bench_sampler(args, name, dev)
     if not cuda_available():
         print(f"[cuda] SKIPPED: {NO_CUDA_REASON} (RTRL/UORO/FPP GPU times, GPU FLOP/s, GPU draws/s not measured)")
     return 0
+
+
+def _bench_size(
+    args: argparse.Namespace, label: str, dev: torch.device, dtype: torch.dtype, n: int, peak: float
+) -> None:
+    """RTRL step (where memory allows), UORO step and FPP update times at state size ``n`` on ``dev``."""
+    if dev.type == "cpu" and n > args.cpu_max_n:
+        print(f"{label} n={n}: skipped on cpu (--cpu-max-n {args.cpu_max_n})")
+        return
+    P, th = _problem(n, dtype, dev)
+    item = torch.empty((), dtype=dtype).element_size()
+    need = 5 * P.n * P.p * item
+    if need > 0.6 * _free_bytes(dev):
+        print(
+            f"{label} n={n} p={P.p}: RTRL skipped (needs ~{need / 2**30:.1f} GiB, "
+            f"{_free_bytes(dev) / 2**30:.1f} GiB free)"
+        )
+    else:
+        r = rtrl_times(P, th, args.repeats)
+        print(
+            f"{label} n={n} p={P.p}: RTRL step {_fmt_ms(r['step_s'])}; O(n^2 p) product "
+            f"{_fmt_ms(r['product_s'])} = {r['product_flops'] / 1e9:.1f} GFLOP/s "
+            f"({100 * r['product_flops'] / peak:.1f}% of peak; whole step "
+            f"{100 * r['step_flops'] / peak:.1f}%)"
+        )
+    print(f"{label} n={n} p={P.p}: UORO step (M=1) {_fmt_ms(uoro_step_time(P, th, args.repeats))}")
+    t_fpp = fpp_update_time(P, th, args.fpp_batch, args.repeats)
+    print(f"{label} n={n} p={P.p}: FPP update (batch {args.fpp_batch}) {_fmt_ms(t_fpp)}")
+    del P, th
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def _bench_sampler(args: argparse.Namespace, name: str, dev: torch.device) -> None:
+    """Draws per second of the unbiasedness sampler on ``dev`` (smaller sizes on the CPU)."""
+    scale_n = args.scale_n if dev.type == "cuda" else min(args.scale_n, args.cpu_scale_n)
+    chunk = args.scale_chunk if dev.type == "cuda" else min(args.scale_chunk, 256)
+    rate = scale_draws_per_second(scale_n, dev, chunk, max(1, args.repeats // 2))
+    print(
+        f"[{name}, float64] unbiasedness sampler (Elman-tanh n={scale_n}, T=4, chunk {chunk}): "
+        f"{rate:,.0f} draws/s (10^6 draws: {1e6 / rate:.0f} s)"
+    )
 
 
 # ------------------------------------------------------------------ calibration
@@ -231,23 +260,6 @@ def calibration_rows(
     cells: Sequence[str] = ("elman-tanh", "elman-relu", "linear", "lstm", "gru"),
 ) -> list[dict[str, Any]]:
     """Raw ratios error / ((u_c + u_r) √D ‖r̄‖) (C = 1) over random problems, algorithms and orders."""
-    from verify.gpu.parity import (
-        ALGORITHMS,
-        Arithmetic,
-        BPTTParity,
-        FPPParity,
-        ParityAlgorithm,
-        PreactivationUOROParity,
-        RTRLParity,
-        TBPTTParity,
-        TruncatedModelParity,
-        UOROParity,
-        applicable_algorithms,
-        compare,
-        hidden_permutation,
-        parity_reference,
-    )
-
     large_algs = (
         BPTTParity(),
         TBPTTParity(8),
@@ -263,60 +275,74 @@ def calibration_rows(
     for seed, large in plan:
         g = torch.Generator().manual_seed(seed)
         t0 = time.perf_counter()
-        batch: tuple[int, ...]
-        algs: Sequence[ParityAlgorithm]
         for kind in cells:
             for loss in (
                 ("squared-error", "cross-entropy") if not large else (("squared-error", "cross-entropy")[seed % 2],)
             ):
-                if large:
-                    n, T = int(torch.randint(8, 17, (1,), generator=g)), int(torch.randint(20, 61, (1,), generator=g))
-                    d, k = int(torch.randint(2, 9, (1,), generator=g)), int(torch.randint(2, 6, (1,), generator=g))
-                    scale, batch, algs = (0.9, 1.2, 0.5)[seed % 3], (), large_algs
-                else:
-                    n, T = int(torch.randint(2, 9, (1,), generator=g)), int(torch.randint(3, 25, (1,), generator=g))
-                    d, k = int(torch.randint(1, 5, (1,), generator=g)), int(torch.randint(2, 4, (1,), generator=g))
-                    scale, batch, algs = 0.9, ((2,) if seed % 3 == 2 else ()), ALGORITHMS
+                n, T, d, k, scale, batch, algs = _calibration_sizes(seed, large, g, large_algs)
                 P, th = random_problem(kind, n=n, d=d, T=T, k=k, loss=loss, batch=batch, generator=g, scale=scale)
+                setting = {"seed": seed, "large": large, "cell": kind, "loss": loss, "n": n, "d": d, "T": T, "k": k}
+                setting.update({"batch": list(batch), "scale": scale})
                 for alg in applicable_algorithms(P, algs):
-                    inp = alg.prepare(P, th, g)
-                    ref = parity_reference(alg, inp, torch.float32)
-                    ref64 = parity_reference(alg, inp, torch.float64, magnitudes=ref.magnitudes)
-                    perm = hidden_permutation(P, g)
-                    runs = [
-                        ("float32", compare(ref, f32, constant=1.0)),
-                        ("float32 permuted", compare(ref, f32, permutation=perm, constant=1.0)),
-                        ("float64 permuted", compare(ref64, f64, permutation=perm, constant=1.0)),
-                    ]
-                    for order, c in runs:
-                        rows.append(
-                            {
-                                "seed": seed,
-                                "large": large,
-                                "cell": kind,
-                                "loss": loss,
-                                "n": n,
-                                "d": d,
-                                "T": T,
-                                "k": k,
-                                "batch": list(batch),
-                                "scale": scale,
-                                "algorithm": alg.name,
-                                "order": order,
-                                "raw_ratio": c.ratio,
-                                "depth": c.depth,
-                                "L_eff": c.memory,
-                                "error": c.error,
-                                "relative_error": c.relative_error,
-                            }
-                        )
+                    rows.extend(_calibration_comparisons(alg, P, th, g, f32, f64, setting))
         log(f"# calibration seed {seed}{' (large)' if large else ''}: {time.perf_counter() - t0:.1f} s")
     return rows
 
 
-def calibrate(args: argparse.Namespace) -> int:
-    from verify.files import preflight_dir, write_dir_atomic
+def _calibration_sizes(
+    seed: int, large: bool, g: torch.Generator, large_algs: Sequence[ParityAlgorithm]
+) -> tuple[int, int, int, int, float, tuple[int, ...], Sequence[ParityAlgorithm]]:
+    """A random problem's sizes n, T, d, k (drawn from ``g``), scale, batch and the algorithms to compare."""
+    batch: tuple[int, ...]
+    algs: Sequence[ParityAlgorithm]
+    if large:
+        n, T = int(torch.randint(8, 17, (1,), generator=g)), int(torch.randint(20, 61, (1,), generator=g))
+        d, k = int(torch.randint(2, 9, (1,), generator=g)), int(torch.randint(2, 6, (1,), generator=g))
+        scale, batch, algs = (0.9, 1.2, 0.5)[seed % 3], (), large_algs
+    else:
+        n, T = int(torch.randint(2, 9, (1,), generator=g)), int(torch.randint(3, 25, (1,), generator=g))
+        d, k = int(torch.randint(1, 5, (1,), generator=g)), int(torch.randint(2, 4, (1,), generator=g))
+        scale, batch, algs = 0.9, ((2,) if seed % 3 == 2 else ()), ALGORITHMS
+    return n, T, d, k, scale, batch, algs
 
+
+def _calibration_comparisons(
+    alg: ParityAlgorithm,
+    P: Problem,
+    th: torch.Tensor,
+    g: torch.Generator,
+    f32: Arithmetic,
+    f64: Arithmetic,
+    setting: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One algorithm on one problem in the three reduction orders: a row per order (C = 1)."""
+    inp = alg.prepare(P, th, g)
+    ref = parity_reference(alg, inp, torch.float32)
+    ref64 = parity_reference(alg, inp, torch.float64, magnitudes=ref.magnitudes)
+    perm = hidden_permutation(P, g)
+    runs = [
+        ("float32", compare(ref, f32, constant=1.0)),
+        ("float32 permuted", compare(ref, f32, permutation=perm, constant=1.0)),
+        ("float64 permuted", compare(ref64, f64, permutation=perm, constant=1.0)),
+    ]
+    rows: list[dict[str, Any]] = []
+    for order, c in runs:
+        rows.append(
+            {
+                **setting,
+                "algorithm": alg.name,
+                "order": order,
+                "raw_ratio": c.ratio,
+                "depth": c.depth,
+                "L_eff": c.memory,
+                "error": c.error,
+                "relative_error": c.relative_error,
+            }
+        )
+    return rows
+
+
+def calibrate(args: argparse.Namespace) -> int:
     out = preflight_dir(Path(args.out), "--out", needs=())  # a new, empty or rnn-verify-marked folder only
     files: dict[str, bytes] = {}
     print(f"# machine: {machine()}")
@@ -335,10 +361,18 @@ def calibrate(args: argparse.Namespace) -> int:
         v = sorted(r["raw_ratio"] for r in rows if r["algorithm"] == alg and r["order"] == order)
         print(f"{alg:24s} {order:18s} {len(v):5d} {v[-1]:9.4f} {statistics.median(v):9.4f} {v[-1] / C_PARITY:12.4f}")
     files["calibration.json"] = json.dumps({"rows": rows, "max_raw_ratio": worst}, indent=1).encode("utf-8")
-    from verify.report.figures import render_png
+    for name, spec in _calibration_figures(rows).items():
+        files[name] = render_png(spec)
+    write_dir_atomic(out, files)  # replaces only what rnn-verify wrote there (verify.files)
+    for name in files:
+        print(f"# wrote {out / name}")
+    return 0
 
+
+def _calibration_figures(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The calibration's figures by file name: raw ratio vs depth, and the largest ratio per algorithm and order."""
     orders = sorted({r["order"] for r in rows})
-    figs = {
+    figs: dict[str, dict[str, Any]] = {
         "calibration_ratio_vs_depth.png": {
             "kind": "scatter",
             "title": "parity budget calibration: raw ratio vs depth D = m L_eff + T_sum",
@@ -378,12 +412,7 @@ def calibrate(args: argparse.Namespace) -> int:
             "hlines": [{"y": C_PARITY, "label": "C_PARITY"}],
         },
     }
-    for name, spec in figs.items():
-        files[name] = render_png(spec)
-    write_dir_atomic(out, files)  # replaces only what rnn-verify wrote there (verify.files)
-    for name in files:
-        print(f"# wrote {out / name}")
-    return 0
+    return figs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,8 +431,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="calibration-device")
     args = ap.parse_args(argv)
     if args.calibrate:
-        from verify.errors import VerifyError
-
         try:
             return calibrate(args)
         except VerifyError as exc:  # e.g. --out names a folder rnn-verify did not write

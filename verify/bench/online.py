@@ -33,6 +33,9 @@ import torch
 from verify.bench._timing import machine, refuse_foreign_json
 from verify.estimators import RTRL, TBPTT, UORO, RobbinsMonroSGD, TruncatedModel, run_online
 from verify.estimators.graphs import GraphedStep
+from verify.files import write_file_atomic
+from verify.fpp.online import OnlineConfig, model_problem
+from verify.fpp.online import run_online as fpp_run
 from verify.model.builders import random_problem
 
 TOOL = "verify.bench.online"
@@ -93,85 +96,99 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             lambda path: TruncatedModel(8, path=path),
             lambda path: UORO(path=path),
         ):
-            times = {}
-            for path in ("auto", "generic"):
-                go = functools.partial(_online, make(path), P, th, opt, device)
-                times[path] = _per_step(go, P.T, args.repeats, device)
-            name = make("auto").name
-            row: dict[str, Any] = {
-                "estimator": name,
-                "n": n,
-                "fast_ms": 1e3 * times["auto"],
-                "generic_ms": 1e3 * times["generic"],
-                "speedup": times["generic"] / times["auto"],
-            }
-            note = ""
-            if name == "rtrl":
-                J = torch.randn(1, n, P.p, dtype=P.dtype, device=device)
-                Js = torch.randn(1, n, n, dtype=P.dtype, device=device)
-                t_prod = _per_step(functools.partial(torch.bmm, Js, J), 1, 5 * args.repeats, device)
-                row["product_ms"] = 1e3 * t_prod
-                row["work_share"] = t_prod / times["auto"]
-                note = f"O(n^2 p) product {1e3 * t_prod:.3f} ms = {row['work_share']:.0%} of the fast step"
-            rows.append(row)
-            print(f"{name:22s} {n:4d} {row['fast_ms']:13.3f} {row['generic_ms']:16.3f} {row['speedup']:9.1f}  {note}")
+            rows.append(_online_row(make, n, P, th, opt, device, args.repeats))
     # RTRL's step alone (no online loop): eager fast path, CUDA-graph replay (CUDA only), generic; the product's share
     print(
         f"{'RTRL step only':22s} {'n':>4s} {'fast ms':>8s} {'graphed ms':>11s} {'generic ms':>11s} "
         f"{'product ms':>11s}  work share"
     )
     for n in args.ns:
-        P, th = random_problem("elman-tanh", n=n, d=3, T=args.steps, k=2, generator=torch.Generator().manual_seed(n))
-        P, th = P.to(device=device), th.to(device)
-        g = torch.Generator(device=device)
-        res: dict[str, float] = {}
-        for label, est in (("fast", RTRL()), ("generic", RTRL(path="generic"))):
-            loop = functools.partial(_steps, est.step, P, th, est.init(P, th, g), g)
-            res[label] = _per_step(loop, P.T, args.repeats, device)
-        gs = GraphedStep(RTRL(), P, th)
-        if gs.enabled:
-            loop = functools.partial(_steps, gs.step, P, th, RTRL().init(P, th, g), g)
-            res["graphed"] = _per_step(loop, P.T, args.repeats, device)
-        J = torch.randn(1, n, P.p, dtype=P.dtype, device=device)
-        Js = torch.randn(1, n, n, dtype=P.dtype, device=device)
-        res["product"] = _per_step(functools.partial(torch.bmm, Js, J), 1, 5 * args.repeats, device)
-        best = min(res["fast"], res.get("graphed", float("inf")))
-        row = {"estimator": "rtrl-step", "n": n, **{f"{k}_ms": 1e3 * v for k, v in res.items()}}
-        row["work_share"] = res["product"] / best
-        row["graphs"] = gs.enabled or gs.reason
-        rows.append(row)
-        gr = f"{1e3 * res['graphed']:11.3f}" if "graphed" in res else f"{'off':>11s}"
-        print(
-            f"{'rtrl-step':22s} {n:4d} {1e3 * res['fast']:8.3f} {gr} {1e3 * res['generic']:11.3f} "
-            f"{1e3 * res['product']:11.4f}  {row['work_share']:.0%}"
-        )
+        rows.append(_rtrl_step_row(n, device, args))
     if args.fpp:
-        from verify.fpp.online import OnlineConfig, model_problem
-        from verify.fpp.online import run_online as fpp_run
-
         for n in args.ns:
-            P, th = random_problem("elman-tanh", n=n, d=3, T=2, k=2, generator=torch.Generator().manual_seed(n))
-            model = model_problem(P.cell, P.readout, P.loss)
-            cfg = OnlineConfig(T=4, buffer_size=32)
-            x = torch.randn(1, args.steps, 3, dtype=torch.float64)
-            y = torch.randn(1, args.steps, 2, dtype=torch.float64)
-            for method in ("fpp", "tbptt"):
-                run = functools.partial(
-                    fpp_run, method, model, cfg, x, y, th[None], torch.tensor([0.01]), torch.Generator().manual_seed(0)
-                )
-                t = _per_step(run, args.steps, args.repeats, torch.device("cpu"))
-                rows.append({"estimator": f"fpp-learner-{method}", "n": n, "fast_ms": 1e3 * t})
-                name = f"fpp-learner-{method}"
-                print(f"{name:22s} {n:4d} {1e3 * t:13.3f} {'-':>16s} {'-':>9s}  unchanged (torch.func)")
+            rows.extend(_fpp_rows(n, args))
     result = {"tool": TOOL, "machine": machine(), "device": str(device), "rows": rows}
     if args.json:
         out_path = Path(args.json)
         refuse_foreign_json(out_path, TOOL)
-        from verify.files import write_file_atomic
-
         write_file_atomic(out_path, json.dumps(result, indent=1).encode("utf-8"))
         print(f"wrote {out_path}")
     return result
+
+
+def _online_row(
+    make: Callable[[str], Any], n: int, P: Any, th: torch.Tensor, opt: Any, device: torch.device, repeats: int
+) -> dict[str, Any]:
+    """One estimator's online run, fast path vs generic path (RTRL: and its O(n²p) product alone); printed."""
+    times = {}
+    for path in ("auto", "generic"):
+        go = functools.partial(_online, make(path), P, th, opt, device)
+        times[path] = _per_step(go, P.T, repeats, device)
+    name = make("auto").name
+    row: dict[str, Any] = {
+        "estimator": name,
+        "n": n,
+        "fast_ms": 1e3 * times["auto"],
+        "generic_ms": 1e3 * times["generic"],
+        "speedup": times["generic"] / times["auto"],
+    }
+    note = ""
+    if name == "rtrl":
+        J = torch.randn(1, n, P.p, dtype=P.dtype, device=device)
+        Js = torch.randn(1, n, n, dtype=P.dtype, device=device)
+        t_prod = _per_step(functools.partial(torch.bmm, Js, J), 1, 5 * repeats, device)
+        row["product_ms"] = 1e3 * t_prod
+        row["work_share"] = t_prod / times["auto"]
+        note = f"O(n^2 p) product {1e3 * t_prod:.3f} ms = {row['work_share']:.0%} of the fast step"
+    print(f"{name:22s} {n:4d} {row['fast_ms']:13.3f} {row['generic_ms']:16.3f} {row['speedup']:9.1f}  {note}")
+    return row
+
+
+def _rtrl_step_row(n: int, device: torch.device, args: argparse.Namespace) -> dict[str, Any]:
+    """RTRL's step alone at state size n: eager fast path, CUDA-graph replay, generic, the product; printed."""
+    P, th = random_problem("elman-tanh", n=n, d=3, T=args.steps, k=2, generator=torch.Generator().manual_seed(n))
+    P, th = P.to(device=device), th.to(device)
+    g = torch.Generator(device=device)
+    res: dict[str, float] = {}
+    for label, est in (("fast", RTRL()), ("generic", RTRL(path="generic"))):
+        loop = functools.partial(_steps, est.step, P, th, est.init(P, th, g), g)
+        res[label] = _per_step(loop, P.T, args.repeats, device)
+    gs = GraphedStep(RTRL(), P, th)
+    if gs.enabled:
+        loop = functools.partial(_steps, gs.step, P, th, RTRL().init(P, th, g), g)
+        res["graphed"] = _per_step(loop, P.T, args.repeats, device)
+    J = torch.randn(1, n, P.p, dtype=P.dtype, device=device)
+    Js = torch.randn(1, n, n, dtype=P.dtype, device=device)
+    res["product"] = _per_step(functools.partial(torch.bmm, Js, J), 1, 5 * args.repeats, device)
+    best = min(res["fast"], res.get("graphed", float("inf")))
+    row: dict[str, Any] = {"estimator": "rtrl-step", "n": n, **{f"{k}_ms": 1e3 * v for k, v in res.items()}}
+    row["work_share"] = res["product"] / best
+    row["graphs"] = gs.enabled or gs.reason
+    gr = f"{1e3 * res['graphed']:11.3f}" if "graphed" in res else f"{'off':>11s}"
+    print(
+        f"{'rtrl-step':22s} {n:4d} {1e3 * res['fast']:8.3f} {gr} {1e3 * res['generic']:11.3f} "
+        f"{1e3 * res['product']:11.4f}  {row['work_share']:.0%}"
+    )
+    return row
+
+
+def _fpp_rows(n: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The FPP learners of :mod:`verify.fpp.online` (FPP and online T-BPTT) at state size n; printed."""
+    rows: list[dict[str, Any]] = []
+    P, th = random_problem("elman-tanh", n=n, d=3, T=2, k=2, generator=torch.Generator().manual_seed(n))
+    model = model_problem(P.cell, P.readout, P.loss)
+    cfg = OnlineConfig(T=4, buffer_size=32)
+    x = torch.randn(1, args.steps, 3, dtype=torch.float64)
+    y = torch.randn(1, args.steps, 2, dtype=torch.float64)
+    for method in ("fpp", "tbptt"):
+        run = functools.partial(
+            fpp_run, method, model, cfg, x, y, th[None], torch.tensor([0.01]), torch.Generator().manual_seed(0)
+        )
+        t = _per_step(run, args.steps, args.repeats, torch.device("cpu"))
+        rows.append({"estimator": f"fpp-learner-{method}", "n": n, "fast_ms": 1e3 * t})
+        name = f"fpp-learner-{method}"
+        print(f"{name:22s} {n:4d} {1e3 * t:13.3f} {'-':>16s} {'-':>9s}  unchanged (torch.func)")
+    return rows
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ M ≤ 10⁴ and fewer samplers. Without CUDA, ``--device cuda`` prints that it i
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -65,6 +66,7 @@ import torch
 from verify.bench._timing import machine, refuse_foreign_json
 from verify.estimators import RTRL, UORO, PreactivationUORO
 from verify.estimators.fused import fused_sampler
+from verify.files import write_file_atomic
 from verify.hardware import NO_CUDA_REASON, device_record, matmul_tf32
 from verify.model.builders import random_problem
 from verify.model.problem import Problem
@@ -155,8 +157,6 @@ QUICK = ("uoro", "uoro-r4", "uoro-preact")
 
 
 def _generic(est: Any) -> Any:
-    import dataclasses
-
     return dataclasses.replace(est, path="generic") if hasattr(est, "path") else est
 
 
@@ -177,53 +177,20 @@ def measure(
     """One row: the sampler and its generic baseline at (n, M)."""
     T = P.T
     row: dict[str, Any] = {"sampler": name, "cell": _cell_name(P), "n": P.n, "p": P.p, "M": M, "T": T}
-    Q = None
-    if args.project and name in ("uoro", "uoro-T4", "uoro-r4"):
-        gq = torch.Generator().manual_seed(1)
-        Q = torch.linalg.qr(torch.randn(P.p, args.project, generator=gq, dtype=torch.float64))[0]
-        Q = Q.to(dtype=P.dtype, device=device)
-        row["projected_on"] = args.project
+    Q = _projection(name, P, device, args, row)
     width = P.p if Q is None else Q.shape[1]
     out_mb = M * width * torch.empty((), dtype=P.dtype).element_size() / 2**20
+    est: Any = None
     if name == "rtrl":
         bytes_, flops = model("rtrl", P, 1)
         row.update(model_bytes=bytes_, model_flops=flops)
-
-        def run(est: RTRL) -> Callable[[], object]:
-            def go() -> object:
-                g = torch.Generator(device="cpu")
-                st = est.init(P, th, g)
-                for t in range(1, T + 1):
-                    st, _ = est.step(P, th, st, t, g)
-                return st
-
-            return go
-
+        fast_fn, gen_fn = _rtrl_runs(P, th)
         n_steps = T
-        fast_fn, gen_fn = run(RTRL()), run(RTRL(path="generic"))
     else:
         if out_mb > args.max_output_mb:
             row["skipped"] = f"outputs (M, p) = {out_mb:.0f} MB > --max-output-mb {args.max_output_mb}"
             return row
-        if name == "uoro-step":
-            est: Any = UORO()
-            rank = 1
-            fast = _uoro_step_sampler(P, th)
-        else:
-            make, rank = SAMPLERS[name]
-            est = make()
-            fast, _ = fused_sampler(est, P, th, steps=(T,), quantities=("total",), project=Q)
-        bytes_, flops = model(name, P, rank)
-        row.update(model_bytes=bytes_, model_flops=flops)
-        generic, _ = estimator_sampler(_generic(est), P, th, steps=(T,), quantities=("total",))
-
-        def fast_fn() -> object:
-            return fast(M, torch.Generator(device=device).manual_seed(0))
-
-        def gen_fn() -> object:
-            out = generic(M, torch.Generator(device=device).manual_seed(0))
-            return out if Q is None else [x @ Q for x in out]
-
+        est, fast_fn, gen_fn = _uoro_runs(name, P, th, M, device, Q, row)
         n_steps = M * T
     t_fast = _timed(fast_fn, device, args.repeats, args.max_s)
     rate = n_steps / t_fast
@@ -235,6 +202,87 @@ def measure(
     )
     row["frac_bandwidth"] = row["gbytes_per_s"] / limits["bandwidth_gbs"]
     row["frac_matmul_peak"] = row["gflops"] / limits["matmul_gflops"]
+    return _measure_generic(row, name, est, P, th, M, device, args, gen_fn, n_steps, t_fast)
+
+
+def _projection(
+    name: str, P: Problem, device: torch.device, args: argparse.Namespace, row: dict[str, Any]
+) -> torch.Tensor | None:
+    """``--project K``: K random orthonormal directions for the UORO samplers (None: no projection)."""
+    Q = None
+    if args.project and name in ("uoro", "uoro-T4", "uoro-r4"):
+        gq = torch.Generator().manual_seed(1)
+        Q = torch.linalg.qr(torch.randn(P.p, args.project, generator=gq, dtype=torch.float64))[0]
+        Q = Q.to(dtype=P.dtype, device=device)
+        row["projected_on"] = args.project
+    return Q
+
+
+def _rtrl_runs(P: Problem, th: torch.Tensor) -> tuple[Callable[[], object], Callable[[], object]]:
+    """RTRL over the T steps on the fast kernels and on the generic path."""
+
+    def run(est: RTRL) -> Callable[[], object]:
+        def go() -> object:
+            g = torch.Generator(device="cpu")
+            st = est.init(P, th, g)
+            for t in range(1, P.T + 1):
+                st, _ = est.step(P, th, st, t, g)
+            return st
+
+        return go
+
+    return run(RTRL()), run(RTRL(path="generic"))
+
+
+def _uoro_runs(
+    name: str,
+    P: Problem,
+    th: torch.Tensor,
+    M: int,
+    device: torch.device,
+    Q: torch.Tensor | None,
+    row: dict[str, Any],
+) -> tuple[Any, Callable[[], object], Callable[[], object]]:
+    """The estimator, M draws of its sampler and M draws of its generic path (the model costs go into ``row``)."""
+    T = P.T
+    if name == "uoro-step":
+        est: Any = UORO()
+        rank = 1
+        fast = _uoro_step_sampler(P, th)
+    else:
+        make, rank = SAMPLERS[name]
+        est = make()
+        fast, _ = fused_sampler(est, P, th, steps=(T,), quantities=("total",), project=Q)
+    bytes_, flops = model(name, P, rank)
+    row.update(model_bytes=bytes_, model_flops=flops)
+    generic, _ = estimator_sampler(_generic(est), P, th, steps=(T,), quantities=("total",))
+
+    def fast_fn() -> object:
+        return fast(M, torch.Generator(device=device).manual_seed(0))
+
+    def gen_fn() -> object:
+        out = generic(M, torch.Generator(device=device).manual_seed(0))
+        return out if Q is None else [x @ Q for x in out]
+
+    return est, fast_fn, gen_fn
+
+
+def _measure_generic(
+    row: dict[str, Any],
+    name: str,
+    est: Any,
+    P: Problem,
+    th: torch.Tensor,
+    M: int,
+    device: torch.device,
+    args: argparse.Namespace,
+    gen_fn: Callable[[], object],
+    n_steps: int,
+    t_fast: float,
+) -> dict[str, Any]:
+    """The generic baseline's rate and the speed-up over it (estimated from a pilot above the caps)."""
+    T = P.T
+    rate = n_steps / t_fast
     # the generic baseline: a pilot at small M (or one step) estimates its time; skipped above the cap
     pilot_m = min(M, 64)
     if name == "rtrl":
@@ -304,7 +352,8 @@ def print_table(rows: Sequence[dict[str, Any]], limits: dict[str, float]) -> Non
     print("(~: generic path estimated from a pilot of 64 draws: above --max-generic-s, or out of memory)")
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def _arguments() -> argparse.ArgumentParser:
+    """The command line (module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
     ap.add_argument("--quick", action="store_true", help="n <= 64, M <= 1e4, three samplers")
@@ -330,7 +379,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     ap.add_argument("--bandwidth-mb", type=int, default=None, help="MB per triad array (default 256 CPU, 1024 CUDA)")
     ap.add_argument("--json", default=None, help="write the results here (default bench-samplers.json)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = _arguments().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     dtype = _DTYPES[args.dtype]
@@ -356,49 +409,70 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     refuse_foreign_json(path, TOOL)
 
     def save() -> dict[str, Any]:  # after every row: a run cut short by a time limit keeps what it measured
-        result = {
-            "tool": TOOL,
-            "machine": machine(),
-            "device": device_record(device),
-            "threads": torch.get_num_threads(),
-            "T": args.T,
-            "limits": limits,
-            "rows": rows,
-            "models": {
-                "uoro-family": "bytes = item*r*(4p + 6N), FLOPs = r*(4GH + 6 p_cell) per sample-step",
-                "uoro-preact": "bytes = item*r*(4N^2 + 4A), FLOPs = r*(2N^3 + 4N^2)",
-                "rtrl": "bytes = item*(2Np + 2p), FLOPs = 2N^2 p + 2Np per step",
-            },
-        }
-        from verify.files import write_file_atomic
-
-        write_file_atomic(path, json.dumps(result, indent=1, default=str).encode("utf-8"))
-        return result
+        return _save(path, device, args, limits, rows)
 
     for cell in args.cells:
         for n in ns:
-            gen = torch.Generator().manual_seed(n)
-            P, th = random_problem(cell, n=n, d=3, T=args.T, k=2, generator=gen, dtype=dtype)
-            P, th = P.to(device=device), th.to(device)
-            for name in names:
-                if name == "uoro-preact" and not cell.startswith("elman"):
-                    rows.append({"sampler": name, "cell": cell, "n": P.n, "M": 0, "skipped": "needs an Elman cell"})
-                    continue
-                for M in [1] if name == "rtrl" else ms:
-                    if name == "rtrl" and n * P.p * 8 * 5 > (16 if device.type == "cuda" else 4) * 2**30:
-                        rows.append({"sampler": name, "cell": cell, "n": n, "M": 1, "skipped": "influence > 4 GiB"})
-                        continue
-                    t0 = time.perf_counter()
-                    row = measure(name, P, th, M, device, args, limits)
-                    row["cell"] = cell
-                    row["wall_s"] = time.perf_counter() - t0
-                    rows.append(row)
-                    save()
-                    print(f"  measured {name} {cell} n={n} M={M} in {row['wall_s']:.1f} s", file=sys.stderr, flush=True)
+            _measure_problem(cell, n, names, ms, device, dtype, args, limits, rows, save)
     print_table(rows, limits)
     result = save()
     print(f"wrote {path}")
     return result
+
+
+def _save(
+    path: Path, device: torch.device, args: argparse.Namespace, limits: dict[str, Any], rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Write the rows measured so far, with the machine, the limits and the models, to ``path``."""
+    result = {
+        "tool": TOOL,
+        "machine": machine(),
+        "device": device_record(device),
+        "threads": torch.get_num_threads(),
+        "T": args.T,
+        "limits": limits,
+        "rows": rows,
+        "models": {
+            "uoro-family": "bytes = item*r*(4p + 6N), FLOPs = r*(4GH + 6 p_cell) per sample-step",
+            "uoro-preact": "bytes = item*r*(4N^2 + 4A), FLOPs = r*(2N^3 + 4N^2)",
+            "rtrl": "bytes = item*(2Np + 2p), FLOPs = 2N^2 p + 2Np per step",
+        },
+    }
+    write_file_atomic(path, json.dumps(result, indent=1, default=str).encode("utf-8"))
+    return result
+
+
+def _measure_problem(
+    cell: str,
+    n: int,
+    names: Sequence[str],
+    ms: Sequence[int],
+    device: torch.device,
+    dtype: torch.dtype,
+    args: argparse.Namespace,
+    limits: dict[str, Any],
+    rows: list[dict[str, Any]],
+    save: Callable[[], object],
+) -> None:
+    """Every sampler at every M on one random problem (``cell``, n): a row each, saved as it comes."""
+    gen = torch.Generator().manual_seed(n)
+    P, th = random_problem(cell, n=n, d=3, T=args.T, k=2, generator=gen, dtype=dtype)
+    P, th = P.to(device=device), th.to(device)
+    for name in names:
+        if name == "uoro-preact" and not cell.startswith("elman"):
+            rows.append({"sampler": name, "cell": cell, "n": P.n, "M": 0, "skipped": "needs an Elman cell"})
+            continue
+        for M in [1] if name == "rtrl" else ms:
+            if name == "rtrl" and n * P.p * 8 * 5 > (16 if device.type == "cuda" else 4) * 2**30:
+                rows.append({"sampler": name, "cell": cell, "n": n, "M": 1, "skipped": "influence > 4 GiB"})
+                continue
+            t0 = time.perf_counter()
+            row = measure(name, P, th, M, device, args, limits)
+            row["cell"] = cell
+            row["wall_s"] = time.perf_counter() - t0
+            rows.append(row)
+            save()
+            print(f"  measured {name} {cell} n={n} M={M} in {row['wall_s']:.1f} s", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
