@@ -984,11 +984,7 @@ def planned_test(
         sampler, pilot, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch
     )
     if any(_overflow(a.mom) for a in pil):
-        out = _overflow_results(labels, pil, norms)
-        return UnbiasednessResult(
-            Verdict.INCONCLUSIVE, "fixed (planned)", opts.alpha, opts.beta, opts.delta, pilot, None, tuple(out),
-            _combine(out)[1], wall_time=time.perf_counter() - t0, extra={"pilot": pilot, "test_draws": 0},
-        )  # fmt: skip
+        return _planned_overflow(labels, pil, norms, opts, pilot, t0)
     plans = [
         _plan(pil[j], norms[j], opts, opts.alpha / J, opts.beta / J, opts.miss_rate / J, opts.min_samples)
         for j in range(J)
@@ -996,16 +992,7 @@ def planned_test(
     plan = max(plans, key=lambda pl: pl.samples)
     m = min(plan.samples, max_samples)
     acc = _draw(sampler, m, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch)
-    out = (
-        _overflow_results(labels, acc, norms)
-        if any(_overflow(a.mom) for a in acc)
-        else [
-            _evaluate_fixed(
-                labels[j], acc[j], truths[j], norms[j], opts, opts.alpha / J, opts.beta / J, plans[j], max_samples
-            )
-            for j in range(J)
-        ]
-    )
+    out = _evaluate_planned(labels, acc, truths, norms, opts, plans, max_samples)
     verdict, reason = _combine(out)
     if plan.samples > max_samples:
         reason = f"plan {plan.samples} > max_samples={max_samples}, tested {m}" + (f"; {reason}" if reason else "")
@@ -1022,6 +1009,40 @@ def planned_test(
         plan=plan,
         wall_time=time.perf_counter() - t0,
         extra={"pilot": pilot, "test_draws": m},
+    )
+
+
+def _planned_overflow(
+    labels: Sequence[str], pil: Sequence[_Acc], norms: Sequence[float], opts: TestOptions, pilot: int, t0: float
+) -> UnbiasednessResult:
+    """The pilot overflowed: INCONCLUSIVE, no test draws."""
+    out = _overflow_results(labels, pil, norms)
+    return UnbiasednessResult(
+        Verdict.INCONCLUSIVE, "fixed (planned)", opts.alpha, opts.beta, opts.delta, pilot, None, tuple(out),
+        _combine(out)[1], wall_time=time.perf_counter() - t0, extra={"pilot": pilot, "test_draws": 0},
+    )  # fmt: skip
+
+
+def _evaluate_planned(
+    labels: Sequence[str],
+    acc: Sequence[_Acc],
+    truths: Sequence[torch.Tensor],
+    norms: Sequence[float],
+    opts: TestOptions,
+    plans: Sequence[SamplePlan],
+    max_samples: int,
+) -> list[QuantityResult]:
+    """The fixed-sample test of every quantity on the planned draws, α and β split equally (Bonferroni)."""
+    J = len(truths)
+    return (
+        _overflow_results(labels, acc, norms)
+        if any(_overflow(a.mom) for a in acc)
+        else [
+            _evaluate_fixed(
+                labels[j], acc[j], truths[j], norms[j], opts, opts.alpha / J, opts.beta / J, plans[j], max_samples
+            )
+            for j in range(J)
+        ]
     )
 
 
@@ -1062,29 +1083,91 @@ def sequential_test(
     opts = options or TestOptions()
     generator = _check_generator(generator)
     truths, norms = _prepare_truths(truth, reference_norm)
+    _check_sequential(max_samples, first, min_step, growth)
+    J = len(truths)
+    labels = _names(names, J)
+    ch = chunk or _default_chunk(sum(g.numel() for g in truths))
+    dirs = [_directions(g.numel(), opts.directions, generator) for g in truths]
+    a_js, b_js = _weighted_bonferroni(opts, weights, J)
+    m = min(first, max_samples)
+    acc = _draw(sampler, m, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch)
+    if any(_overflow(a.mom) for a in acc):
+        return _sequential_overflow(labels, acc, norms, opts, m, max_samples, t0, {"first": first, "growth": growth})
+    seq = _sequential_setup(labels, acc, truths, norms, opts, a_js, b_js, max_samples, m)
+    verdict, reason, cur, looks, m = _sequential_looks(
+        sampler, generator, seq, acc, m, max_samples, growth, min_step, ch
+    )
+    return UnbiasednessResult(
+        verdict, "sequential", opts.alpha, opts.beta, opts.delta, m, seq.plan.samples, tuple(cur), reason,
+        tuple(looks), seq.plan, time.perf_counter() - t0, {"first": first, "growth": growth},
+    )  # fmt: skip
+
+
+def _sequential_overflow(
+    labels: Sequence[str],
+    acc: Sequence[_Acc],
+    norms: Sequence[float],
+    opts: TestOptions,
+    m: int,
+    max_samples: int,
+    t0: float,
+    extra: dict[str, Any],
+) -> UnbiasednessResult:
+    """The first batch overflowed: INCONCLUSIVE after it."""
+    out = _overflow_results(labels, acc, norms)
+    return UnbiasednessResult(
+        Verdict.INCONCLUSIVE, "sequential", opts.alpha, opts.beta, opts.delta, m, None, tuple(out),
+        f"stopped after {m} of {max_samples} draws; {_combine(out)[1]}", (), None, time.perf_counter() - t0,
+        extra,
+    )  # fmt: skip
+
+
+def _check_sequential(max_samples: int, first: int, min_step: int, growth: float) -> None:
+    """The sequential test's budget and growth: exit 2 (InvalidArgument) naming a bad one."""
     require_positive_int("max_samples", max_samples, minimum=2)
     require_positive_int("first", first, minimum=2)
     require_positive_int("min_step", min_step)
     if not (isinstance(growth, (int, float)) and growth > 1.0):
         raise InvalidArgument("growth", growth, "must be a number > 1")
-    J = len(truths)
-    labels = _names(names, J)
-    ch = chunk or _default_chunk(sum(g.numel() for g in truths))
-    dirs = [_directions(g.numel(), opts.directions, generator) for g in truths]
+
+
+def _weighted_bonferroni(opts: TestOptions, weights: Sequence[float] | None, J: int) -> tuple[list[float], list[float]]:
+    """α_j = α·w_j/Σw and β_j = β·w_j/Σw for the J quantities (equal weights by default)."""
     w = [1.0] * J if weights is None else [require_positive("weights", v) for v in weights]
     if len(w) != J:
         raise InvalidArgument("weights", list(w), f"need one weight per quantity ({J})")
     a_js = [opts.alpha * v / sum(w) for v in w]  # weighted Bonferroni over the quantities
     b_js = [opts.beta * v / sum(w) for v in w]
-    m = min(first, max_samples)
-    acc = _draw(sampler, m, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch)
-    if any(_overflow(a.mom) for a in acc):
-        out = _overflow_results(labels, acc, norms)
-        return UnbiasednessResult(
-            Verdict.INCONCLUSIVE, "sequential", opts.alpha, opts.beta, opts.delta, m, None, tuple(out),
-            f"stopped after {m} of {max_samples} draws; {_combine(out)[1]}", (), None, time.perf_counter() - t0,
-            {"first": first, "growth": growth},
-        )  # fmt: skip
+    return a_js, b_js
+
+
+class _Sequential(NamedTuple):
+    """What the looks of a sequential test share, fixed after the first batch."""
+
+    labels: Sequence[str]
+    truths: list[torch.Tensor]
+    norms: Sequence[float]
+    opts: TestOptions
+    a_js: Sequence[float]
+    b_js: Sequence[float]
+    plan: SamplePlan
+    anomalies: Sequence[str]
+    scales: Sequence[_SeqScales]
+
+
+def _sequential_setup(
+    labels: Sequence[str],
+    acc: Sequence[_Acc],
+    truths: list[torch.Tensor],
+    norms: Sequence[float],
+    opts: TestOptions,
+    a_js: Sequence[float],
+    b_js: Sequence[float],
+    max_samples: int,
+    m: int,
+) -> _Sequential:
+    """After the first batch: the fixed-sample plans (anomalies, target M) and the mixture scales tuned for it."""
+    J = len(truths)
     plans = [_plan(acc[j], norms[j], opts, a_js[j], b_js[j], opts.miss_rate / J, 2) for j in range(J)]
     anomalies = [_anomaly(acc[j].mom, norms[j], plans[j], max_samples, opts) for j in range(J)]
     plan = max(plans, key=lambda pl: pl.samples)
@@ -1101,6 +1184,22 @@ def sequential_test(
                 rho_vec=best_mixture_rho(target, geo.spectrum, b_js[j]),
             )
         )
+    return _Sequential(labels, truths, norms, opts, a_js, b_js, plan, anomalies, scales)
+
+
+def _sequential_looks(
+    sampler: Sampler,
+    generator: torch.Generator,
+    seq: _Sequential,
+    acc: list[_Acc],
+    m: int,
+    max_samples: int,
+    growth: float,
+    min_step: int,
+    ch: int,
+) -> tuple[Verdict, str, list[QuantityResult], list[tuple[int, float]], int]:
+    """Look, and draw more (×``growth``) until a clear verdict or the budget: (verdict, reason, results, looks, m)."""
+    labels, truths, norms, opts = seq.labels, seq.truths, seq.norms, seq.opts
     looks: list[tuple[int, float]] = []
     sticky: dict[int, QuantityResult] = {}
     while True:
@@ -1109,16 +1208,7 @@ def sequential_test(
             looks.append((m, math.inf))
             verdict, reason = _combine(cur)
             break
-        cur = []
-        for j in range(J):
-            q = _evaluate_sequential(
-                labels[j], acc[j], truths[j], norms[j], opts, a_js[j], b_js[j], scales[j], anomalies[j]
-            )
-            if q.verdict is Verdict.PASS and j not in sticky:
-                sticky[j] = q  # a certificate, once issued, stands (time-uniform)
-            if j in sticky and q.verdict is not Verdict.FAIL:
-                q = sticky[j]
-            cur.append(q)
+        cur = _sequential_look(seq, acc, sticky)
         looks.append((m, max(q.relative_bound for q in cur)))
         verdict, reason = _combine(cur)
         if verdict is not Verdict.INCONCLUSIVE or m >= max_samples:
@@ -1132,18 +1222,20 @@ def sequential_test(
         reason = f"budget of {max_samples} draws exhausted; {reason}"
     elif verdict is Verdict.INCONCLUSIVE:
         reason = f"stopped after {m} of {max_samples} draws; {reason}"
-    return UnbiasednessResult(
-        verdict,
-        "sequential",
-        opts.alpha,
-        opts.beta,
-        opts.delta,
-        m,
-        plan.samples,
-        tuple(cur),
-        reason,
-        tuple(looks),
-        plan,
-        time.perf_counter() - t0,
-        {"first": first, "growth": growth},
-    )
+    return verdict, reason, cur, looks, m
+
+
+def _sequential_look(seq: _Sequential, acc: Sequence[_Acc], sticky: dict[int, QuantityResult]) -> list[QuantityResult]:
+    """Every quantity against its time-uniform boundaries; a PASS certificate, once issued, stands."""
+    cur = []
+    for j in range(len(seq.truths)):
+        q = _evaluate_sequential(
+            seq.labels[j], acc[j], seq.truths[j], seq.norms[j], seq.opts, seq.a_js[j], seq.b_js[j], seq.scales[j],
+            seq.anomalies[j],
+        )  # fmt: skip
+        if q.verdict is Verdict.PASS and j not in sticky:
+            sticky[j] = q  # a certificate, once issued, stands (time-uniform)
+        if j in sticky and q.verdict is not Verdict.FAIL:
+            q = sticky[j]
+        cur.append(q)
+    return cur
