@@ -33,9 +33,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from theory.catalog import GATE_ALPHA, all_claims, gate_budget
+from verify.checks.fpp import judge_cycleworld, judge_stochasticworld, judge_updates
+from verify.config import RunConfig
 from verify.errors import InvalidArgument
+from verify.fpp.reproduction import SCALES, cycleworld_designs, stochasticworld_design, updates_designs
+from verify.run.check import claim_params
 from verify.run.sweep.cells import Cell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
+from verify.stats.binomial import clopper_pearson
 from verify.verdict import CheckResult, Verdict
 
 __all__ = [
@@ -118,9 +124,6 @@ def _reproduction_part(
 
 
 def _fig2(opts: SweepOptions) -> _Part:
-    from verify.checks.fpp import judge_cycleworld
-    from verify.fpp.reproduction import cycleworld_designs
-
     reps = cycleworld_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
     blocks = [b for r in reps for b in r.all_blocks()]
     cells, merge, _ = _reproduction_part("fpp.cycleworld-reproduction", blocks, judge_cycleworld, reps, opts.seed)
@@ -128,9 +131,6 @@ def _fig2(opts: SweepOptions) -> _Part:
 
 
 def _fig3b(opts: SweepOptions) -> _Part:
-    from verify.checks.fpp import judge_stochasticworld
-    from verify.fpp.reproduction import stochasticworld_design
-
     rep = stochasticworld_design(opts.scale, opts.seed, split_lrs=opts.split_lrs)
     cells, merge, _ = _reproduction_part(
         "fpp.stochasticworld-reproduction", rep.all_blocks(), judge_stochasticworld, rep, opts.seed
@@ -139,9 +139,6 @@ def _fig3b(opts: SweepOptions) -> _Part:
 
 
 def _fig4(opts: SweepOptions) -> _Part:
-    from verify.checks.fpp import judge_updates
-    from verify.fpp.reproduction import updates_designs
-
     reps = updates_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
     blocks = [b for r in reps for b in r.all_blocks()]
     cells, merge, _ = _reproduction_part("fpp.updates-reproduction", blocks, judge_updates, reps, opts.seed)
@@ -181,16 +178,12 @@ def _both(opts: SweepOptions) -> SweepPlan:
 
 
 def _scale_ok(scale: str) -> None:
-    from verify.fpp.reproduction import SCALES
-
     if scale not in SCALES:
         raise InvalidArgument("--scale", scale, f"must be one of {SCALES}")
 
 
 # ---------------------------------------------------------------- claims and calibration
 def _select(patterns: tuple[str, ...], default: Callable[[Any], bool], profile: str) -> list[Any]:
-    from theory.catalog import all_claims
-
     claims = list(all_claims().values())
     if not patterns:
         chosen = [c for c in claims if default(c)]
@@ -212,9 +205,6 @@ def _seeds(opts: SweepOptions, default: int) -> list[int]:
 
 
 def _claim_cells(claims: list[Any], seeds: list[int], profile: str) -> dict[tuple[str, int], Cell]:
-    from verify.config import RunConfig
-    from verify.run.check import claim_params
-
     return {
         (c.id, s): Cell("claim", claim_params(c, RunConfig(profile=profile, seed=s)), label=f"{c.id} seed {s}")
         for c in claims
@@ -300,8 +290,6 @@ def _over_seeds(
 
 def calibration_result(claim_id: str, results: list[CheckResult], seeds: list[int], profile: str) -> CheckResult:
     """Tabulate one claim's verdicts over seeds: counts, rates and Clopper–Pearson 95% intervals; judge vs α."""
-    from verify.stats.binomial import clopper_pearson
-
     n = len(results)
     counts = {v.value: sum(r.verdict is v for r in results) for v in Verdict}
     table = []
@@ -317,22 +305,7 @@ def calibration_result(claim_id: str, results: list[CheckResult], seeds: list[in
         if r.verdict is Verdict.FAIL and r.summary.startswith(("the cell did not run", "check raised"))
     ]
     alpha = alphas[-1] if alphas else None
-    if crashed:
-        verdict, reason = (
-            Verdict.FAIL,
-            f"{len(crashed)} seed(s) crashed, e.g. seed {crashed[0].seed}:\n"
-            + (crashed[0].reason or crashed[0].summary),
-        )
-    elif alpha is None:
-        verdict, reason = Verdict.INCONCLUSIVE, "the check states no false-FAIL rate alpha: rates reported only"
-    elif lo > alpha:
-        verdict, reason = (
-            Verdict.FAIL,
-            f"observed false-FAIL rate {k_fail}/{n}: its 95% CP interval [{lo:.4f}, {hi:.4f}] lies above "
-            f"alpha = {alpha:g}",
-        )
-    else:
-        verdict, reason = Verdict.PASS, None
+    verdict, reason = _calibration_verdict(crashed, alpha, k_fail, n, lo, hi)
     fig = {
         "kind": "table",
         "title": f"{claim_id}: verdicts over {n} seeds (correct implementation)",
@@ -360,6 +333,29 @@ def calibration_result(claim_id: str, results: list[CheckResult], seeds: list[in
             "figures": [fig],
         },
     )
+
+
+def _calibration_verdict(
+    crashed: list[CheckResult], alpha: float | None, k_fail: int, n: int, lo: float, hi: float
+) -> tuple[Verdict, str | None]:
+    """FAIL when a seed crashed or the FAIL rate's CP 95% interval lies above alpha; INCONCLUSIVE without alpha."""
+    if crashed:
+        verdict, reason = (
+            Verdict.FAIL,
+            f"{len(crashed)} seed(s) crashed, e.g. seed {crashed[0].seed}:\n"
+            + (crashed[0].reason or crashed[0].summary),
+        )
+    elif alpha is None:
+        verdict, reason = Verdict.INCONCLUSIVE, "the check states no false-FAIL rate alpha: rates reported only"
+    elif lo > alpha:
+        verdict, reason = (
+            Verdict.FAIL,
+            f"observed false-FAIL rate {k_fail}/{n}: its 95% CP interval [{lo:.4f}, {hi:.4f}] lies above "
+            f"alpha = {alpha:g}",
+        )
+    else:
+        verdict, reason = Verdict.PASS, None
+    return verdict, reason
 
 
 # ---------------------------------------------------------------- the gate over seeds
@@ -397,41 +393,15 @@ def gate_result(claim: Any, results: list[CheckResult], seeds: list[int], profil
     (Clopper–Pearson 95% interval above ``claim.alpha``), or -- for a claim that states no rate -- when it
     FAILed at all; otherwise PASS, with the counts and intervals in the summary and data.
     """
-    from verify.stats.binomial import clopper_pearson
-
     base = calibration_result(claim.id, results, seeds, profile)
     n = len(results)
-    controls: dict[str, list[int]] = {}
-    for r in results:
-        outcomes = [(c.name, c.ok) for c in r.controls]
-        # a kill table's mutants are controls too: each must be caught (and an unbiased one not accused)
-        outcomes += [
-            (f"kill table: {row['mutant']}", bool(row.get("killed")) and bool(row.get("clean", True)))
-            for row in (r.data or {}).get("kill_table", [])
-            if isinstance(row, dict) and "mutant" in row
-        ]
-        for name, ok in outcomes:
-            hit = controls.setdefault(name, [0, 0])
-            hit[0] += int(ok)
-            hit[1] += 1
+    controls = _control_counts(results)
     missed = {k: v for k, v in controls.items() if v[0] < v[1]}
     counts = base.data["counts"]
     k_fail = counts["FAIL"]
     lo, hi = clopper_pearson(k_fail, n, 0.95)
     alpha = claim.alpha
-    if base.verdict is Verdict.FAIL and base.reason and "crashed" in base.reason:
-        verdict, reason = Verdict.FAIL, base.reason
-    elif missed:
-        verdict, reason = (
-            Verdict.FAIL,
-            "control(s) missed: " + ", ".join(f"{k} {v[1] - v[0]}/{v[1]}" for k, v in missed.items()),
-        )
-    elif alpha is None and k_fail:
-        verdict, reason = Verdict.FAIL, f"{k_fail} FAIL(s) of a claim that states no false-FAIL rate"
-    elif alpha is not None and lo > alpha:
-        verdict, reason = Verdict.FAIL, f"FAIL rate {k_fail}/{n}: CP95 [{lo:.2g}, {hi:.2g}] above alpha = {alpha:g}"
-    else:
-        verdict, reason = Verdict.PASS, None
+    verdict, reason = _gate_verdict(base, missed, alpha, k_fail, n, lo, hi)
     ctrl_txt = "; ".join(f"{k} caught {v[0]}/{v[1]}" for k, v in controls.items()) or "no controls"
     summary = (
         f"{n} seeds: FAIL {k_fail} (CP95 upper {hi:.2g}; stated alpha {alpha if alpha is not None else 'none'}), "
@@ -462,11 +432,46 @@ def gate_result(claim: Any, results: list[CheckResult], seeds: list[int], profil
     )
 
 
+def _control_counts(results: list[CheckResult]) -> dict[str, list[int]]:
+    """Every control (and kill-table mutant) over the seeds: [times caught, runs]."""
+    controls: dict[str, list[int]] = {}
+    for r in results:
+        outcomes = [(c.name, c.ok) for c in r.controls]
+        # a kill table's mutants are controls too: each must be caught (and an unbiased one not accused)
+        outcomes += [
+            (f"kill table: {row['mutant']}", bool(row.get("killed")) and bool(row.get("clean", True)))
+            for row in (r.data or {}).get("kill_table", [])
+            if isinstance(row, dict) and "mutant" in row
+        ]
+        for name, ok in outcomes:
+            hit = controls.setdefault(name, [0, 0])
+            hit[0] += int(ok)
+            hit[1] += 1
+    return controls
+
+
+def _gate_verdict(
+    base: CheckResult, missed: dict[str, list[int]], alpha: float | None, k_fail: int, n: int, lo: float, hi: float
+) -> tuple[Verdict, str | None]:
+    """FAIL on a crash, a missed control, a FAIL of a claim without alpha, or a FAIL rate significantly above alpha."""
+    if base.verdict is Verdict.FAIL and base.reason and "crashed" in base.reason:
+        verdict, reason = Verdict.FAIL, base.reason
+    elif missed:
+        verdict, reason = (
+            Verdict.FAIL,
+            "control(s) missed: " + ", ".join(f"{k} {v[1] - v[0]}/{v[1]}" for k, v in missed.items()),
+        )
+    elif alpha is None and k_fail:
+        verdict, reason = Verdict.FAIL, f"{k_fail} FAIL(s) of a claim that states no false-FAIL rate"
+    elif alpha is not None and lo > alpha:
+        verdict, reason = Verdict.FAIL, f"FAIL rate {k_fail}/{n}: CP95 [{lo:.2g}, {hi:.2g}] above alpha = {alpha:g}"
+    else:
+        verdict, reason = Verdict.PASS, None
+    return verdict, reason
+
+
 def family_wise_result(per_claim: Mapping[str, list[CheckResult]], seeds: list[int], profile: str) -> CheckResult:
     """The seeds on which any claim FAILed correct code, against the stated family-wise budget."""
-    from theory.catalog import GATE_ALPHA, gate_budget
-    from verify.stats.binomial import clopper_pearson
-
     stated, rows = gate_budget(profile, ids=set(per_claim))
     n = len(seeds)
     bad_seeds = sorted({int(r.seed or 0) for res in per_claim.values() for r in res if r.verdict is Verdict.FAIL})
