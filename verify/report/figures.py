@@ -120,6 +120,37 @@ def comparisons_figure(claim_id: str, data: Mapping[str, Any]) -> list[Figure]:
     rows = data.get("comparisons")
     if not isinstance(rows, list) or not rows:
         return []
+    groups, zeros, targets, points, skipped = _comparison_points(rows)
+    series = [{"label": k, "x": v[0], "y": v[1], "style": "markers"} for k, v in groups.items()]
+    if zeros[0]:
+        series.append(
+            {"label": f"error exactly 0 (drawn at {_ZERO_FLOOR:g})", "x": zeros[0], "y": zeros[1], "style": "markers"}
+        )
+    if not series:
+        return []
+    caption = f"{points} comparisons; a point below the diagonal error = budget passes."
+    if skipped:
+        caption += f" {skipped} entries without a finite error and budget are not drawn."
+    fig: Figure = {
+        "kind": "scatter",
+        "title": f"{claim_id}: measured error vs predicted budget",
+        "series": series,
+        "xlabel": "predicted round-off budget (relative)",
+        "ylabel": "measured relative error",
+        "logx": True,
+        "logy": True,
+        "diagonal": True,
+        "caption": caption,
+    }
+    if targets:
+        fig["hlines"] = [{"y": t, "label": f"design target {t:g}"} for t in sorted(targets)]
+    return [fig]
+
+
+def _comparison_points(
+    rows: list[Any],
+) -> tuple[dict[str, tuple[list[Any], list[Any]]], tuple[list[Any], list[Any]], set[float], int, int]:
+    """(budget, error) points by series label, the exact zeros, the targets, points drawn and entries left out."""
     groups: dict[str, tuple[list[Any], list[Any]]] = {}
     zeros: tuple[list[Any], list[Any]] = ([], [])
     targets: set[float] = set()
@@ -145,30 +176,7 @@ def comparisons_figure(claim_id: str, data: Mapping[str, Any]) -> list[Figure]:
             xs, ys = groups.setdefault(label, ([], []))
             xs.append(bud)
             ys.append(err)
-    series = [{"label": k, "x": v[0], "y": v[1], "style": "markers"} for k, v in groups.items()]
-    if zeros[0]:
-        series.append(
-            {"label": f"error exactly 0 (drawn at {_ZERO_FLOOR:g})", "x": zeros[0], "y": zeros[1], "style": "markers"}
-        )
-    if not series:
-        return []
-    caption = f"{points} comparisons; a point below the diagonal error = budget passes."
-    if skipped:
-        caption += f" {skipped} entries without a finite error and budget are not drawn."
-    fig: Figure = {
-        "kind": "scatter",
-        "title": f"{claim_id}: measured error vs predicted budget",
-        "series": series,
-        "xlabel": "predicted round-off budget (relative)",
-        "ylabel": "measured relative error",
-        "logx": True,
-        "logy": True,
-        "diagonal": True,
-        "caption": caption,
-    }
-    if targets:
-        fig["hlines"] = [{"y": t, "label": f"design target {t:g}"} for t in sorted(targets)]
-    return [fig]
+    return groups, zeros, targets, points, skipped
 
 
 #: conventional data shapes -> figures; each adapter sees (claim_id, data) and
@@ -304,13 +312,7 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
     logx, logy = bool(fig.get("logx")), bool(fig.get("logy"))
     dropped = 0
     series = fig["series"]
-    categorical = any(isinstance(v, str) for s in series for v in s.get("x", fig.get("x", [])))
-    cats: list[str] = []
-    if categorical or kind == "bar":
-        for s in series:
-            for v in s.get("x", fig.get("x", [])):
-                if str(v) not in cats:
-                    cats.append(str(v))
+    cats = _categories(fig, series, kind)
     finite_xy: list[float] = []  # any drawn point at all
     empty_series: list[str] = []
     for si, s in enumerate(series):
@@ -321,42 +323,84 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
             if d:
                 empty_series.append(str(s["label"]))
             continue
-        y = [float(_num(s["y"][i]) or 0.0) for i in keep]
-        if cats:
-            x = [float(cats.index(str(xs[i]))) for i in keep]
-        else:
-            x = [float(_num(xs[i]) or 0.0) for i in keep]
+        x, y, err = _series_data(s, xs, keep, cats)
         finite_xy.extend(x + y)
-        err: Any = None
-        if "yerr" in s:
-            err = [abs(_num(s["yerr"][i]) or 0.0) for i in keep]
-        elif "ylow" in s:
-            lo = [_num(s["ylow"][i]) for i in keep]
-            hi = [_num(s["yhigh"][i]) for i in keep]
-            err = [
-                [max(yy - (lv if lv is not None else yy), 0.0) for yy, lv in zip(y, lo, strict=True)],
-                [max((hv if hv is not None else yy) - yy, 0.0) for yy, hv in zip(y, hi, strict=True)],
-            ]
-        label = s["label"]
-        style = s.get("style", "solid")
-        if kind == "bar":
-            width = 0.8 / max(len(series), 1)
-            xb = [xx - 0.4 + width * (si + 0.5) for xx in x]
-            ax.bar(xb, y, width=width, label=label, yerr=err, capsize=3 if err is not None else 0)
-        elif kind == "errorbar" or (err is not None and kind != "scatter"):
-            ls = "--" if style == "dashed" else ("none" if kind == "errorbar" or style == "markers" else "-")
-            ax.errorbar(x, y, yerr=err, fmt="o", linestyle=ls, capsize=3, label=label, markersize=4)
-        elif kind == "scatter" or style == "markers":
-            ax.scatter(x, y, label=label, s=18)
-        else:
-            ax.plot(
-                x,
-                y,
-                "--" if style == "dashed" else "-",
-                marker="" if style == "dashed" else "o",
-                label=label,
-                markersize=3,
-            )
+        _draw_series(ax, kind, si, len(series), x, y, err, s["label"], s.get("style", "solid"))
+    _decorate(ax, fig, cats, logx, logy, finite_xy)
+    if dropped:
+        why = "non-positive on a log axis or not finite" if (logx or logy) else "not finite"
+        note = f"{dropped} point(s) not drawn ({why}); they are in results.json"
+        if empty_series:
+            note += "; series with no drawn point: " + ", ".join(empty_series)
+        mfig.text(0.01, 0.01, note, fontsize=7)
+    # fixed margins instead of tight_layout (which costs more than the drawing itself)
+    rotated = bool(cats) and max(len(c) for c in cats) > 6
+    mfig.subplots_adjust(left=0.13, right=0.97, top=0.92, bottom=0.26 if rotated else 0.13)
+    buf = io.BytesIO()
+    mfig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _categories(fig: Mapping[str, Any], series: Sequence[Mapping[str, Any]], kind: str) -> list[str]:
+    """The categorical x values in order of appearance (bar charts, string x); empty for a numeric x axis."""
+    categorical = any(isinstance(v, str) for s in series for v in s.get("x", fig.get("x", [])))
+    cats: list[str] = []
+    if categorical or kind == "bar":
+        for s in series:
+            for v in s.get("x", fig.get("x", [])):
+                if str(v) not in cats:
+                    cats.append(str(v))
+    return cats
+
+
+def _series_data(
+    s: Mapping[str, Any], xs: Sequence[Any], keep: list[int], cats: list[str]
+) -> tuple[list[float], list[float], Any]:
+    """The drawable points of one series: x (category index on a categorical axis), y, and error bars or None."""
+    y = [float(_num(s["y"][i]) or 0.0) for i in keep]
+    if cats:
+        x = [float(cats.index(str(xs[i]))) for i in keep]
+    else:
+        x = [float(_num(xs[i]) or 0.0) for i in keep]
+    err: Any = None
+    if "yerr" in s:
+        err = [abs(_num(s["yerr"][i]) or 0.0) for i in keep]
+    elif "ylow" in s:
+        lo = [_num(s["ylow"][i]) for i in keep]
+        hi = [_num(s["yhigh"][i]) for i in keep]
+        err = [
+            [max(yy - (lv if lv is not None else yy), 0.0) for yy, lv in zip(y, lo, strict=True)],
+            [max((hv if hv is not None else yy) - yy, 0.0) for yy, hv in zip(y, hi, strict=True)],
+        ]
+    return x, y, err
+
+
+def _draw_series(
+    ax: Any, kind: str, si: int, n_series: int, x: list[float], y: list[float], err: Any, label: Any, style: str
+) -> None:
+    """Series ``si`` of ``n_series`` as bars, error bars, markers or a line."""
+    if kind == "bar":
+        width = 0.8 / max(n_series, 1)
+        xb = [xx - 0.4 + width * (si + 0.5) for xx in x]
+        ax.bar(xb, y, width=width, label=label, yerr=err, capsize=3 if err is not None else 0)
+    elif kind == "errorbar" or (err is not None and kind != "scatter"):
+        ls = "--" if style == "dashed" else ("none" if kind == "errorbar" or style == "markers" else "-")
+        ax.errorbar(x, y, yerr=err, fmt="o", linestyle=ls, capsize=3, label=label, markersize=4)
+    elif kind == "scatter" or style == "markers":
+        ax.scatter(x, y, label=label, s=18)
+    else:
+        ax.plot(
+            x,
+            y,
+            "--" if style == "dashed" else "-",
+            marker="" if style == "dashed" else "o",
+            label=label,
+            markersize=3,
+        )
+
+
+def _decorate(ax: Any, fig: Mapping[str, Any], cats: list[str], logx: bool, logy: bool, finite_xy: list[float]) -> None:
+    """The diagonal, horizontal lines, axes (categorical or log), title, labels, grid and legend."""
     if fig.get("diagonal") and finite_xy and not cats:
         if logx:
             ax.set_xscale("log")
@@ -387,15 +431,3 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
         ax.legend(fontsize=7, loc="best")
     if not finite_xy:
         ax.text(0.5, 0.5, "no drawable point (see the report)", ha="center", va="center", transform=ax.transAxes)
-    if dropped:
-        why = "non-positive on a log axis or not finite" if (logx or logy) else "not finite"
-        note = f"{dropped} point(s) not drawn ({why}); they are in results.json"
-        if empty_series:
-            note += "; series with no drawn point: " + ", ".join(empty_series)
-        mfig.text(0.01, 0.01, note, fontsize=7)
-    # fixed margins instead of tight_layout (which costs more than the drawing itself)
-    rotated = bool(cats) and max(len(c) for c in cats) > 6
-    mfig.subplots_adjust(left=0.13, right=0.97, top=0.92, bottom=0.26 if rotated else 0.13)
-    buf = io.BytesIO()
-    mfig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    return buf.getvalue()

@@ -213,6 +213,24 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     lines += [f"**{_counts_line(summary)}** ({summary.get('total', len(claims))} claims)", ""]
     lines += [f"- {k}: {md_code(v)}" if k == "command" else f"- {k}: {md_escape(v)}" for k, v in _run_line(run)]
     lines += ["", "## Summary", ""]
+    lines += _md_summary(claims)
+    found = findings(claims)
+    if found:
+        lines += ["", f"## {_FINDINGS_TITLE}", ""]
+        lines += [f"- [{md_code(cid)}](#{_anchor(cid)}): {md_escape(f)}" for cid, f in found]
+    figs = doc.get("figures") or []
+    if figs:
+        lines += ["", f"## {_run_figures_title(run)}", ""]
+        for j, f in enumerate(figs):
+            lines += _md_figure(f, figure_key(None, j), f"figures[{j}]")
+    for i, r in enumerate(claims):
+        lines += _md_claim(i, r)
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _md_summary(claims: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The summary table (one row per claim) and a line for each claim that did not PASS."""
     rows = [
         [
             r["verdict"],
@@ -225,70 +243,71 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         ]
         for r in claims
     ]
-    lines += _md_table(["verdict", "claim", "paper", "equation", "statistic vs threshold", "samples", "time (s)"], rows)
+    lines = _md_table(["verdict", "claim", "paper", "equation", "statistic vs threshold", "samples", "time (s)"], rows)
     lines.append("")
     for r in claims:
         if r["verdict"] in ("SKIPPED", "INCONCLUSIVE", "FAIL"):
             why = str(r.get("reason") or r["summary"]).split("\n")[0]
             lines.append(f"- **{r['verdict']}** {md_code(r['id'])}: {md_escape(why)}")
-    found = findings(claims)
-    if found:
-        lines += ["", f"## {_FINDINGS_TITLE}", ""]
-        lines += [f"- [{md_code(cid)}](#{_anchor(cid)}): {md_escape(f)}" for cid, f in found]
-    figs = doc.get("figures") or []
-    if figs:
-        lines += ["", f"## {_run_figures_title(run)}", ""]
-        for j, f in enumerate(figs):
-            lines += _md_figure(f, figure_key(None, j), f"figures[{j}]")
-    for i, r in enumerate(claims):
-        lines += [
-            "",
-            f'<a id="{_anchor(r["id"])}"></a>',
-            "",
-            f"## {r['verdict']} · {md_code(r['id'])} — {md_escape(r.get('title', ''))}",
-            "",
-        ]
-        lines += [md_escape(r["summary"]), ""]
-        refs = _citations(r)
-        facts: list[tuple[str, Any]] = [
-            ("paper", refs[0] if refs else ""),
-            ("where", r.get("equation", "")),
-            *(("also cites", ref) for ref in refs[1:]),
-            ("statement", r.get("statement", "")),
-            ("kind", r.get("kind", "")),
-            ("implementation under test", _impl_line(r)),
-            ("statistic vs threshold", _stat_line(r)),
-            ("error rates", _rates(r)),
-            ("samples used", _samples(r)),
-            ("seed / dtype / device", f"{fmt(r.get('seed'))} / {r.get('dtype')} / {r.get('device')}"),
-            ("torch", fmt(r.get("torch_version"))),
-            ("wall time (s)", fmt(r.get("wall_time"))),
-            ("rerun", md_code(r.get("rerun", "")) if r.get("rerun") else ""),
-        ]
-        lines += _md_table(["", ""], [[k, v] for k, v in facts if v not in ("", ", ")])
-        if r.get("math"):
-            lines += ["", *_md_fence(str(r["math"]))]
-        if r.get("assumptions"):
-            lines += ["", "Assumptions:", ""] + [f"- {md_escape(a)}" for a in r["assumptions"]]
-        if r.get("errata"):
-            lines += ["", "Errata:", ""] + [f"- {md_escape(a)}" for a in r["errata"]]
-        if r.get("findings"):
-            lines += ["", "Measured in this run (the paper as printed):", ""]
-            lines += [f"- {md_escape(a)}" for a in r["findings"]]
-        if r.get("reason"):
-            lines += ["", "Reason:", "", *_md_fence(str(r["reason"]))]
-        if r.get("controls"):
-            lines += ["", "Controls:", ""]
-            lines += _md_table(
-                ["control", "expected", "observed", "detail"],
-                [[c.get("name"), c.get("expected"), c.get("observed"), c.get("detail", "")] for c in r["controls"]],
-            )
-        for j, f in enumerate(r.get("figures") or []):
-            lines += ["", *_md_figure(f, figure_key(i, j, r["id"]), f"claims[{i}].figures[{j}]")]
-        for p in r.get("figure_problems") or []:
-            lines += ["", f"> figure not drawn: {md_escape(p)}"]
-    lines.append("")
-    return "\n".join(lines)
+    return lines
+
+
+def _facts(r: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """A claim's facts table (paper, where, statement, statistic, error rates, ...), rerun command excluded."""
+    refs = _citations(r)
+    return [
+        ("paper", refs[0] if refs else ""),
+        ("where", r.get("equation", "")),
+        *(("also cites", ref) for ref in refs[1:]),
+        ("statement", r.get("statement", "")),
+        ("kind", r.get("kind", "")),
+        ("implementation under test", _impl_line(r)),
+        ("statistic vs threshold", _stat_line(r)),
+        ("error rates", _rates(r)),
+        ("samples used", _samples(r)),
+        ("seed / dtype / device", f"{fmt(r.get('seed'))} / {r.get('dtype')} / {r.get('device')}"),
+        ("torch", fmt(r.get("torch_version"))),
+        ("wall time (s)", fmt(r.get("wall_time"))),
+    ]
+
+
+def _md_claim(i: int, r: Mapping[str, Any]) -> list[str]:
+    """One claim's section of ``report.md``: summary, facts, math, notes, controls, figures."""
+    lines = [
+        "",
+        f'<a id="{_anchor(r["id"])}"></a>',
+        "",
+        f"## {r['verdict']} · {md_code(r['id'])} — {md_escape(r.get('title', ''))}",
+        "",
+    ]
+    lines += [md_escape(r["summary"]), ""]
+    facts: list[tuple[str, Any]] = [
+        *_facts(r),
+        ("rerun", md_code(r.get("rerun", "")) if r.get("rerun") else ""),
+    ]
+    lines += _md_table(["", ""], [[k, v] for k, v in facts if v not in ("", ", ")])
+    if r.get("math"):
+        lines += ["", *_md_fence(str(r["math"]))]
+    if r.get("assumptions"):
+        lines += ["", "Assumptions:", ""] + [f"- {md_escape(a)}" for a in r["assumptions"]]
+    if r.get("errata"):
+        lines += ["", "Errata:", ""] + [f"- {md_escape(a)}" for a in r["errata"]]
+    if r.get("findings"):
+        lines += ["", "Measured in this run (the paper as printed):", ""]
+        lines += [f"- {md_escape(a)}" for a in r["findings"]]
+    if r.get("reason"):
+        lines += ["", "Reason:", "", *_md_fence(str(r["reason"]))]
+    if r.get("controls"):
+        lines += ["", "Controls:", ""]
+        lines += _md_table(
+            ["control", "expected", "observed", "detail"],
+            [[c.get("name"), c.get("expected"), c.get("observed"), c.get("detail", "")] for c in r["controls"]],
+        )
+    for j, f in enumerate(r.get("figures") or []):
+        lines += ["", *_md_figure(f, figure_key(i, j, r["id"]), f"claims[{i}].figures[{j}]")]
+    for p in r.get("figure_problems") or []:
+        lines += ["", f"> figure not drawn: {md_escape(p)}"]
+    return lines
 
 
 def _anchor(claim_id: str) -> str:
@@ -362,6 +381,33 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
         _html_table(["run", ""], _run_line(run), "facts"),
         '<h2 id="summary">Summary</h2>',
     ]
+    out += _html_summary(claims)
+    found = findings(claims)
+    if found:
+        out.append(f'<h2 id="findings">{html.escape(_FINDINGS_TITLE)}</h2><ul class="findings">')
+        out += [
+            f'<li><a href="#{_anchor(cid)}"><code>{html.escape(cid)}</code></a>: {html.escape(f)}</li>'
+            for cid, f in found
+        ]
+        out.append("</ul>")
+    figs = doc.get("figures") or []
+    if figs:
+        out.append(f'<h2 id="controls">{html.escape(_run_figures_title(run))}</h2>')
+        for j, f in enumerate(figs):
+            key = figure_key(None, j)
+            out.append(_html_figure(f, pngs.get(key), "run", j, f"figures[{j}]"))
+    for i, r in enumerate(claims):
+        out += _html_claim(i, r, pngs)
+    out.append(
+        f"<footer><p>{html.escape(str(doc.get('tool', {}).get('name', 'rnn-verify')))} "
+        f"{html.escape(str(doc.get('tool', {}).get('version', '')))}</p></footer></body></html>"
+    )
+    return "\n".join(out)
+
+
+def _html_summary(claims: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The summary table (one row per claim) and a list item for each claim that did not PASS."""
+    out = []
     rows = []
     for r in claims:
         rows.append(
@@ -384,80 +430,52 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
             badge = f'<span class="badge {r["verdict"]}">{r["verdict"]}</span>'
             out.append(f"<li>{badge} <code>{html.escape(r['id'])}</code>: {html.escape(why)}</li>")
         out.append("</ul>")
-    found = findings(claims)
-    if found:
-        out.append(f'<h2 id="findings">{html.escape(_FINDINGS_TITLE)}</h2><ul class="findings">')
-        out += [
-            f'<li><a href="#{_anchor(cid)}"><code>{html.escape(cid)}</code></a>: {html.escape(f)}</li>'
-            for cid, f in found
-        ]
-        out.append("</ul>")
-    figs = doc.get("figures") or []
-    if figs:
-        out.append(f'<h2 id="controls">{html.escape(_run_figures_title(run))}</h2>')
-        for j, f in enumerate(figs):
-            key = figure_key(None, j)
-            out.append(_html_figure(f, pngs.get(key), "run", j, f"figures[{j}]"))
-    for i, r in enumerate(claims):
-        out.append(
-            f'<section class="claim" id="{_anchor(r["id"])}" data-claim-id="{html.escape(r["id"])}" '
-            f'data-verdict="{r["verdict"]}">'
-        )
-        out.append(
-            f'<h2><span class="badge {r["verdict"]}">{r["verdict"]}</span> <code>{html.escape(r["id"])}</code> '
-            f"— {html.escape(r.get('title', ''))}</h2>"
-        )
-        out.append(f'<p class="summary">{html.escape(r["summary"])}</p>')
-        refs = _citations(r)
-        facts = [
-            ("paper", refs[0] if refs else ""),
-            ("where", r.get("equation", "")),
-            *(("also cites", ref) for ref in refs[1:]),
-            ("statement", r.get("statement", "")),
-            ("kind", r.get("kind", "")),
-            ("implementation under test", _impl_line(r)),
-            ("statistic vs threshold", _stat_line(r)),
-            ("error rates", _rates(r)),
-            ("samples used", _samples(r)),
-            ("seed / dtype / device", f"{fmt(r.get('seed'))} / {r.get('dtype')} / {r.get('device')}"),
-            ("torch", fmt(r.get("torch_version"))),
-            ("wall time (s)", fmt(r.get("wall_time"))),
-        ]
-        body = "".join(f"<tr><td>{html.escape(k)}</td><td>{_e(v)}</td></tr>" for k, v in facts if v not in ("", ", "))
-        body += f"<tr><td>rerun</td><td><code>{html.escape(str(r.get('rerun', '')))}</code></td></tr>"
-        out.append(f'<table class="facts"><tbody>{body}</tbody></table>')
-        if r.get("math"):
-            out.append(f"<pre>{html.escape(str(r['math']))}</pre>")
-        for key, label in (
-            ("assumptions", "Assumptions"),
-            ("errata", "Errata"),
-            ("findings", "Measured in this run (the paper as printed)"),
-        ):
-            if r.get(key):
-                out.append(f"<p><strong>{label}</strong></p><ul>")
-                out += [f"<li>{html.escape(str(a))}</li>" for a in r[key]]
-                out.append("</ul>")
-        if r.get("reason"):
-            out.append(f"<p><strong>Reason</strong></p><pre>{html.escape(str(r['reason']))}</pre>")
-        if r.get("controls"):
-            out.append("<p><strong>Controls</strong></p>")
-            out.append(
-                _html_table(
-                    ["control", "expected", "observed", "detail"],
-                    [[c.get("name"), c.get("expected"), c.get("observed"), c.get("detail", "")] for c in r["controls"]],
-                )
-            )
-        for j, f in enumerate(r.get("figures") or []):
-            key = figure_key(i, j, r["id"])
-            out.append(_html_figure(f, pngs.get(key), r["id"], j, f"claims[{i}].figures[{j}]"))
-        for p in r.get("figure_problems") or []:
-            out.append(f'<p class="figure-problem">figure not drawn: {html.escape(p)}</p>')
-        out.append("</section>")
+    return out
+
+
+def _html_claim(i: int, r: Mapping[str, Any], pngs: Mapping[str, bytes]) -> list[str]:
+    """One claim's ``<section>`` of ``report.html``: summary, facts, math, notes, controls, figures."""
+    out = [
+        f'<section class="claim" id="{_anchor(r["id"])}" data-claim-id="{html.escape(r["id"])}" '
+        f'data-verdict="{r["verdict"]}">'
+    ]
     out.append(
-        f"<footer><p>{html.escape(str(doc.get('tool', {}).get('name', 'rnn-verify')))} "
-        f"{html.escape(str(doc.get('tool', {}).get('version', '')))}</p></footer></body></html>"
+        f'<h2><span class="badge {r["verdict"]}">{r["verdict"]}</span> <code>{html.escape(r["id"])}</code> '
+        f"— {html.escape(r.get('title', ''))}</h2>"
     )
-    return "\n".join(out)
+    out.append(f'<p class="summary">{html.escape(r["summary"])}</p>')
+    facts = _facts(r)
+    body = "".join(f"<tr><td>{html.escape(k)}</td><td>{_e(v)}</td></tr>" for k, v in facts if v not in ("", ", "))
+    body += f"<tr><td>rerun</td><td><code>{html.escape(str(r.get('rerun', '')))}</code></td></tr>"
+    out.append(f'<table class="facts"><tbody>{body}</tbody></table>')
+    if r.get("math"):
+        out.append(f"<pre>{html.escape(str(r['math']))}</pre>")
+    for key, label in (
+        ("assumptions", "Assumptions"),
+        ("errata", "Errata"),
+        ("findings", "Measured in this run (the paper as printed)"),
+    ):
+        if r.get(key):
+            out.append(f"<p><strong>{label}</strong></p><ul>")
+            out += [f"<li>{html.escape(str(a))}</li>" for a in r[key]]
+            out.append("</ul>")
+    if r.get("reason"):
+        out.append(f"<p><strong>Reason</strong></p><pre>{html.escape(str(r['reason']))}</pre>")
+    if r.get("controls"):
+        out.append("<p><strong>Controls</strong></p>")
+        out.append(
+            _html_table(
+                ["control", "expected", "observed", "detail"],
+                [[c.get("name"), c.get("expected"), c.get("observed"), c.get("detail", "")] for c in r["controls"]],
+            )
+        )
+    for j, f in enumerate(r.get("figures") or []):
+        key = figure_key(i, j, r["id"])
+        out.append(_html_figure(f, pngs.get(key), r["id"], j, f"claims[{i}].figures[{j}]"))
+    for p in r.get("figure_problems") or []:
+        out.append(f'<p class="figure-problem">figure not drawn: {html.escape(p)}</p>')
+    out.append("</section>")
+    return out
 
 
 # --------------------------------------------------------------------- junit
