@@ -66,15 +66,7 @@ def normalize_figure(spec: Any) -> Figure:
         if key in spec and spec[key] is not None:
             out[key] = str(spec[key])
     if kind == "table":
-        cols = _jsonable_list("figure.columns", spec.get("columns"))
-        rows_in = spec.get("rows")
-        if not isinstance(rows_in, (list, tuple)):
-            raise InvalidArgument("figure.rows", type(rows_in).__name__, "a table needs a list of rows")
-        rows = [_jsonable_list(f"figure.rows[{i}]", r) for i, r in enumerate(rows_in)]
-        for i, r in enumerate(rows):
-            if len(r) != len(cols):
-                raise InvalidArgument(f"figure.rows[{i}]", len(r), f"has {len(r)} cells for {len(cols)} columns")
-        out["columns"], out["rows"] = cols, rows
+        out["columns"], out["rows"] = _table(spec)
         return out
     for key in ("logx", "logy", "diagonal"):
         out[key] = bool(spec.get(key, False))
@@ -84,34 +76,7 @@ def normalize_figure(spec: Any) -> Figure:
     series_in = spec.get("series")
     if not isinstance(series_in, (list, tuple)) or not series_in:
         raise InvalidArgument("figure.series", series_in, "needs a non-empty list of series")
-    series: list[dict[str, Any]] = []
-    for i, s in enumerate(series_in):
-        name = f"figure.series[{i}]"
-        if not isinstance(s, Mapping):
-            raise InvalidArgument(name, type(s).__name__, "must be an object with 'label' and 'y'")
-        y = _jsonable_list(f"{name}.y", s.get("y"))
-        x = _jsonable_list(f"{name}.x", s["x"]) if s.get("x") is not None else shared_x
-        if x is None:
-            raise InvalidArgument(f"{name}.x", None, "no x values (give the figure's 'x' or the series' own)")
-        if len(x) != len(y):
-            raise InvalidArgument(f"{name}.y", len(y), f"has {len(y)} values for {len(x)} x values")
-        clean: dict[str, Any] = {"label": str(s.get("label", f"series {i + 1}")), "y": y}
-        if s.get("x") is not None:
-            clean["x"] = x
-        for key in ("yerr", "ylow", "yhigh"):
-            if s.get(key) is not None:
-                vals = _jsonable_list(f"{name}.{key}", s[key])
-                if len(vals) != len(y):
-                    raise InvalidArgument(f"{name}.{key}", len(vals), f"has {len(vals)} values for {len(y)} y values")
-                clean[key] = vals
-        if ("ylow" in clean) != ("yhigh" in clean):
-            raise InvalidArgument(name, "ylow/yhigh", "give both 'ylow' and 'yhigh' (or 'yerr')")
-        style = s.get("style", "markers" if kind == "scatter" else "solid")
-        if style not in _STYLES:
-            raise InvalidArgument(f"{name}.style", style, f"must be one of {_STYLES}")
-        clean["style"] = style
-        series.append(clean)
-    out["series"] = series
+    out["series"] = [_series(i, s, shared_x, kind) for i, s in enumerate(series_in)]
     hl = spec.get("hlines") or []
     if not isinstance(hl, (list, tuple)):
         raise InvalidArgument("figure.hlines", type(hl).__name__, "must be a list of {'y', 'label'}")
@@ -123,6 +88,48 @@ def normalize_figure(spec: Any) -> Figure:
     if hlines:
         out["hlines"] = hlines
     return out
+
+
+def _table(spec: Mapping[str, Any]) -> tuple[list[Any], list[list[Any]]]:
+    """A table figure's columns and rows, each row as long as the columns."""
+    cols = _jsonable_list("figure.columns", spec.get("columns"))
+    rows_in = spec.get("rows")
+    if not isinstance(rows_in, (list, tuple)):
+        raise InvalidArgument("figure.rows", type(rows_in).__name__, "a table needs a list of rows")
+    rows = [_jsonable_list(f"figure.rows[{i}]", r) for i, r in enumerate(rows_in)]
+    for i, r in enumerate(rows):
+        if len(r) != len(cols):
+            raise InvalidArgument(f"figure.rows[{i}]", len(r), f"has {len(r)} cells for {len(cols)} columns")
+    return cols, rows
+
+
+def _series(i: int, s: Any, shared_x: list[Any] | None, kind: str) -> dict[str, Any]:
+    """Series ``i`` of a plot, validated: label, y, its own x if given, error bars, style."""
+    name = f"figure.series[{i}]"
+    if not isinstance(s, Mapping):
+        raise InvalidArgument(name, type(s).__name__, "must be an object with 'label' and 'y'")
+    y = _jsonable_list(f"{name}.y", s.get("y"))
+    x = _jsonable_list(f"{name}.x", s["x"]) if s.get("x") is not None else shared_x
+    if x is None:
+        raise InvalidArgument(f"{name}.x", None, "no x values (give the figure's 'x' or the series' own)")
+    if len(x) != len(y):
+        raise InvalidArgument(f"{name}.y", len(y), f"has {len(y)} values for {len(x)} x values")
+    clean: dict[str, Any] = {"label": str(s.get("label", f"series {i + 1}")), "y": y}
+    if s.get("x") is not None:
+        clean["x"] = x
+    for key in ("yerr", "ylow", "yhigh"):
+        if s.get(key) is not None:
+            vals = _jsonable_list(f"{name}.{key}", s[key])
+            if len(vals) != len(y):
+                raise InvalidArgument(f"{name}.{key}", len(vals), f"has {len(vals)} values for {len(y)} y values")
+            clean[key] = vals
+    if ("ylow" in clean) != ("yhigh" in clean):
+        raise InvalidArgument(name, "ylow/yhigh", "give both 'ylow' and 'yhigh' (or 'yerr')")
+    style = s.get("style", "markers" if kind == "scatter" else "solid")
+    if style not in _STYLES:
+        raise InvalidArgument(f"{name}.style", style, f"must be one of {_STYLES}")
+    clean["style"] = style
+    return clean
 
 
 # -------------------------------------------------------------------- adapters

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from verify._validate import MAX_SEED
 from verify.errors import InvalidArgument, InvalidFile
 from verify.figure_spec import normalize_figure
 
@@ -469,6 +470,28 @@ def parse_results(doc: Any, file: str = "results.json") -> ResultsDocument:
     """
     at = At(file)
     d = obj(at, doc)
+    _results_schema(at, d)
+    run = _results_tool_and_run(at, d)
+    where, claims_in = field(at, d, "claims", required=True)
+    seen: set[str] = set()
+    parsed = [_record(where.idx(i), r, seen) for i, r in enumerate(lst(where, claims_in))]
+    where, figs_in = field(at, d, "figures")
+    figs: list[dict[str, Any]] = []
+    if figs_in is not MISSING and figs_in is not None:
+        figs = [_figure(where.idx(j), f) for j, f in enumerate(lst(where, figs_in))]
+    counts = _results_summary(at, d, [r for r, _ in parsed])
+    for k, x in d.items():
+        if k not in ("schema", "schema_version", "tool", "run", "claims", "figures", "summary"):
+            json_value(at.key(str(k)), x)
+    clean = dict(d)
+    clean["claims"] = [c for _, c in parsed]
+    if figs_in is not MISSING:
+        clean["figures"] = figs
+    return ResultsDocument(file, run, Summary(**counts), tuple(r for r, _ in parsed), clean)
+
+
+def _results_schema(at: At, d: dict[str, Any]) -> None:
+    """``schema`` and ``schema_version``: the ones this rnn-verify reads (another JSON file is named as such)."""
     where, schema = field(at, d, "schema", required=True)
     if schema != RESULTS_SCHEMA:
         raise where.fail(schema, f"{RESULTS_SCHEMA!r} (this is not an rnn-verify results.json)")
@@ -479,6 +502,10 @@ def parse_results(doc: Any, file: str = "results.json") -> ResultsDocument:
             f"schema_version {RESULTS_SCHEMA_VERSION}, the one this rnn-verify reads; re-run the claims to get a "
             "matching file",
         )
+
+
+def _results_tool_and_run(at: At, d: dict[str, Any]) -> dict[str, Any]:
+    """``tool`` (name, version) and ``run`` (known fields typed, others any JSON); returns the run block."""
     where, tool = field(at, d, "tool")
     if tool is not MISSING:
         t = obj(where, tool)
@@ -493,32 +520,23 @@ def parse_results(doc: Any, file: str = "results.json") -> ResultsDocument:
             parse(where.key(k), x)
         else:
             json_value(where.key(str(k)), x)
-    where, claims_in = field(at, d, "claims", required=True)
-    seen: set[str] = set()
-    parsed = [_record(where.idx(i), r, seen) for i, r in enumerate(lst(where, claims_in))]
-    where, figs_in = field(at, d, "figures")
-    figs: list[dict[str, Any]] = []
-    if figs_in is not MISSING and figs_in is not None:
-        figs = [_figure(where.idx(j), f) for j, f in enumerate(lst(where, figs_in))]
+    return run
+
+
+def _results_summary(at: At, d: dict[str, Any], records: list[ClaimRecord]) -> dict[str, int]:
+    """``summary``: the four verdict counts and ``total``, each equal to the count in the claim records."""
     where, summ_in = field(at, d, "summary", required=True)
     sd = obj(where, summ_in)
     counts = {k: integer(*field(where, sd, k, required=True), 0) for k in (*VERDICTS, "total")}
-    actual = {v: sum(r.verdict == v for r, _ in parsed) for v in VERDICTS}
-    actual["total"] = len(parsed)
+    actual = {v: sum(r.verdict == v for r in records) for v in VERDICTS}
+    actual["total"] = len(records)
     if counts != actual:
         bad = next(k for k in counts if counts[k] != actual[k])
         raise where.key(bad).fail(
             counts[bad],
             f"{actual[bad]}, the count in the claim records (the verdict counts do not match; edited file?)",
         )
-    for k, x in d.items():
-        if k not in ("schema", "schema_version", "tool", "run", "claims", "figures", "summary"):
-            json_value(at.key(str(k)), x)
-    clean = dict(d)
-    clean["claims"] = [c for _, c in parsed]
-    if figs_in is not MISSING:
-        clean["figures"] = figs
-    return ResultsDocument(file, run, Summary(**counts), tuple(r for r, _ in parsed), clean)
+    return counts
 
 
 # --------------------------------------------------------------- golden header
@@ -637,8 +655,6 @@ def parse_golden_header(
     doc: Any, file: str, inputs: tuple[str, ...] = ("theta", "inputs", "targets", "s0")
 ) -> GoldenHeader:
     """Parse a golden header field by field (format first); the first malformed field raises InvalidFile."""
-    from verify._validate import MAX_SEED
-
     at = At(file)
     d = obj(at, doc)
     where, fmt = field(at, d, "format", required=True)
