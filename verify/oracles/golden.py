@@ -361,7 +361,32 @@ def export_golden(path: Path | str, *, seed: int = 0, ks: Sequence[int] = DEFAUL
     ``MAX_KS`` integers in [1, ``MAX_K``]. The ``.json`` beside ``path`` is replaced
     only if it is a golden header already (a user's file of that name is refused).
     """
-    path = Path(path)
+    path = _export_target(Path(path), seed, ks)
+    arrays: dict[str, np.ndarray] = {}
+    cases = []
+    for name, problem, theta, spec in golden_cases(seed):
+        cases.append(_export_case(name, problem, theta, spec, ks, arrays))
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "created_with": {"torch": torch.__version__, "numpy": np.__version__},
+        "seed": seed,
+        "ks": list(ks),
+        "check_rtol": CHECK_RTOL,
+        "conventions": _CONVENTIONS,
+        "cases": cases,
+    }
+    text = json.dumps(header, indent=2)
+    arrays[HEADER_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    write_file_atomic(path, buf.getvalue())
+    write_file_atomic(path.with_suffix(".json"), (text + "\n").encode("utf-8"))
+    return path
+
+
+def _export_target(path: Path, seed: int, ks: Sequence[int]) -> Path:
+    """The checked output path: a .npz name, a valid seed and ks, and no foreign .json beside it."""
     if path.suffix != ".npz":
         raise InvalidArgument("--out", str(path), "a golden file name must end in .npz")
     validate_seed("--seed", seed)
@@ -383,56 +408,41 @@ def export_golden(path: Path | str, *, seed: int = 0, ks: Sequence[int] = DEFAUL
                 f"{side.name} beside it exists and is not a golden header; refusing to overwrite it "
                 "(choose another file name)",
             ) from None
-    arrays: dict[str, np.ndarray] = {}
-    cases = []
-    for name, problem, theta, spec in golden_cases(seed):
-        entries: dict[str, Any] = {}
-        inputs = {
-            "theta": theta,
-            "inputs": problem.inputs,
-            "targets": problem.targets,
-            "s0": problem.s0,
-        }
-        for key, t in inputs.items():
-            a = np.ascontiguousarray(t.detach().cpu().numpy(), dtype="<f8")
-            arrays[f"{name}{SEP}{key}"] = a
-            entries[key] = {"shape": list(a.shape), "sha256": _sha(a), "meaning": f"problem input '{key}'"}
-        for qname, (a, meaning, prov) in compute_quantities(problem, theta, ks).items():
-            arrays[f"{name}{SEP}{qname}"] = a
-            entries[qname] = {"shape": list(a.shape), "sha256": _sha(a), "meaning": meaning, "provider": prov}
-        lay = [{"name": e.name, "shape": list(e.shape), "offset": e.offset, "size": e.size} for e in problem.layout]
-        cases.append(
-            {
-                "name": name,
-                "problem": spec,
-                "description": problem.describe(),
-                "equations": {
-                    "cell": problem.cell.equations(),
-                    "readout": problem.readout.describe(),
-                    "loss": problem.loss.describe(),
-                },
-                "sizes": {"T": problem.T, "n": problem.n, "p": problem.p, "batch": list(problem.batch_shape)},
-                "layout": lay,
-                "arrays": entries,
-            }
-        )
-    header = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "created_with": {"torch": torch.__version__, "numpy": np.__version__},
-        "seed": seed,
-        "ks": list(ks),
-        "check_rtol": CHECK_RTOL,
-        "conventions": _CONVENTIONS,
-        "cases": cases,
-    }
-    text = json.dumps(header, indent=2)
-    arrays[HEADER_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)  # type: ignore[arg-type]
-    write_file_atomic(path, buf.getvalue())
-    write_file_atomic(path.with_suffix(".json"), (text + "\n").encode("utf-8"))
     return path
+
+
+def _export_case(
+    name: str, problem: Problem, theta: torch.Tensor, spec: Any, ks: Sequence[int], arrays: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    """One case's inputs and reference quantities into ``arrays``; its header entry (sizes, layout, hashes)."""
+    entries: dict[str, Any] = {}
+    inputs = {
+        "theta": theta,
+        "inputs": problem.inputs,
+        "targets": problem.targets,
+        "s0": problem.s0,
+    }
+    for key, t in inputs.items():
+        a = np.ascontiguousarray(t.detach().cpu().numpy(), dtype="<f8")
+        arrays[f"{name}{SEP}{key}"] = a
+        entries[key] = {"shape": list(a.shape), "sha256": _sha(a), "meaning": f"problem input '{key}'"}
+    for qname, (a, meaning, prov) in compute_quantities(problem, theta, ks).items():
+        arrays[f"{name}{SEP}{qname}"] = a
+        entries[qname] = {"shape": list(a.shape), "sha256": _sha(a), "meaning": meaning, "provider": prov}
+    lay = [{"name": e.name, "shape": list(e.shape), "offset": e.offset, "size": e.size} for e in problem.layout]
+    return {
+        "name": name,
+        "problem": spec,
+        "description": problem.describe(),
+        "equations": {
+            "cell": problem.cell.equations(),
+            "readout": problem.readout.describe(),
+            "loss": problem.loss.describe(),
+        },
+        "sizes": {"T": problem.T, "n": problem.n, "p": problem.p, "batch": list(problem.batch_shape)},
+        "layout": lay,
+        "arrays": entries,
+    }
 
 
 # --------------------------------------------------------------------- check

@@ -146,14 +146,7 @@ def reference_self_check(
     g_test = adjoint(problem, theta)
     gnorm = float(torch.linalg.vector_norm(g_bptt))
     if "adjoint" in families:
-        out.append(
-            Comparison("adjoint vs BPTT: total gradient", "adjoint", _rel(g_test, g_bptt), gbud, TARGETS["adjoint"])
-        )
-        G_b = per_step_gradients(problem, theta)
-        G_a = adjoint(problem, theta, per_step=True)
-        out.append(
-            Comparison("adjoint vs BPTT: per-step gradients", "adjoint", _rel(G_a, G_b), gbud, TARGETS["adjoint"])
-        )
+        out += _adjoint_pairs(problem, theta, adjoint, g_test, g_bptt, gbud)
     I_rev = None
     if "influence" in families:
         I_rev = influence(problem, theta)
@@ -167,74 +160,124 @@ def reference_self_check(
         torch.randn(problem.p, generator=generator, dtype=torch.float64).to(problem.dtype) for _ in range(directions)
     ]
     dirs = [d / torch.linalg.vector_norm(d) for d in dirs]
+    full = bool(full_jacobian_max_p and problem.p <= full_jacobian_max_p)
     if "complex-step" in families and problem.cell.analytic:
-        Pc = complex_problem(problem)
-        errs = [abs(float(complex_step_directional(Pc.total_loss, theta, v)) - float(g_test @ v)) / gnorm for v in dirs]
+        out += _complex_step_pairs(problem, theta, dirs, g_test, gnorm, I_rev, influence, gbud, ibud, full)
+    if "finite-difference" in families:
+        out += _richardson_pairs(problem, theta, dirs, g_test, gnorm, gbud, full)
+    return SelfCheckReport(problem.describe(), cond, tuple(out))
+
+
+def _adjoint_pairs(
+    problem: Problem,
+    theta: torch.Tensor,
+    adjoint: AdjointFn,
+    g_test: torch.Tensor,
+    g_bptt: torch.Tensor,
+    gbud: float,
+) -> list[Comparison]:
+    """Explicit adjoint vs BPTT: the total gradient and the per-step gradients."""
+    out = [Comparison("adjoint vs BPTT: total gradient", "adjoint", _rel(g_test, g_bptt), gbud, TARGETS["adjoint"])]
+    G_b = per_step_gradients(problem, theta)
+    G_a = adjoint(problem, theta, per_step=True)
+    out.append(Comparison("adjoint vs BPTT: per-step gradients", "adjoint", _rel(G_a, G_b), gbud, TARGETS["adjoint"]))
+    return out
+
+
+def _complex_step_pairs(
+    problem: Problem,
+    theta: torch.Tensor,
+    dirs: list[torch.Tensor],
+    g_test: torch.Tensor,
+    gnorm: float,
+    I_rev: torch.Tensor | None,
+    influence: InfluenceFn,
+    gbud: float,
+    ibud: float,
+    full: bool,
+) -> list[Comparison]:
+    """Complex step Im f(θ+ihv)/h vs the gradient and the influence along ``dirs`` (and the full gradient)."""
+    directions = len(dirs)
+    out: list[Comparison] = []
+    Pc = complex_problem(problem)
+    errs = [abs(float(complex_step_directional(Pc.total_loss, theta, v)) - float(g_test @ v)) / gnorm for v in dirs]
+    out.append(
+        Comparison(
+            f"complex step vs gradient ({directions} dirs)",
+            "complex-step",
+            max(errs),
+            gbud,
+            TARGETS["complex-step"],
+        )
+    )
+    if I_rev is None:
+        I_rev = influence(problem, theta)
+    inorm = float(torch.linalg.vector_norm(I_rev))
+    ierrs = [
+        float(torch.linalg.vector_norm(complex_step_directional(lambda th: Pc.rollout(th)[1:], theta, v) - I_rev @ v))
+        / inorm
+        for v in dirs
+    ]
+    out.append(
+        Comparison(
+            f"complex step vs influence ({directions} dirs)",
+            "complex-step",
+            max(ierrs),
+            ibud,
+            TARGETS["complex-step"],
+        )
+    )
+    if full:
+        J, _ = jacobian_fd(Pc.total_loss, theta, method="complex")
         out.append(
             Comparison(
-                f"complex step vs gradient ({directions} dirs)",
+                "complex step full gradient vs gradient",
                 "complex-step",
-                max(errs),
+                _rel(g_test, J),
                 gbud,
                 TARGETS["complex-step"],
             )
         )
-        if I_rev is None:
-            I_rev = influence(problem, theta)
-        inorm = float(torch.linalg.vector_norm(I_rev))
-        ierrs = [
-            float(
-                torch.linalg.vector_norm(complex_step_directional(lambda th: Pc.rollout(th)[1:], theta, v) - I_rev @ v)
-            )
-            / inorm
-            for v in dirs
-        ]
-        out.append(
-            Comparison(
-                f"complex step vs influence ({directions} dirs)",
-                "complex-step",
-                max(ierrs),
-                ibud,
-                TARGETS["complex-step"],
-            )
+    return out
+
+
+def _richardson_pairs(
+    problem: Problem,
+    theta: torch.Tensor,
+    dirs: list[torch.Tensor],
+    g_test: torch.Tensor,
+    gnorm: float,
+    gbud: float,
+    full: bool,
+) -> list[Comparison]:
+    """Richardson-extrapolated central differences vs the gradient along ``dirs`` (and the full gradient)."""
+    directions = len(dirs)
+    out: list[Comparison] = []
+    errs, buds = [], []
+    for v in dirs:
+        est = richardson_directional(problem.total_loss, theta, v)
+        errs.append(abs(float(est.value) - float(g_test @ v)) / gnorm)
+        buds.append(2.0 * est.error / gnorm + gbud)
+    worst = max(range(len(errs)), key=lambda i: errs[i] / buds[i])
+    out.append(
+        Comparison(
+            f"Richardson FD vs gradient ({directions} dirs)",
+            "finite-difference",
+            errs[worst],
+            buds[worst],
+            TARGETS["finite-difference"],
+            "budget = 2 x tableau error estimate + round-off budget",
         )
-        if full_jacobian_max_p and problem.p <= full_jacobian_max_p:
-            J, _ = jacobian_fd(Pc.total_loss, theta, method="complex")
-            out.append(
-                Comparison(
-                    "complex step full gradient vs gradient",
-                    "complex-step",
-                    _rel(g_test, J),
-                    gbud,
-                    TARGETS["complex-step"],
-                )
-            )
-    if "finite-difference" in families:
-        errs, buds = [], []
-        for v in dirs:
-            est = richardson_directional(problem.total_loss, theta, v)
-            errs.append(abs(float(est.value) - float(g_test @ v)) / gnorm)
-            buds.append(2.0 * est.error / gnorm + gbud)
-        worst = max(range(len(errs)), key=lambda i: errs[i] / buds[i])
+    )
+    if full:
+        J, err = jacobian_fd(problem.total_loss, theta, method="richardson")
         out.append(
             Comparison(
-                f"Richardson FD vs gradient ({directions} dirs)",
+                "Richardson full gradient vs gradient",
                 "finite-difference",
-                errs[worst],
-                buds[worst],
+                _rel(g_test, J),
+                2.0 * err / gnorm + gbud,
                 TARGETS["finite-difference"],
-                "budget = 2 x tableau error estimate + round-off budget",
             )
         )
-        if full_jacobian_max_p and problem.p <= full_jacobian_max_p:
-            J, err = jacobian_fd(problem.total_loss, theta, method="richardson")
-            out.append(
-                Comparison(
-                    "Richardson full gradient vs gradient",
-                    "finite-difference",
-                    _rel(g_test, J),
-                    2.0 * err / gnorm + gbud,
-                    TARGETS["finite-difference"],
-                )
-            )
-    return SelfCheckReport(problem.describe(), cond, tuple(out))
+    return out

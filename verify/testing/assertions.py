@@ -42,6 +42,7 @@ from hypothesis import strategies as st
 from verify._validate import require_positive_int, require_probability
 from verify.errors import InvalidArgument
 from verify.estimators.base import OnlineEstimator
+from verify.estimators.online import ContractViolation, check_contract
 from verify.estimators.sampling import (
     QUANTITIES,
     InfluenceFn,
@@ -51,6 +52,8 @@ from verify.estimators.sampling import (
     reference_truths,
 )
 from verify.model.problem import Problem
+from verify.stats.moments import empty_moments, update_moments
+from verify.stats.planner import plan_from_pilot
 from verify.stats.unbiased import TestOptions, UnbiasednessResult, planned_test, sequential_test, validate_seed
 from verify.testing.strategies import ProblemCase, problems
 
@@ -73,8 +76,6 @@ def _contract_first(estimator: OnlineEstimator, problem: Problem, theta: torch.T
     otherwise surface as "bias".) Raises :class:`~verify.errors.InvalidArgument` naming
     the estimator and the violated property.
     """
-    from verify.estimators.online import ContractViolation, check_contract
-
     try:
         check_contract(estimator, problem, theta, samples=2, steps=min(3, problem.T))
     except ContractViolation as exc:
@@ -152,6 +153,25 @@ def assert_unbiased(
         raise InvalidArgument("method", method, "must be 'sequential' or 'fixed'")
     require_positive_int("max_samples", max_samples, minimum=2)
     sampler, names, truths, gen = _setup(estimator, problem, theta, quantity, steps, seed, influence)
+    res = _unbiasedness_test(method, sampler, truths, opts, gen, max_samples, names)
+    label = getattr(estimator, "name", type(estimator).__name__)
+    if res.failed:
+        raise AssertionError(f"{label} is biased on {problem.describe()}: {res.summary()}")
+    if not res.passed and not allow_inconclusive:
+        raise AssertionError(f"{label}: unbiasedness not established on {problem.describe()}: {res.summary()}")
+    return res
+
+
+def _unbiasedness_test(
+    method: str,
+    sampler: Callable[[int, torch.Generator], Any],
+    truths: list[torch.Tensor],
+    opts: TestOptions,
+    gen: torch.Generator,
+    max_samples: int,
+    names: list[str],
+) -> UnbiasednessResult:
+    """The sequential test, or the planned fixed-sample test, on ``min(2000, max_samples)`` first draws."""
     first = min(2000, max_samples)
     if method == "sequential":
         res = sequential_test(
@@ -161,11 +181,6 @@ def assert_unbiased(
         res = planned_test(
             sampler, truths, options=opts, generator=gen, max_samples=max_samples, pilot=first, names=names
         )
-    label = getattr(estimator, "name", type(estimator).__name__)
-    if res.failed:
-        raise AssertionError(f"{label} is biased on {problem.describe()}: {res.summary()}")
-    if not res.passed and not allow_inconclusive:
-        raise AssertionError(f"{label}: unbiasedness not established on {problem.describe()}: {res.summary()}")
     return res
 
 
@@ -284,9 +299,6 @@ def plan_unbiased(
     at least ``min_samples`` = 1000, the PASS premise).
     Nothing is decided: the result says what certifying ``delta`` would take.
     """
-    from verify.stats.moments import empty_moments, update_moments
-    from verify.stats.planner import plan_from_pilot
-
     opts = TestOptions(alpha=require_probability("alpha", alpha), beta=require_probability("beta", beta), delta=delta)
     require_positive_int("pilot", pilot, minimum=2)
     sampler, names, truths, gen = _setup(estimator, problem, theta, quantity, steps, seed, influence)
