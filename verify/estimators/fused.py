@@ -492,7 +492,26 @@ class _UOROSampler:
         self.last = problem.T if "total" in quantities else max(steps)
         self.nb, self.n = batch_numel(problem), problem.n
         self.N = self.nb * self.n
-        Tb = est.block
+        self._shared(problem, theta, est.block)
+        self.gru = type(problem.cell).__name__ == "GRUCell"
+        self.paper = est.rho0 is paper_rho0 and est.rho1 is paper_rho1
+        # lazy-scale range: R = min(_RESCALE, max^(1/4)); checked every k reductions with 1e7^k · R < max^(1/2)
+        fmax = torch.finfo(problem.dtype).max
+        self.rescale = min(_RESCALE, fmax**0.25)
+        self.check_every = _CHECK_EVERY or max(1, int((math.log(fmax) / 2 - math.log(self.rescale)) // math.log(1e7)))
+        J = 0 if self.terms is None else self.terms.F.shape[0]
+        if mode == "auto":  # the factored form when its per-sample history is smaller than Θ
+            mode = "factored" if 0 < J * (2 if self.gru else 1) <= self.lay.A else "dense"
+        if mode not in ("dense", "factored") or (mode == "factored" and J == 0):
+            raise InvalidArgument("mode", mode, "must be 'auto', 'dense' or 'factored' (factored needs a reduction)")
+        self.mode = mode
+        self._reps: dict[int, _Dense | _Factored] = {}
+        self._q_int: torch.Tensor | None = None
+        if project is not None:  # Q's cell rows in the internal (G, A) layout
+            self._q_int = self._internal_projection(project)
+
+    def _shared(self, problem: Problem, theta: torch.Tensor, Tb: int) -> None:
+        """What every run shares: the trajectory, its linearizations, δs and δθ, the reductions' feature Grams."""
         with torch.no_grad():
             # the shared trajectory, its linearizations, and the loss gradients (δs, δθ) of every step,
             # backpropagated to the start of the step's block (Algorithm 1 applied to F^T for UORO-T)
@@ -525,27 +544,15 @@ class _UOROSampler:
                 FUa = torch.stack([r_[1] for r_ in rows])
                 Fa = torch.cat([FWa, FUa], dim=-1)
                 self.terms = _Terms(FWa, FUa, Fa, FWa @ FWa.T, FUa @ FUa.T, Fa @ Fa.T, [r_[2] for r_ in rows])
-        self.gru = type(problem.cell).__name__ == "GRUCell"
-        self.paper = est.rho0 is paper_rho0 and est.rho1 is paper_rho1
-        # lazy-scale range: R = min(_RESCALE, max^(1/4)); checked every k reductions with 1e7^k · R < max^(1/2)
-        fmax = torch.finfo(problem.dtype).max
-        self.rescale = min(_RESCALE, fmax**0.25)
-        self.check_every = _CHECK_EVERY or max(1, int((math.log(fmax) / 2 - math.log(self.rescale)) // math.log(1e7)))
-        J = 0 if self.terms is None else self.terms.F.shape[0]
-        if mode == "auto":  # the factored form when its per-sample history is smaller than Θ
-            mode = "factored" if 0 < J * (2 if self.gru else 1) <= self.lay.A else "dense"
-        if mode not in ("dense", "factored") or (mode == "factored" and J == 0):
-            raise InvalidArgument("mode", mode, "must be 'auto', 'dense' or 'factored' (factored needs a reduction)")
-        self.mode = mode
-        self._reps: dict[int, _Dense | _Factored] = {}
-        self._q_int: torch.Tensor | None = None
-        if project is not None:  # Q's cell rows in the internal (G, A) layout
-            lay, K = self.lay, project.shape[1]
-            qi = torch.empty(lay.G, lay.A, K, dtype=project.dtype, device=project.device)
-            qi[:, : lay.H] = project[lay.W].view(lay.G, lay.H, K)
-            qi[:, lay.H : lay.H + lay.d] = project[lay.U].view(lay.G, lay.d, K)
-            qi[:, lay.H + lay.d] = project[lay.b]
-            self._q_int = qi.view(lay.G * lay.A, K)
+
+    def _internal_projection(self, project: torch.Tensor) -> torch.Tensor:
+        """Q's cell rows in the internal (G·A, K) layout."""
+        lay, K = self.lay, project.shape[1]
+        qi = torch.empty(lay.G, lay.A, K, dtype=project.dtype, device=project.device)
+        qi[:, : lay.H] = project[lay.W].view(lay.G, lay.H, K)
+        qi[:, lay.H : lay.H + lay.d] = project[lay.U].view(lay.G, lay.d, K)
+        qi[:, lay.H + lay.d] = project[lay.b]
+        return qi.view(lay.G * lay.A, K)
 
     # ------------------------------------------------------------------ buffers
     def per_sample_bytes(self) -> int:
@@ -734,15 +741,7 @@ class _UOROSampler:
         n_theta = rep.norm().mul_(c.abs())
         n_fwd = torch.linalg.vector_norm(s_fwd, dim=-1)
         n_nu = torch.linalg.vector_norm(nu.reshape(k, r, -1), dim=-1)
-        if gW.shape[1] == 1:  # one rank-1 term: ‖g ⊗ F‖² = ‖g‖² ‖F‖²
-            sq = (gW * gW).sum((1, 2)).mul_(red.gram_W[0, 0] if self.gru else red.gram_F[0, 0])
-            if self.gru:
-                sq.add_((gU * gU).sum((1, 2)).mul_(red.gram_U[0, 0]))
-        elif self.gru:
-            sq = ((red.gram_W @ gW) * gW).sum((1, 2)) + ((red.gram_U @ gU) * gU).sum((1, 2))
-        else:
-            sq = ((red.gram_F @ gW) * gW).sum((1, 2))
-        n_g = sq.clamp_(min=0).sqrt_().view(k, r)
+        n_g = self._theta_cotangent_norm(red, gW, gU).view(k, r)
         paper0 = torch.sqrt(n_theta / (n_fwd + eps)) + eps  # Algorithm 1, ρ0
         paper1 = torch.sqrt(n_g / (n_nu + eps)) + eps  # Algorithm 1, ρ1
         if self.paper:
@@ -768,6 +767,22 @@ class _UOROSampler:
         # checking every few reductions keeps c far inside the dtype's range (and saves a host sync)
         if (t // est.block) % self.check_every:
             return
+        self._fold_scale(rep, c)
+
+    def _theta_cotangent_norm(self, red: _Reduction, gW: torch.Tensor, gU: torch.Tensor) -> torch.Tensor:
+        """‖νᵀ∂F/∂θ‖ per run from the L×L feature Grams (the p-vector is never formed)."""
+        if gW.shape[1] == 1:  # one rank-1 term: ‖g ⊗ F‖² = ‖g‖² ‖F‖²
+            sq = (gW * gW).sum((1, 2)).mul_(red.gram_W[0, 0] if self.gru else red.gram_F[0, 0])
+            if self.gru:
+                sq.add_((gU * gU).sum((1, 2)).mul_(red.gram_U[0, 0]))
+        elif self.gru:
+            sq = ((red.gram_W @ gW) * gW).sum((1, 2)) + ((red.gram_U @ gU) * gU).sum((1, 2))
+        else:
+            sq = ((red.gram_F @ gW) * gW).sum((1, 2))
+        return sq.clamp_(min=0).sqrt_()
+
+    def _fold_scale(self, rep: _Dense | _Factored, c: torch.Tensor) -> None:
+        """Fold c into Θ for the runs whose c left [1/R, R]."""
         a = c.abs()
         big = (a > self.rescale) | (a < 1 / self.rescale)
         if bool(big.any()):
@@ -872,7 +887,6 @@ class _PreactSampler:
             else {}
         )
         mc = min(m, self.chunk or default_chunk(self.per_sample_bytes(), m, P.device))
-        eps = est.eps
         for lo in range(0, m, mc):
             hi = min(m, lo + mc)
             k = hi - lo
@@ -880,33 +894,9 @@ class _PreactSampler:
             a = torch.zeros(k, r, nb, A, dtype=P.dtype, device=P.device)
             tot = torch.zeros(k, n, A, dtype=P.dtype, device=P.device) if out_tot is not None else None
             for t in range(1, self.last + 1):
-                want_g = t in out_g
-                if tot is not None or want_g:
-                    # g̃_t = vec((δs H̃_{t-1})ᵀ ã_{t-1}ᵀ) + δθ, averaged over pairs, summed over the batch
-                    u = torch.einsum("bi,mrbij->mrbj", self.delta_s[t - 1], H)
-                    G = torch.einsum("mrbj,mrbk->mjk", u, a).div_(r)
-                    if tot is not None:
-                        tot.add_(G)
-                    if want_g:
-                        rows = out_g[t][lo:hi]
-                        rows.zero_()
-                        lay.write(G, rows)
-                        rows.add_(self.delta_theta[t - 1])
-                tau = taus[t - 1][lo:hi]  # (k, r)
-                dphi, a_t = self.dphi[t - 1], self.a[t - 1]
-                JH = torch.matmul(self.W, H).mul_(dphi.unsqueeze(-1))  # J^{s_t}_{s_{t-1}} H̃_{t-1}
-                gamma = (
-                    torch.sqrt(
-                        torch.linalg.vector_norm(a.flatten(2), dim=-1)
-                        / (torch.linalg.vector_norm(JH.flatten(2), dim=-1) + eps)
-                    )
-                    + eps
-                )
-                ta = tau.abs()
-                beta = torch.sqrt(ta * self.anorm[t - 1] / (ta * self.dnorm[t - 1] + eps)) + eps
-                H = JH.mul_(gamma.view(k, r, 1, 1, 1))
-                H.diagonal(dim1=-2, dim2=-1).add_((beta * tau).view(k, r, 1, 1) * dphi)  # + β τ J^{s_t}_{p_t}
-                a = a.div_(gamma.view(k, r, 1, 1)).add_((tau / beta).view(k, r, 1, 1) * a_t)
+                if tot is not None or t in out_g:
+                    self._estimate(t, H, a, tot, out_g[t][lo:hi] if t in out_g else None)
+                H, a = self._advance(t, H, a, taus[t - 1][lo:hi])
                 if t in out_inf:
                     X = torch.einsum("mrbij,mrbk->mbijk", H, a).div_(r).reshape(k, nb * n, n, A)
                     lay.write_rows(X, out_inf[t][lo:hi])
@@ -920,6 +910,42 @@ class _PreactSampler:
             out.append(out_tot)
         out += [out_inf[t].reshape(m, -1) for t in self.steps] if out_inf else []
         return out
+
+    def _estimate(
+        self, t: int, H: torch.Tensor, a: torch.Tensor, tot: torch.Tensor | None, rows: torch.Tensor | None
+    ) -> None:
+        """Add g̃_t - δθ_t into ``tot`` (internal layout) and write g̃_t into ``rows`` (θ's layout)."""
+        r = self.est.rank
+        # g̃_t = vec((δs H̃_{t-1})ᵀ ã_{t-1}ᵀ) + δθ, averaged over pairs, summed over the batch
+        u = torch.einsum("bi,mrbij->mrbj", self.delta_s[t - 1], H)
+        G = torch.einsum("mrbj,mrbk->mjk", u, a).div_(r)
+        if tot is not None:
+            tot.add_(G)
+        if rows is not None:
+            rows.zero_()
+            self.lay.write(G, rows)
+            rows.add_(self.delta_theta[t - 1])
+
+    def _advance(
+        self, t: int, H: torch.Tensor, a: torch.Tensor, tau: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of the recursion with noise τ (k, r): H̃ <- γ J H̃ + β τ J^{s_t}_{p_t}, ã <- ã / γ + τ a_t / β."""
+        eps = self.est.eps
+        k, r = tau.shape[0], self.est.rank
+        dphi, a_t = self.dphi[t - 1], self.a[t - 1]
+        JH = torch.matmul(self.W, H).mul_(dphi.unsqueeze(-1))  # J^{s_t}_{s_{t-1}} H̃_{t-1}
+        gamma = (
+            torch.sqrt(
+                torch.linalg.vector_norm(a.flatten(2), dim=-1) / (torch.linalg.vector_norm(JH.flatten(2), dim=-1) + eps)
+            )
+            + eps
+        )
+        ta = tau.abs()
+        beta = torch.sqrt(ta * self.anorm[t - 1] / (ta * self.dnorm[t - 1] + eps)) + eps
+        H = JH.mul_(gamma.view(k, r, 1, 1, 1))
+        H.diagonal(dim1=-2, dim2=-1).add_((beta * tau).view(k, r, 1, 1) * dphi)  # + β τ J^{s_t}_{p_t}
+        a = a.div_(gamma.view(k, r, 1, 1)).add_((tau / beta).view(k, r, 1, 1) * a_t)
+        return H, a
 
 
 def sampler_for(
