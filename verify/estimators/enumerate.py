@@ -93,6 +93,33 @@ def sign_patterns(
     return values[digits]
 
 
+def _noise_table(
+    estimator: Enumerable, problem: Problem, steps: int, max_patterns: int
+) -> tuple[torch.Tensor, int, int]:
+    """Every noise pattern of ``steps`` steps as a (draws, M, *shape) table; M patterns of K signs each."""
+    support = estimator.noise.support
+    if support is None:
+        raise InvalidArgument(
+            "estimator.noise", type(estimator.noise).__name__, "a continuous noise law cannot be enumerated"
+        )
+    shape = tuple(estimator.noise_shape(problem))
+    per_draw = 1
+    for s in shape:
+        per_draw *= s
+    draws = estimator.noise_draws(steps)
+    K = draws * per_draw
+    M = len(support) ** K
+    if M > max_patterns:
+        raise InvalidArgument(
+            "steps/problem size",
+            f"{len(support)}^{K} = {M} noise patterns",
+            f"exceeds max_patterns={max_patterns}; use fewer steps or a smaller state",
+        )
+    pats = sign_patterns(support, K, dtype=problem.dtype, device=str(problem.device))  # (M, K)
+    table = pats.reshape(M, draws, *shape).transpose(0, 1)  # (draws, M, *shape): draw i of pattern m
+    return table, M, K
+
+
 def enumerate_expectation(
     estimator: Enumerable,
     problem: Problem,
@@ -114,26 +141,7 @@ def enumerate_expectation(
     steps = problem.T if steps is None else require_positive_int("steps", steps)
     if steps > problem.T:
         raise InvalidArgument("steps", steps, f"the problem has T={problem.T} steps")
-    support = estimator.noise.support
-    if support is None:
-        raise InvalidArgument(
-            "estimator.noise", type(estimator.noise).__name__, "a continuous noise law cannot be enumerated"
-        )
-    shape = tuple(estimator.noise_shape(problem))
-    per_draw = 1
-    for s in shape:
-        per_draw *= s
-    draws = estimator.noise_draws(steps)
-    K = draws * per_draw
-    M = len(support) ** K
-    if M > max_patterns:
-        raise InvalidArgument(
-            "steps/problem size",
-            f"{len(support)}^{K} = {M} noise patterns",
-            f"exceeds max_patterns={max_patterns}; use fewer steps or a smaller state",
-        )
-    pats = sign_patterns(support, K, dtype=problem.dtype, device=str(problem.device))  # (M, K)
-    table = pats.reshape(M, draws, *shape).transpose(0, 1)  # (draws, M, *shape): draw i of pattern m
+    table, M, K = _noise_table(estimator, problem, steps, max_patterns)
     check_leak(estimator, problem, theta, table, steps, what="the enumerated expectation")
     est = tabulated(estimator, table)
     rng = torch.Generator(device="cpu").manual_seed(0)  # never consumed by a tabulated source

@@ -54,8 +54,10 @@ test gradients only and say so.
 from __future__ import annotations
 
 import math
+import random
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
 from verify.errors import InvalidArgument, NotApplicable
@@ -155,10 +157,6 @@ def check_leak(
     result would depend on draws the table does not control, and calling it exact
     would be wrong.
     """
-    import random
-
-    import numpy as np
-
     m = min(int(table.shape[1]), 64)
     sub = table[:, :m]
     runs = []

@@ -397,13 +397,7 @@ def check_contract(
         size0 = None
         for t in range(1, steps + 1):
             tens = _tensors(st1)
-            for f, x in tens:
-                if x.dim() == 0 or x.shape[0] != M:
-                    raise ContractViolation(f"state field {f!r} has shape {tuple(x.shape)}: no leading sample dim {M}")
-                if x.dtype != problem.dtype and x.is_floating_point():
-                    raise ContractViolation(f"state field {f!r} has dtype {x.dtype}, problem is {problem.dtype}")
-                if x.device != problem.device:
-                    raise ContractViolation(f"state field {f!r} lives on {x.device}, problem on {problem.device}")
+            _check_state_fields(tens, M, problem)
             size = sum(x.numel() for _, x in tens)
             if size0 is None:
                 size0 = size
@@ -415,15 +409,7 @@ def check_contract(
             for (f, x), x0 in zip(tens, snapshot, strict=True):
                 if not torch.equal(x, x0):
                     raise ContractViolation(f"step mutated its input state (field {f!r}) at t={t}")
-            if not isinstance(e1, torch.Tensor) or tuple(e1.shape) != (M, problem.p):
-                shape = tuple(e1.shape) if isinstance(e1, torch.Tensor) else type(e1).__name__
-                raise ContractViolation(f"estimate has shape {shape} at t={t}, expected {(M, problem.p)}")
-            if e1.dtype != problem.dtype or e1.device != problem.device:
-                raise ContractViolation(
-                    f"estimate is {e1.dtype} on {e1.device}; problem {problem.dtype} on {problem.device}"
-                )
-            if not bool(torch.isfinite(e1).all()):
-                raise ContractViolation(f"estimate not finite at t={t}")
+            _check_estimate(e1, M, problem, t)
             if not torch.equal(e1, e2) or any(
                 not torch.equal(a, b) for (_, a), (_, b) in zip(_tensors(st1), _tensors(st2), strict=True)
             ):
@@ -432,3 +418,25 @@ def check_contract(
             raise ContractViolation("not pure: the generator consumption differs between identical runs")
     if not torch.equal(theta, theta_copy) or not torch.equal(problem.inputs, inputs_copy):
         raise ContractViolation("the estimator mutated θ or the problem's inputs")
+
+
+def _check_state_fields(tens: list[tuple[str, torch.Tensor]], M: int, problem: Problem) -> None:
+    """Contract 2: every state field has leading sample dimension M, the problem's dtype and device."""
+    for f, x in tens:
+        if x.dim() == 0 or x.shape[0] != M:
+            raise ContractViolation(f"state field {f!r} has shape {tuple(x.shape)}: no leading sample dim {M}")
+        if x.dtype != problem.dtype and x.is_floating_point():
+            raise ContractViolation(f"state field {f!r} has dtype {x.dtype}, problem is {problem.dtype}")
+        if x.device != problem.device:
+            raise ContractViolation(f"state field {f!r} lives on {x.device}, problem on {problem.device}")
+
+
+def _check_estimate(e1: Any, M: int, problem: Problem, t: int) -> None:
+    """Contract 3: the estimate is an (M, p) tensor in the problem's dtype, on its device, finite."""
+    if not isinstance(e1, torch.Tensor) or tuple(e1.shape) != (M, problem.p):
+        shape = tuple(e1.shape) if isinstance(e1, torch.Tensor) else type(e1).__name__
+        raise ContractViolation(f"estimate has shape {shape} at t={t}, expected {(M, problem.p)}")
+    if e1.dtype != problem.dtype or e1.device != problem.device:
+        raise ContractViolation(f"estimate is {e1.dtype} on {e1.device}; problem {problem.dtype} on {problem.device}")
+    if not bool(torch.isfinite(e1).all()):
+        raise ContractViolation(f"estimate not finite at t={t}")

@@ -70,28 +70,11 @@ def estimator_sampler(
     ``steps`` (flattened). Estimates of the wrong shape or with NaN/inf raise
     :class:`InvalidArgument`.
     """
-    for q in quantities:
-        if q not in QUANTITIES:
-            raise InvalidArgument("quantity", q, f"must be one of {QUANTITIES}")
-    if "influence" in quantities and influence is None:
-        influence = getattr(estimator, "influence_estimate", None)
-        if influence is None:
-            raise InvalidArgument(
-                "influence",
-                None,
-                f"{getattr(estimator, 'name', 'estimator')} has no influence_estimate(problem, state); pass "
-                "influence=lambda problem, state: <(M, n, p) estimate of ds_t/dtheta>",
-            )
+    influence = _influence_of(estimator, quantities, influence)
     T, p, n = problem.T, problem.p, problem.n
     ts = tuple(steps)
     last = T if "total" in quantities else max(ts)
-    names: list[str] = []
-    if "gradient" in quantities:
-        names += [f"dl_{t}/dtheta" for t in ts]
-    if "total" in quantities:
-        names.append("dL/dtheta")
-    if "influence" in quantities:
-        names += [f"ds_{t}/dtheta" for t in ts]
+    names = _names(ts, quantities)
     label = getattr(estimator, "name", type(estimator).__name__)
 
     def sampler(m: int, rng: torch.Generator) -> list[torch.Tensor]:
@@ -101,11 +84,7 @@ def estimator_sampler(
         total: torch.Tensor | None = None
         for t in range(1, last + 1):
             state, g = estimator.step(problem, theta, state, t, rng)
-            if not isinstance(g, torch.Tensor) or tuple(g.shape) != (m, p):
-                shape = tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__
-                raise InvalidArgument(f"{label}.step(...) estimate", f"shape {shape} at t={t}", f"expected ({m}, {p})")
-            if not bool(torch.isfinite(g).all()):
-                raise InvalidArgument(f"{label}.step(...) estimate", f"non-finite values at t={t}", "must be finite")
+            _check_estimate(label, g, m, p, t)
             total = g if total is None else total + g
             if t in ts:
                 grads[t] = g
@@ -127,6 +106,46 @@ def estimator_sampler(
         return out
 
     return sampler, names
+
+
+def _influence_of(
+    estimator: OnlineEstimator, quantities: Sequence[str], influence: InfluenceFn | None
+) -> InfluenceFn | None:
+    """The quantities checked, and the influence estimate (``influence=`` or the estimator's own) where asked for."""
+    for q in quantities:
+        if q not in QUANTITIES:
+            raise InvalidArgument("quantity", q, f"must be one of {QUANTITIES}")
+    if "influence" in quantities and influence is None:
+        influence = getattr(estimator, "influence_estimate", None)
+        if influence is None:
+            raise InvalidArgument(
+                "influence",
+                None,
+                f"{getattr(estimator, 'name', 'estimator')} has no influence_estimate(problem, state); pass "
+                "influence=lambda problem, state: <(M, n, p) estimate of ds_t/dtheta>",
+            )
+    return influence
+
+
+def _names(ts: tuple[int, ...], quantities: Sequence[str]) -> list[str]:
+    """The names of the sampler's outputs, in order: gradients at ``ts``, the total, influences at ``ts``."""
+    names: list[str] = []
+    if "gradient" in quantities:
+        names += [f"dl_{t}/dtheta" for t in ts]
+    if "total" in quantities:
+        names.append("dL/dtheta")
+    if "influence" in quantities:
+        names += [f"ds_{t}/dtheta" for t in ts]
+    return names
+
+
+def _check_estimate(label: str, g: Any, m: int, p: int, t: int) -> None:
+    """A step's estimate must be a finite (m, p) tensor."""
+    if not isinstance(g, torch.Tensor) or tuple(g.shape) != (m, p):
+        shape = tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__
+        raise InvalidArgument(f"{label}.step(...) estimate", f"shape {shape} at t={t}", f"expected ({m}, {p})")
+    if not bool(torch.isfinite(g).all()):
+        raise InvalidArgument(f"{label}.step(...) estimate", f"non-finite values at t={t}", "must be finite")
 
 
 def batch_size(problem: Problem) -> int:

@@ -478,7 +478,20 @@ class UORO(_Named):
         s_now = expand_samples(s_t.detach(), M)
         if nu is None or s_fwd is None or dthg is None:
             return state._replace(s=s_now), g
-        dthg = dthg.reshape(M, r, p)
+        return self._reduce(state, s_now, nu, s_fwd, dthg.reshape(M, r, p), index, B), g
+
+    def _reduce(
+        self,
+        state: UOROState,
+        s_now: torch.Tensor,
+        nu: torch.Tensor,
+        s_fwd: torch.Tensor,
+        dthg: torch.Tensor,
+        index: int,
+        B: tuple[int, ...],
+    ) -> UOROState:
+        """The reduction at a block's end: normalizers ρ0, ρ1 and the rank-r update, eqs. (5)-(6) of Algorithm 1."""
+        M, r = dthg.shape[0], self.rank
         z = NormalizerInputs(
             theta_tilde=state.theta_tilde,
             s_forward=s_fwd.detach(),
@@ -507,7 +520,7 @@ class UORO(_Named):
         new = UOROState(
             s=s_now, s_block=s_now, s_tilde=s_tilde, theta_tilde=theta_tilde, nu=nu, rho0=paper0, rho1=paper1
         )
-        return new, g
+        return new
 
 
 # ------------------------------------------------------------ preactivation UORO
