@@ -24,6 +24,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from theory.papers import cite, cited_in
+from verify.errors import InvalidArgument
 
 __all__ = ["FAMILIES", "GATE_ALPHA", "Claim", "all_claims", "gate_budget", "get_claim"]
 
@@ -80,21 +81,23 @@ class Claim:
         object.__setattr__(self, "references", (self.citation, *(cite(k) for k in others)))
         unknown = [r for r in self.requires if r not in _REQUIREMENTS]
         if unknown:
-            raise ValueError(f"claim {self.id!r}: unknown requirements {unknown}; known: {_REQUIREMENTS}")
+            raise InvalidArgument(f"{self.id}: requires", unknown, f"unknown requirements; known: {_REQUIREMENTS}")
         if not _ID.match(self.id):
-            raise ValueError(f"claim id {self.id!r} must look like 'family.claim-name'")
+            raise InvalidArgument("Claim.id", self.id, "a claim id must look like 'family.claim-name'")
         if self.family not in FAMILIES:
-            raise ValueError(f"claim {self.id!r}: unknown family {self.family!r}")
+            raise InvalidArgument(f"{self.id}: family", self.family, f"unknown family; known: {FAMILIES}")
         if self.kind not in _KINDS:
-            raise ValueError(f"claim {self.id!r}: kind must be one of {_KINDS}")
+            raise InvalidArgument(f"{self.id}: kind", self.kind, f"kind must be one of {_KINDS}")
         module = self.check.rsplit(".", 1)[0]
         if not (module == f"verify.checks.{self.family}" or module.startswith(f"verify.checks.{self.family}_")):
-            raise ValueError(f"claim {self.id!r}: check must live in verify.checks.{self.family}[_topic]")
+            raise InvalidArgument(
+                f"{self.id}: check", self.check, f"a check must live in verify.checks.{self.family}[_topic]"
+            )
 
         if self.alpha is not None and not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"claim {self.id!r}: alpha must be in (0, 1), got {self.alpha!r}")
+            raise InvalidArgument(f"{self.id}: alpha", self.alpha, "alpha must be in (0, 1)")
         if not 0.0 <= self.control_beta < 1.0:
-            raise ValueError(f"claim {self.id!r}: control_beta must be in [0, 1), got {self.control_beta!r}")
+            raise InvalidArgument(f"{self.id}: control_beta", self.control_beta, "control_beta must be in [0, 1)")
 
     @property
     def family(self) -> str:
@@ -112,13 +115,17 @@ def all_claims() -> dict[str, Claim]:
             mod = importlib.import_module(f"theory.claims.{name}")
             for claim in mod.CLAIMS:
                 if claim.id in out:
-                    raise ValueError(f"duplicate claim id {claim.id!r}")
+                    raise InvalidArgument("Claim.id", claim.id, "duplicate claim id")
                 if claim.family != fam:
-                    raise ValueError(f"claim {claim.id!r} is defined in theory.claims.{name}")
+                    raise InvalidArgument(
+                        f"{claim.id}: module",
+                        f"theory.claims.{name}",
+                        f"a {claim.family} claim is defined in theory.claims.{name}",
+                    )
                 out[claim.id] = claim
     unknown = [n for n in names if n.split("_", 1)[0] not in FAMILIES]
     if unknown:
-        raise ValueError(f"theory.claims modules outside the known families: {unknown}")
+        raise InvalidArgument("theory.claims", unknown, f"modules outside the known families {FAMILIES}")
     return out
 
 
