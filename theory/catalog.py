@@ -24,6 +24,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from theory.papers import cite, cited_in
+from theory.rates import Rate
 from verify.errors import InvalidArgument
 
 __all__ = ["FAMILIES", "GATE_ALPHA", "Claim", "all_claims", "gate_budget", "get_claim"]
@@ -70,6 +71,8 @@ class Claim:
     alpha: float | None = None
     #: the chance that the check's negative controls are *not* caught (a false FAIL too), where it is planned
     control_beta: float = 0.0
+    #: a ``rate`` claim's declared rate: the fit's axes, the predicted slope, the relation (:mod:`theory.rates`)
+    rate: Rate | None = None
     #: the full citation of ``paper`` (authors, year, title, venue, arXiv id; :mod:`theory.papers`)
     citation: str = field(init=False, default="")
     #: full citations of every paper the claim cites (``paper`` first, then those named in ``where``)
@@ -94,6 +97,8 @@ class Claim:
                 f"{self.id}: check", self.check, f"a check must live in verify.checks.{self.family}[_topic]"
             )
 
+        if (self.kind == "rate") != (self.rate is not None):
+            raise InvalidArgument(f"{self.id}: rate", self.rate, "a rate claim declares its Rate; no other kind does")
         if self.alpha is not None and not 0.0 < self.alpha < 1.0:
             raise InvalidArgument(f"{self.id}: alpha", self.alpha, "alpha must be in (0, 1)")
         if not 0.0 <= self.control_beta < 1.0:

@@ -9,6 +9,7 @@ instantiated in :mod:`theory.instances`; the checks live in
 from __future__ import annotations
 
 from theory.catalog import GATE_ALPHA, Claim
+from theory.rates import Rate
 
 #: family-wise false-FAIL rate of the rate fits of one claim (``truncation.rate``, ``truncation.figure-1a``; each
 #: splits it over its fits by Bonferroni): each claim's share of the ci gate's 1e-3
@@ -100,6 +101,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.truncation.check_rate",
         kind="rate",
+        rate=Rate("k lambda^k (Lemma 2)", "k", "log(e_k / k)", None, "at-most"),
         alpha=RATE_ALPHA,
         errata=(
             "Not a theorem per instance: e_k <= gamma k lambda^k allows a bounded prefactor that drifts upward over a "

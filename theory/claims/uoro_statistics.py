@@ -11,6 +11,7 @@ assumptions are in :mod:`verify.stats.unbiased`.
 from __future__ import annotations
 
 from theory.catalog import GATE_ALPHA, Claim
+from theory.rates import Rate
 
 #: false-FAIL rate of each statistical UORO claim: ten claims share half of the gate's family-wise budget
 ALPHA = GATE_ALPHA / 20
@@ -100,6 +101,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_statistics.check_rank_variance",
         kind="rate",
+        rate=Rate("1/r (r independent pairs)", "log r", "log E||g_r - g||^2", -1.0, "equal"),
         alpha=ALPHA,
     ),
     Claim(
@@ -153,6 +155,9 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_statistics.check_reinforce_link",
         kind="rate",
+        rate=Rate(
+            "O(sigma) (Taylor expansion of L_t w_t)", "log sigma", "log RMS(REINFORCE - UORO of the post)", 1.0, "equal"
+        ),
         alpha=ALPHA,
     ),
     Claim(
