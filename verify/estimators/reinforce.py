@@ -15,6 +15,7 @@ import torch
 from torch.func import grad, vmap
 
 from verify._func import vjp
+from verify.estimators.guarantee import Guarantee
 from verify.model.problem import Problem
 from verify.oracles.algorithm1 import StepJacobians, step_jacobians
 
@@ -43,6 +44,11 @@ class Reinforce:
     sigma: float
     baseline: bool = True
     inverse_sigma: bool = True
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Biased: the gradient of the σ-smoothed loss; it tends to UORO's estimate as σ → 0 (O(σ))."""
+        return Guarantee("biased", source="Cooijmans & Martens 2019, 'A link to REINFORCE'")
 
     def sample(
         self, problem: Problem, theta: torch.Tensor, m: int, rng: torch.Generator, jac: StepJacobians | None = None
