@@ -36,11 +36,13 @@ _LEVEL_NAMES = {"none": "no memory", "lag15": "o_(t-15) remembered", "both": "bo
 
 
 def _ci_txt(s: dict[str, Any], key: str) -> str:
+    """``mean [lo, hi]`` of a summary's ``online`` or ``final`` measure."""
     lo, hi = s[f"{key}_ci"]
     return f"{s[f'{key}_mean']:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def _holm(pvals: list[float]) -> list[bool]:
+    """Holm's rejections at :data:`REPRO_ALPHA`; a p-value that is not finite (no test) never rejects."""
     clean = [p if math.isfinite(p) else 1.0 for p in pvals]
     return list(holm(clean, REPRO_ALPHA)) if clean else []
 
@@ -173,6 +175,7 @@ def _sw_result(
     rep: Reproduction, tab: StochasticWorldTable, decided: tuple[Verdict, str | None, bool, bool, bool | None],
     criteria: list[dict[str, Any]], ctrl_objs: list[Control], findings: list[str], seed: int, t0: float,
 ) -> CheckResult:  # fmt: skip
+    """The Stochastic World result: data (with figures), summary, statistic (premise CI upper ends)."""
     verdict, reason, levels_ok, prem_ok, cmp_ok = decided
     learners, memoryless = tab.learners, tab.refs["none"]
     res_txt = ", ".join(f"{k}: online {_ci_txt(v, 'online')}, final {_ci_txt(v, 'final')} (lr {v['lr']:g})"
@@ -270,6 +273,7 @@ def _cw_result(
     reps: list[Reproduction], data: dict[str, Any], decided: tuple[Verdict, str | None, bool, bool | None],
     ctrl_objs: list[Control], findings: list[str], seed: int, t0: float,
 ) -> CheckResult:  # fmt: skip
+    """The CycleWorld result: summary and statistic (the largest p-value of the paper's comparisons)."""
     verdict, reason, prem_ok, cmp_ok = decided
     tests, per_p = data["tests"], data["per_p"]
     res_txt = "; ".join(
