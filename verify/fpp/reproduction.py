@@ -27,7 +27,7 @@ World's cross-entropy in nats against the Bayes levels of
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from typing import Any
@@ -57,7 +57,9 @@ __all__ = [
     "block_model",
     "block_theta0",
     "cycleworld_designs",
+    "design_dict",
     "run_block",
+    "run_blocks",
     "stochasticworld_design",
     "summarize",
     "updates_designs",
@@ -240,6 +242,11 @@ def run_block(b: Block) -> dict[str, Any]:
         torch.set_num_threads(threads)
 
 
+def run_blocks(blocks: Iterable[Block]) -> dict[Block, dict[str, Any]]:
+    """Run every block of a design in this process (the checks; a sweep runs the same blocks as cells)."""
+    return {b: run_block(b) for b in blocks}
+
+
 def _run_block(b: Block) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(b.seed * SEED_MULTIPLIER + _SALT_STREAM)
     model = block_model(b)
@@ -310,6 +317,14 @@ class Reproduction:
 
     def with_seed(self, seed: int) -> Reproduction:
         return replace(self, seed=seed)
+
+
+def design_dict(rep: Reproduction) -> dict[str, Any]:
+    """The design of ``rep`` as plain JSON values (tuples as lists)."""
+    return {"env": rep.env, "learners": [list(x) for x in rep.learners], "lrs": list(rep.lrs), "steps": rep.steps,
+            "runs": rep.runs, "seed": rep.seed, "common": {k: (list(v) if isinstance(v, tuple) else v)
+                                                           for k, v in rep.common.items()},
+            "controls": [list(c) for c in rep.controls]}  # fmt: skip
 
 
 def _summary(blocks: Sequence[Block], values: Mapping[Block, Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -3,9 +3,9 @@
 Each :class:`SweepDefinition` builds a :class:`~verify.run.sweep.driver.SweepPlan` from
 :class:`SweepOptions`: the cells and the merge that turns their outcomes into
 claim results. The reproductions' merges are the very judges the checks use
-(:func:`verify.checks.fpp.judge_cycleworld`, :func:`~verify.checks.fpp.judge_stochasticworld`),
-so a paper-scale sweep is judged by the criteria stated in the claim, as the
-ci/full checks are.
+(:func:`verify.checks.fpp_reproduction.judge_cycleworld`,
+:func:`~verify.checks.fpp_reproduction.judge_stochasticworld`), so a paper-scale sweep is judged by the
+criteria stated in the claim, as the ci/full checks are.
 
 =====================  ===========================================================  ====================
 sweep                  what                                                          cells (paper scale)
@@ -118,7 +118,7 @@ def _reproduction_part(
 
 
 def _fig2(opts: SweepOptions) -> _Part:
-    from verify.checks.fpp import judge_cycleworld
+    from verify.checks.fpp_reproduction import judge_cycleworld
     from verify.fpp.reproduction import cycleworld_designs
 
     reps = cycleworld_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
@@ -128,7 +128,7 @@ def _fig2(opts: SweepOptions) -> _Part:
 
 
 def _fig3b(opts: SweepOptions) -> _Part:
-    from verify.checks.fpp import judge_stochasticworld
+    from verify.checks.fpp_reproduction import judge_stochasticworld
     from verify.fpp.reproduction import stochasticworld_design
 
     rep = stochasticworld_design(opts.scale, opts.seed, split_lrs=opts.split_lrs)
@@ -139,7 +139,7 @@ def _fig3b(opts: SweepOptions) -> _Part:
 
 
 def _fig4(opts: SweepOptions) -> _Part:
-    from verify.checks.fpp import judge_updates
+    from verify.checks.fpp_reproduction import judge_updates
     from verify.fpp.reproduction import updates_designs
 
     reps = updates_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
