@@ -17,7 +17,6 @@ from torch.func import grad, hessian
 
 from theory.fpp_sgd import bound_coefficients, stationarity_bound
 from verify.errors import AssumptionViolated, InvalidArgument
-from verify.fpp._fit import bootstrap_slope, loglog_slope, mean_ci
 from verify.fpp.kkt import (
     MultiplierFn,
     PathPoint,
@@ -42,6 +41,7 @@ from verify.fpp.problems import teacher_buffer
 from verify.fpp.sgd import SGDTrace, projected_sgd
 from verify.model.builders import CELL_KINDS, random_problem
 from verify.model.problem import Problem
+from verify.stats.rates import fit_rate, loglog_fit, mean_interval
 
 __all__ = [
     "KKTSetup",
@@ -204,17 +204,17 @@ def _stationarity_config(
     D, gap, sigma2 = constants
     per_rep = np.array([[float(v) for v in trace.expected_measure(N)[cols]] for N in grid])  # (len(grid), K)
     means = per_rep.mean(1)
-    cis = [mean_ci(row) for row in per_rep] if len(cols) > 1 else [(m, m, m) for m in means]
+    cis = [mean_interval(row) for row in per_rep] if len(cols) > 1 else [(m, m, m) for m in means]
     m_eff = math.inf if b == 0 else float(b)
     bounds = [stationarity_bound(D, gap, sigma2, N, m_eff) for N in grid]
     last = [j for j, N in enumerate(grid) if N >= setup.steps / 10]
     if len(cols) > 1:
-        fit = bootstrap_slope([grid[j] for j in last], per_rep[last], np.random.default_rng(0))
+        fit = bootstrap_loglog_fit([grid[j] for j in last], per_rep[last], np.random.default_rng(0))
     else:
-        fit = loglog_slope([grid[j] for j in last], means[last])
+        fit = loglog_fit([grid[j] for j in last], means[last])
     floor_rows = trace.measure[second_half][:, cols]
     floor_rep = floor_rows.mean(0).numpy()
-    floor = mean_ci(floor_rep) if len(cols) > 1 else (float(floor_rep[0]),) * 3
+    floor = mean_interval(floor_rep) if len(cols) > 1 else (float(floor_rep[0]),) * 3
     return {
         "batch": "full" if b == 0 else b,
         "replicates": len(cols),
@@ -224,10 +224,26 @@ def _stationarity_config(
         "ci_hi": [c[2] for c in cis],
         "bound": bounds,
         "violations": [j for j in range(len(grid)) if cis[j][1] > bounds[j]],
-        "last_decade_slope": fit.as_dict(),
+        "last_decade_slope": fit,
         "floor": {"mean": floor[0], "ci_lo": floor[1], "ci_hi": floor[2]},
         "projection_active_fraction": float(trace.active[:, cols].double().mean()),
     }
+
+
+def bootstrap_loglog_fit(
+    x: Sequence[float], samples: np.ndarray, rng: np.random.Generator, level: float = 0.95, resamples: int = 2000
+) -> dict[str, float]:
+    """Slope of log10(mean over replicates) against log10 x, with the percentile interval of resampled replicates.
+
+    ``samples`` has shape (len(x), K): the points share their K replicates, so an OLS interval would
+    ignore their correlation; resampling the replicates (columns) does not (:func:`verify.stats.rates.fit_rate`,
+    ``errors="bootstrap"``).
+    """
+    K = samples.shape[1]
+    cols = rng.integers(0, K, (resamples, K))
+    y_boot = np.log10(np.maximum(samples[:, cols].mean(-1), 1e-300))  # (len(x), resamples)
+    lx = np.log10(np.asarray(x, dtype=float))
+    return fit_rate(lx, np.log10(samples.mean(1)), errors="bootstrap", y_boot=y_boot, level=level).as_dict()
 
 
 def batch_floor_fit(configs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -236,7 +252,7 @@ def batch_floor_fit(configs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | No
     sgd = configs[1:]
     ms = [c["batch"] for c in sgd]
     floors = [c["floor"]["mean"] for c in sgd]
-    return loglog_slope(ms, floors).as_dict() if len(ms) >= 3 else None
+    return loglog_fit(ms, floors) if len(ms) >= 3 else None
 
 
 def first_violation(
@@ -358,11 +374,11 @@ def kkt_measurements(
     above = [j for j, r in enumerate(rows) if r["multiplier_error"] >= 10 * r["multiplier_floor"]]
     return {
         "rows": rows,
-        "residual_fit": loglog_slope(lams, col["residual"]).as_dict(),
-        "multiplier_fit": loglog_slope([lams[j] for j in above], [col["multiplier_error"][j] for j in above]).as_dict(),
+        "residual_fit": loglog_fit(lams, col["residual"]),
+        "multiplier_fit": loglog_fit([lams[j] for j in above], [col["multiplier_error"][j] for j in above]),
         "multiplier_fit_lams": [lams[j] for j in above],
-        "rnn_grad_fit": loglog_slope(lams, col["rnn_grad_norm"]).as_dict(),
-        "distance_fit": loglog_slope(lams, col["distance"]).as_dict(),
+        "rnn_grad_fit": loglog_fit(lams, col["rnn_grad_norm"]),
+        "distance_fit": loglog_fit(lams, col["distance"]),
         "rnn_grad_drop": col["rnn_grad_norm"][0] / max(col["rnn_grad_norm"][-1], 1e-300),
         "sigma_min": min(col["sigma_min"]),
     }

@@ -37,7 +37,6 @@ import torch
 
 from verify._validate import SEED_MULTIPLIER, validate_seed
 from verify.errors import InvalidArgument
-from verify.fpp._fit import mean_ci
 from verify.fpp.batched import BATCHED_METHODS, run_online_batched
 from verify.fpp.broken_learners import learner_mutant
 from verify.fpp.envs import cycle_world, cycle_world_baseline, stochastic_world
@@ -45,6 +44,7 @@ from verify.fpp.online import OnlineConfig, model_problem
 from verify.model.cells import ElmanCell
 from verify.model.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
 from verify.model.problem import Problem
+from verify.stats.rates import mean_interval
 
 __all__ = [
     "APP_D_LRS",
@@ -349,8 +349,8 @@ def _summary(blocks: Sequence[Block], values: Mapping[Block, Mapping[str, Any]])
     online, final = np.array(online_l, dtype=float), np.array(final_l, dtype=float)  # (lrs, runs)
     means = np.where(np.isfinite(online).all(1), online.mean(1), np.inf)
     best = int(np.argmin(means))
-    om, olo, ohi = mean_ci(online[best])
-    fm, flo, fhi = mean_ci(final[best])
+    om, olo, ohi = mean_interval(online[best])
+    fm, flo, fhi = mean_interval(final[best])
     return {
         "method": blocks[0].method,
         "T": blocks[0].T,

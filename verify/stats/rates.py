@@ -28,7 +28,7 @@ the declared slope:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +39,7 @@ from theory.rates import Rate
 from verify._validate import require_probability
 from verify.errors import InvalidArgument
 
-__all__ = ["ERRORS", "RateDecision", "RateFit", "decide_rate", "fit_rate", "loglog"]
+__all__ = ["ERRORS", "RateDecision", "RateFit", "decide_rate", "fit_rate", "loglog", "loglog_fit", "mean_interval"]
 
 #: the standard-error models of :func:`fit_rate`
 ERRORS = ("ols", "wls", "hac", "bootstrap")
@@ -221,7 +221,7 @@ class RateDecision:
 
 
 def decide_rate(
-    fit: RateFit,
+    fit: RateFit | Mapping[str, float],
     rate: Rate,
     *,
     instance_slope: float | None = None,
@@ -230,12 +230,20 @@ def decide_rate(
 ) -> RateDecision:
     """Compare ``fit`` with ``rate`` (see :mod:`theory.rates`): consistent, slower, faster or not informative.
 
-    The interval is the fit's two-sided one or, with ``alpha``, the one-sided 1 − α bounds.
+    The interval is the fit's two-sided one or, with ``alpha``, the one-sided 1 − α bounds. ``fit`` may be a
+    fit as a report stores it (:meth:`RateFit.as_dict`: ``ci_lo``/``ci_hi``; no ``alpha`` then).
     ``informative=False`` (the caller's premise: the window can tell the rate apart) turns a
     "slower"/"faster" into "not informative"; a consistent fit stays consistent.
     """
     expected = rate.expected(instance_slope)
-    lo, hi = (fit.lo, fit.hi) if alpha is None else (fit.lower(alpha), fit.upper(alpha))
+    if isinstance(fit, RateFit):
+        lo, hi = (fit.lo, fit.hi) if alpha is None else (fit.lower(alpha), fit.upper(alpha))
+    elif alpha is None:
+        lo, hi = float(fit["ci_lo"]), float(fit["ci_hi"])
+    else:
+        raise InvalidArgument("alpha", alpha, "a stored fit has only its two-sided interval: decide on a RateFit")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise InvalidArgument("fit", (lo, hi), "the interval must be finite (too few points to fit?)")
     tol = rate.tolerance
     if rate.relation == "at-most":
         outcome = "consistent" if lo <= expected + tol else "slower"
@@ -248,3 +256,23 @@ def decide_rate(
     if outcome != "consistent" and not informative:
         outcome = "not informative"
     return RateDecision(outcome, expected, (lo, hi), rate.name)
+
+
+def loglog_fit(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> dict[str, float]:
+    """:func:`fit_rate` (OLS) on :func:`loglog` axes, as a report stores it (:meth:`RateFit.as_dict`);
+    ``nan`` slope and interval where fewer than 3 points have a logarithm."""
+    lx, ly = loglog(x, y)
+    if len(lx) < 3:
+        nan = math.nan
+        return {"slope": nan, "ci_lo": nan, "ci_hi": nan, "intercept": nan, "n": len(lx)}
+    return fit_rate(lx, ly, level=level).as_dict()
+
+
+def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t ``level`` interval of a 1-D sample (``nan`` bounds for one value)."""
+    v = np.asarray(values, dtype=float)
+    m = float(v.mean())
+    if v.size < 2:
+        return m, math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    return m, m - half, m + half
