@@ -27,7 +27,7 @@ from theory.papers import cite, cited_in
 from theory.rates import Rate
 from verify.errors import InvalidArgument
 
-__all__ = ["FAMILIES", "GATE_ALPHA", "Claim", "all_claims", "gate_budget", "get_claim"]
+__all__ = ["FAMILIES", "GATE_ALPHA", "Claim", "all_claims", "declared_rate", "gate_budget", "get_claim"]
 
 #: the ci gate's family-wise false-FAIL budget: the chance that one ``rnn-verify run --profile ci`` FAILs a correct
 #: implementation through the claims that state a rate, bounded by the sum of their ``alpha`` and ``control_beta``
@@ -140,6 +140,14 @@ def get_claim(claim_id: str) -> Claim:
         return claims[claim_id]
     except KeyError:
         raise KeyError(claim_id) from None
+
+
+def declared_rate(claim_id: str) -> Rate:
+    """The :class:`~theory.rates.Rate` the rate claim ``claim_id`` declares (InvalidArgument for another kind)."""
+    rate = get_claim(claim_id).rate
+    if rate is None:
+        raise InvalidArgument("claim_id", claim_id, "is not a rate claim: it declares no Rate")
+    return rate
 
 
 def gate_budget(

@@ -404,6 +404,14 @@ def kkt_experiment(
     return problem, theta, s0, info, path
 
 
+def unconverged_solves(rows: Sequence[Mapping[str, Any]], path: Sequence[PathPoint]) -> list[str]:
+    """The penalty problems of the path whose Newton solve did not reach its tolerance (Thm 2's ε_k → 0)."""
+    return [
+        f"lambda={r['lam']:.1e}: |grad|={r['grad_norm']:.1e}" for r, pt in zip(rows, path, strict=True)
+        if not pt.solve.converged
+    ]  # fmt: skip
+
+
 # ============================================================== Prop. 2 (numeric)
 def prop2_numeric(
     problem: Problem,
