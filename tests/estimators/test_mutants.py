@@ -21,6 +21,7 @@ from verify.impl import RTRLImpl, TruncationImpl
 from verify.impl.mutants import Mutant
 from verify.impl.mutants.estimators import MUTANTS, get
 from verify.testing.strategies import influence_balancing_problem
+from verify.uoro.enumeration import EnumerationCase, References, compare_enumeration
 
 CONFIG = RunConfig()
 
@@ -86,15 +87,15 @@ def test_truncated_bptt_catches(mutant: Mutant) -> None:
     assert not bad["passed"] and good["passed"]
 
 
-def _uoro_case() -> tuple[uoro_checks.Case, uoro_checks.References]:
+def _uoro_case() -> tuple[EnumerationCase, References]:
     case = uoro_checks.suite(CONFIG)[0]
-    return case, uoro_checks.References.of(case.problem, case.theta)
+    return case, References.of(case.problem, case.theta)
 
 
 @pytest.mark.parametrize("mutant", _visible("uoro.exact-expectation"), ids=lambda m: m.name)
 def test_exact_expectation_catches(mutant: Mutant) -> None:
     case, refs = _uoro_case()
-    r = uoro_checks.compare_enumeration(mutant.part(), case, refs)
+    r = compare_enumeration(mutant.part(), case, refs)
     assert not r["passed"], r
 
 
@@ -104,7 +105,7 @@ def test_unbiased_normalizer_mutants_are_invisible_to_the_expectation(name: str)
     mutant = get(name)
     assert mutant.visible_to == ()
     case, refs = _uoro_case()
-    r = uoro_checks.compare_enumeration(mutant.part(), case, refs)
+    r = compare_enumeration(mutant.part(), case, refs)
     assert r["within_budget"], r  # equal in expectation, to the round-off of its own magnitudes
     # ... but they are different algorithms: with the same noise, the estimates differ
     from verify.estimators import UORO, Tabulated, run_estimator

@@ -40,12 +40,13 @@ import torch
 
 from theory.catalog import all_claims
 from verify.bench._timing import machine
-from verify.checks.uoro_statistics import _case, _options, _unbiased_family
 from verify.config import RunConfig
 from verify.estimators.uoro import UORO
 from verify.run.check import run_check
 from verify.stats import calibration as adversarial
 from verify.stats import clopper_pearson, clopper_pearson_upper
+from verify.uoro.cases import problem_case, stream
+from verify.uoro.unbiased import claim_options, unbiased_family
 from verify.verdict import Verdict
 
 TARGET_S = 45.0
@@ -89,9 +90,8 @@ def run_group(profile: str, seed: int) -> float:
 
 
 def _unbiased_once(seed: int, alpha: float) -> Verdict:
-    cfg = RunConfig(seed=seed, options=(("alpha", alpha),))
-    case = _case("elman-tanh", 2, 3, cfg, salt=900)
-    res = _unbiased_family(UORO(), case, (2, 3), _options(cfg), cfg.generator(901), 10_000)
+    case = problem_case("elman-tanh", 2, 3, seed, 900)
+    res = unbiased_family(UORO(), case, (2, 3), claim_options(float(alpha)), stream(seed, 901), 10_000)
     return res.verdict
 
 
