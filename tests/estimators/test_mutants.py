@@ -15,6 +15,7 @@ from verify.checks import rtrl as rtrl_checks
 from verify.checks import uoro as uoro_checks
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
+from verify.estimators import UORO, Tabulated, run_estimator
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.online import check_contract
 from verify.impl import RTRLImpl, TruncationImpl
@@ -108,8 +109,6 @@ def test_unbiased_normalizer_mutants_are_invisible_to_the_expectation(name: str)
     r = compare_enumeration(mutant.part(), case, refs)
     assert r["within_budget"], r  # equal in expectation, to the round-off of its own magnitudes
     # ... but they are different algorithms: with the same noise, the estimates differ
-    from verify.estimators import UORO, Tabulated, run_estimator
-
     table = (2 * torch.randint(0, 2, (case.problem.T, 1, 1, case.problem.n), generator=torch.Generator()) - 1).double()
     a = run_estimator(UORO(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())
     b = run_estimator(mutant.part(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())

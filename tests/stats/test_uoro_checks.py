@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from theory.catalog import GATE_ALPHA, get_claim
 from verify.checks import registry
 from verify.config import RunConfig
 from verify.estimators.enumerate import sign_patterns
@@ -129,8 +130,6 @@ def test_variance_control_is_caught_at_the_seeds_that_missed_it(seed: int) -> No
 
 
 def test_statistical_claims_use_their_share_of_the_gate_budget() -> None:
-    from theory.catalog import GATE_ALPHA, get_claim
-
     res = registry()["uoro.rank-variance"](RunConfig())
     assert res.alpha == get_claim("uoro.rank-variance").alpha <= GATE_ALPHA / 10
 
