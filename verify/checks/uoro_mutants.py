@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
+
 from verify.checks import CheckFn, register, registry
 from verify.checks.uoro_common import alpha_of, controls_on, finish, options
 from verify.config import RunConfig
@@ -99,7 +101,7 @@ def _conformance_summary(
     return summary
 
 
-def _conformance_control(cases: Sequence[Case], ranks: Sequence[int], gen: Any, alpha: float) -> Control:
+def _conformance_control(cases: Sequence[Case], ranks: Sequence[int], gen: torch.Generator, alpha: float) -> Control:
     """Negative control: ``uoro.rho0-inverted`` (the stream ``gen`` continued) must FAIL."""
     bad_ests, _ = _estimators(get("uoro.rho0-inverted").part, ranks)
     bad_ok, _, bad_rows = conformance_runs(bad_ests, cases, gen, alpha)
