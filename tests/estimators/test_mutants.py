@@ -15,12 +15,14 @@ from verify.checks import rtrl as rtrl_checks
 from verify.checks import uoro as uoro_checks
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
+from verify.estimators import UORO, Tabulated, run_estimator
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.online import check_contract
 from verify.impl import RTRLImpl, TruncationImpl
 from verify.impl.mutants import Mutant
 from verify.impl.mutants.estimators import MUTANTS, get
 from verify.testing.strategies import influence_balancing_problem
+from verify.uoro.enumeration import EnumerationCase, References, compare_enumeration
 
 CONFIG = RunConfig()
 
@@ -86,15 +88,15 @@ def test_truncated_bptt_catches(mutant: Mutant) -> None:
     assert not bad["passed"] and good["passed"]
 
 
-def _uoro_case() -> tuple[uoro_checks.Case, uoro_checks.References]:
+def _uoro_case() -> tuple[EnumerationCase, References]:
     case = uoro_checks.suite(CONFIG)[0]
-    return case, uoro_checks.References.of(case.problem, case.theta)
+    return case, References.of(case.problem, case.theta)
 
 
 @pytest.mark.parametrize("mutant", _visible("uoro.exact-expectation"), ids=lambda m: m.name)
 def test_exact_expectation_catches(mutant: Mutant) -> None:
     case, refs = _uoro_case()
-    r = uoro_checks.compare_enumeration(mutant.part(), case, refs)
+    r = compare_enumeration(mutant.part(), case, refs)
     assert not r["passed"], r
 
 
@@ -104,11 +106,9 @@ def test_unbiased_normalizer_mutants_are_invisible_to_the_expectation(name: str)
     mutant = get(name)
     assert mutant.visible_to == ()
     case, refs = _uoro_case()
-    r = uoro_checks.compare_enumeration(mutant.part(), case, refs)
+    r = compare_enumeration(mutant.part(), case, refs)
     assert r["within_budget"], r  # equal in expectation, to the round-off of its own magnitudes
     # ... but they are different algorithms: with the same noise, the estimates differ
-    from verify.estimators import UORO, Tabulated, run_estimator
-
     table = (2 * torch.randint(0, 2, (case.problem.T, 1, 1, case.problem.n), generator=torch.Generator()) - 1).double()
     a = run_estimator(UORO(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())
     b = run_estimator(mutant.part(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())
