@@ -28,6 +28,9 @@ _STAT = (
     "PASS needs M >= 1000 and no single draw carrying > 10% of the scatter (heavy-tail diagnostic)",
 )
 
+#: the second rate of ``uoro.reinforce-link``: without a baseline, E||R - g||^2 grows like sigma^-2
+NO_BASELINE_RATE = Rate("sigma^-2 (no baseline)", "log sigma", "log E||R - g||^2 without a baseline", -2.0, "equal")
+
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="uoro.unbiased-statistical",

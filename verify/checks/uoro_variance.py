@@ -22,7 +22,9 @@ from typing import Any
 
 from scipy import stats
 
-from theory.claims.uoro_statistics import VARIANCE_CONTROL_BETA
+from theory.catalog import declared_rate
+from theory.claims.uoro_statistics import NO_BASELINE_RATE, VARIANCE_CONTROL_BETA
+from theory.rates import Rate
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish, mutant, uoro_under_test
 from verify.config import RunConfig
@@ -36,7 +38,7 @@ from verify.report.plots.uoro import (
     reinforce_link_figure,
     variance_growth_figure,
 )
-from verify.stats import SlopeFit
+from verify.stats.rates import RateFit, decide_rate
 from verify.uoro.cases import problem_case
 from verify.uoro.normalizers import (
     PAPER,
@@ -51,6 +53,10 @@ from verify.uoro.normalizers import (
 from verify.uoro.reinforce_link import reinforce_fits
 from verify.uoro.variance import Growth, exact_vs_measured, rank_slope, variance_growth
 from verify.verdict import CheckResult, Control, Verdict
+
+#: the declared rates (theory.claims.uoro_statistics), decided on the fitted interval
+RANK_RATE = declared_rate("uoro.rank-variance")
+LINK_RATE = declared_rate("uoro.reinforce-link")
 
 __all__ = ["check_rank_variance", "check_reinforce_link", "check_variance_growth", "check_variance_matches"]
 
@@ -69,9 +75,9 @@ def _ranked(factory: Callable[..., Any], ranks: Sequence[int]) -> list[tuple[int
     return [(r, build(factory, "uoro.rank-variance (rank-r UORO)", rank=r)) for r in ranks]
 
 
-def _slope_control(name: str, fit: SlopeFit, target: float, positive: bool) -> Control:
-    """A mutant's slope fit must not pass: its CI must miss ``target`` (or, ``positive``, the slope not be > 0)."""
-    passes = fit.contains(target) and (fit.ci[0] > 0 if positive else True)
+def _slope_control(name: str, fit: RateFit, rate: Rate, positive: bool) -> Control:
+    """A mutant's slope fit must not pass: its CI must miss ``rate`` (or, ``positive``, the slope not be > 0)."""
+    passes = decide_rate(fit, rate).consistent and (fit.lo > 0 if positive else True)
     return Control(
         f"mutant {name}",
         "FAIL",
@@ -98,7 +104,7 @@ def check_rank_variance(config: RunConfig) -> CheckResult:
     case = problem_case("elman-tanh", n, T, config.seed, 440)
     fit, rows = rank_slope(_ranked(config.impls.uoro.uoro, ranks), case, draws, config.generator(441), 1 - alpha)
     half = (fit.ci[1] - fit.ci[0]) / 2
-    if not fit.contains(-1.0):
+    if not decide_rate(fit, RANK_RATE).consistent:
         verdict = Verdict.FAIL
     elif half > 0.15:
         verdict = Verdict.INCONCLUSIVE
@@ -108,10 +114,10 @@ def check_rank_variance(config: RunConfig) -> CheckResult:
     if controls_on(config):
         shared = _ranked(get("uoro.rank-shared-noise").part, ranks)
         bad, _ = rank_slope(shared, case, draws, config.generator(442), 1 - alpha)
-        controls.append(_slope_control("uoro.rank-shared-noise", bad, -1.0, positive=False))
+        controls.append(_slope_control("uoro.rank-shared-noise", bad, RANK_RATE, positive=False))
     summary = (
         f"slope of log E||g_r - g||^2 on log r = {fit.slope:.3f}, {1 - alpha:g}-CI [{fit.ci[0]:.3f}, {fit.ci[1]:.3f}] "
-        f"(theory -1; chi2 = {fit.chi2:.2f} on {fit.n - 2} dof); {case.label}, r in {ranks}, {draws} draws each"
+        f"(theory -1; chi2 = {fit.chi2:.2f} on {fit.points - 2} dof); {case.label}, r in {ranks}, {draws} draws each"
     )
     data = {"points": rows, "slope": fit.slope, "ci": list(fit.ci), "chi2": fit.chi2, "level": fit.level}
     data["figures"] = [rank_variance_figure(rows)]
@@ -234,14 +240,14 @@ def check_reinforce_link(config: RunConfig) -> CheckResult:
     level = 1 - alpha / 2
     P, th = case.problem, case.theta
     fit_d, fit_v, rows = reinforce_fits(P, th, pairs(config.impls.uoro.reinforce), draws, config.generator(471), level)
-    ok_d = fit_d.contains(1.0) and fit_d.ci[0] > 0
-    ok_v = fit_v.contains(-2.0) and fit_v.ci[1] < 0
+    ok_d = decide_rate(fit_d, LINK_RATE).consistent and fit_d.lo > 0
+    ok_v = decide_rate(fit_v, NO_BASELINE_RATE).consistent and fit_v.hi < 0
     verdict = Verdict.PASS if (ok_d and ok_v) else Verdict.FAIL
     controls = []
     if controls_on(config):
         bad = pairs(get("reinforce.no-inverse-sigma").part)
         bad_d, _, _ = reinforce_fits(P, th, bad, draws, config.generator(472), level)
-        controls.append(_slope_control("reinforce.no-inverse-sigma", bad_d, 1.0, positive=True))
+        controls.append(_slope_control("reinforce.no-inverse-sigma", bad_d, LINK_RATE, positive=True))
     summary = (
         f"with baseline: RMS(REINFORCE - UORO) ~ sigma^{fit_d.slope:.3f} (CI [{fit_d.ci[0]:.3f}, {fit_d.ci[1]:.3f}], "
         f"theory 1), relative difference {rows[0]['rms_diff_over_rms_uoro']:.3g} at sigma={sigmas[0]} -> "

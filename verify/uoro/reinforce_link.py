@@ -14,7 +14,8 @@ import torch
 from verify.model.problem import Problem
 from verify.oracles.algorithm1 import step_jacobians
 from verify.oracles.bptt import per_step_gradients
-from verify.stats import SlopeFit, fit_slope, log_mean_with_se, squared_errors
+from verify.stats import log_mean_with_se, squared_errors
+from verify.stats.rates import RateFit, fit_rate
 
 __all__ = ["reinforce_fits"]
 
@@ -26,7 +27,7 @@ def reinforce_fits(
     draws: int,
     gen: torch.Generator,
     level: float,
-) -> tuple[SlopeFit, SlopeFit, list[dict[str, Any]]]:
+) -> tuple[RateFit, RateFit, list[dict[str, Any]]]:
     """Fits of log RMS(R − U) and of log E‖R − g‖² (no baseline) on log σ over ``estimators`` (σ, with baseline,
     without baseline: samplers like :class:`~verify.estimators.reinforce.Reinforce`), ``draws`` coupled draws
     (same u) each from ``gen``, CIs at ``level``; and the table per σ.
@@ -55,4 +56,4 @@ def reinforce_fits(
                 "mean_bias_baseline": float((R.mean(0) - g).norm() / g.norm()),
             }
         )
-    return fit_slope(xs, yd, se=sd, level=level), fit_slope(xs, yv, se=sv, level=level), rows
+    return fit_rate(xs, yd, errors="wls", se=sd, level=level), fit_rate(xs, yv, errors="wls", se=sv, level=level), rows

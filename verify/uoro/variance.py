@@ -17,7 +17,8 @@ from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.estimators.enumerate import sign_patterns
 from verify.estimators.uoro import UORO, Tabulated
 from verify.oracles.bptt import per_step_gradients
-from verify.stats import SlopeFit, fit_slope, log_mean_with_se, squared_errors
+from verify.stats import log_mean_with_se, squared_errors
+from verify.stats.rates import RateFit, fit_rate
 from verify.uoro.cases import Case
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
 
 def rank_slope(
     estimators: Sequence[tuple[int, OnlineEstimator]], case: Case, draws: int, gen: torch.Generator, level: float
-) -> tuple[SlopeFit, list[dict[str, Any]]]:
+) -> tuple[RateFit, list[dict[str, Any]]]:
     """Weighted fit of log E‖ĝ_r − g‖² (total gradient) on log r over the rank-r ``estimators`` (r, estimator).
 
     ``draws`` draws each from ``gen`` in turn; delta-method standard errors of the log means; CI at ``level``.
@@ -48,7 +49,7 @@ def rank_slope(
         ys.append(lm)
         ses.append(se)
         rows.append({"rank": r, "mse": math.exp(lm), "log_mse": lm, "se_log": se, "draws": draws})
-    return fit_slope(xs, ys, se=ses, level=level), rows
+    return fit_rate(xs, ys, errors="wls", se=ses, level=level), rows
 
 
 def relative_variances(est: OnlineEstimator, case: Case, draws: int, gen: torch.Generator) -> list[torch.Tensor]:
@@ -69,8 +70,8 @@ class Growth:
 
     growth: dict[int, list[float]]
     table: list[dict[str, Any]]
-    fit_n: SlopeFit
-    fit_t: SlopeFit
+    fit_n: RateFit
+    fit_t: RateFit
     big: int
 
 
@@ -93,10 +94,10 @@ def variance_growth(
     ns = [n for n, _, _ in runs]
     avg = {n: sum(growth[n][1:]) / (T - 1) for n in ns}  # mean relative variance over t = 2..T
     ok_n = [n for n in ns if avg[n] > 0]
-    fit_n = fit_slope([math.log(n) for n in ok_n], [math.log(avg[n]) for n in ok_n])
+    fit_n = fit_rate([math.log(n) for n in ok_n], [math.log(avg[n]) for n in ok_n])
     big = ns[-1]
     tt = [t for t in range(2, T + 1) if growth[big][t - 1] > 0]
-    fit_t = fit_slope([math.log(t) for t in tt], [math.log(growth[big][t - 1]) for t in tt])
+    fit_t = fit_rate([math.log(t) for t in tt], [math.log(growth[big][t - 1]) for t in tt])
     return Growth(growth, table, fit_n, fit_t, big)
 
 
