@@ -2,8 +2,8 @@ r"""Checks of the ``device`` family: GPU paths against CPU float64 within a pred
 
 DESIGN.md, "GPU paths": every algorithm run on CUDA (float32 and float64) agrees
 with the CPU float64 reference within a predicted error budget. The budget is the
-parity model of :mod:`verify.oracles.budget` (section 2), the algorithms and the
-comparison machinery are in :mod:`verify.gpu.parity`:
+parity model of :mod:`verify.oracles.budget` (section 2), the algorithms and the comparison
+machinery are in :mod:`verify.gpu.parity`, the suite and its runs in :mod:`verify.gpu.suite`:
 
 .. math::
     \|\hat r_{row} - r_{row}\| \le C\,(u_{cand}+u_{ref})\,\sqrt{m L_{eff} + T_{sum}}\,\|\bar r_{row}\| .
@@ -23,7 +23,7 @@ comparison machinery are in :mod:`verify.gpu.parity`:
 * ``device.gpu-unbiasedness`` -- UORO's unbiasedness (Tallec & Ollivier Prop. 1) at a
   size a CPU cannot afford (Elman-tanh n = 256, T = 16, δ = 0.02, up to 4·10⁶ draws from
   the fused sampler of :mod:`verify.estimators.fused` in float32 with the rounding
-  accounted, :mod:`verify.gpu.float32_sampling`) through the sequential test of
+  accounted, :mod:`verify.gpu.unbiasedness`, :mod:`verify.gpu.float32_sampling`) through the sequential test of
   :mod:`verify.stats.unbiased`; profile ``full``, SKIPPED without CUDA.
 
 Which device the GPU claims use: :func:`verify.hardware.parity_device` -- an explicit
