@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from verify.checks import rtrl as rtrl_checks
 from verify.checks import uoro as uoro_checks
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
@@ -21,6 +20,8 @@ from verify.estimators.online import check_contract
 from verify.impl import RTRLImpl, TruncationImpl
 from verify.impl.mutants import Mutant
 from verify.impl.mutants.estimators import MUTANTS, get
+from verify.rtrl import exact as rtrl_exact
+from verify.rtrl import influence_balancing as balancing
 from verify.testing.strategies import influence_balancing_problem
 from verify.uoro.enumeration import EnumerationCase, References, compare_enumeration
 
@@ -58,9 +59,9 @@ def test_mutants_follow_the_contract(mutant: Mutant) -> None:
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.exact"), ids=lambda m: m.name)
 def test_rtrl_exact_catches(mutant: Mutant) -> None:
-    case = rtrl_checks.suite(CONFIG, salt=31)[0]
-    assert not rtrl_checks.compare_rtrl(mutant.impl, case)["passed"]
-    assert rtrl_checks.compare_rtrl(RTRLImpl(), case)["passed"]
+    case = rtrl_exact.suite(CONFIG.generator(salt=31), rtrl_exact.SuiteSetup(full=CONFIG.full))[0]
+    assert not rtrl_exact.compare_rtrl(mutant.impl.rtrl, case)["passed"]
+    assert rtrl_exact.compare_rtrl(RTRLImpl().rtrl, case)["passed"]
 
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.influence-balancing"), ids=lambda m: m.name)
@@ -69,22 +70,22 @@ def test_influence_balancing_catches(mutant: Mutant) -> None:
         from theory.influence_balancing import truncated_derivative
 
         n, p, k = 23, 10, 5
-        _, _, s_eq, P, th = rtrl_checks.equilibrium_rtrl(RTRLImpl(), n, p, 0.5)
+        _, _, s_eq, P, th = balancing.equilibrium_rtrl(RTRLImpl().rtrl, n, p, 0.5)
         exact = float(truncated_derivative(n, p, k))
-        good = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k)
-        bad = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k, mutant.impl)
-        budget = rtrl_checks.truncated_budget(P, k)
+        good = balancing.tbptt_equilibrium_derivative(P, th, s_eq, k)
+        bad = balancing.tbptt_equilibrium_derivative(P, th, s_eq, k, mutant.impl.tbptt)
+        budget = balancing.truncated_budget(P, k)
         assert abs(good - exact) <= budget < abs(bad - exact)
         return
-    val = rtrl_checks.equilibrium_rtrl(mutant.impl, 5, 2, 0.5)[0]
+    val = balancing.equilibrium_rtrl(mutant.impl.rtrl, 5, 2, 0.5)[0]
     assert abs(val - (4 * 2 - 2 * 5)) > 1e-9
 
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.truncated-bptt"), ids=lambda m: m.name)
 def test_truncated_bptt_catches(mutant: Mutant) -> None:
-    case = rtrl_checks.suite(CONFIG, salt=32)[0]
-    bad = rtrl_checks.compare_truncated(mutant.impl, 3, case, 1e-13)
-    good = rtrl_checks.compare_truncated(TruncationImpl(), 3, case, 1e-13)
+    case = rtrl_exact.suite(CONFIG.generator(salt=32), rtrl_exact.SuiteSetup(full=CONFIG.full))[0]
+    bad = rtrl_exact.compare_truncated(mutant.impl.tbptt, mutant.impl.truncated_model, 3, case, 1e-13)
+    good = rtrl_exact.compare_truncated(TruncationImpl().tbptt, TruncationImpl().truncated_model, 3, case, 1e-13)
     assert not bad["passed"] and good["passed"]
 
 

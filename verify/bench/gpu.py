@@ -46,6 +46,23 @@ import torch
 from verify.bench._timing import best_of, machine
 from verify.estimators import RTRL, UORO
 from verify.fpp.objective import eq7_gradients
+from verify.gpu.parity import (
+    ALGORITHMS,
+    Arithmetic,
+    BPTTParity,
+    FPPParity,
+    ParityAlgorithm,
+    PreactivationUOROParity,
+    RTRLParity,
+    TBPTTParity,
+    TruncatedModelParity,
+    UOROParity,
+    applicable_algorithms,
+    compare,
+    hidden_permutation,
+    parity_reference,
+)
+from verify.gpu.unbiasedness import scale_problem, uoro_projection_sampler
 from verify.hardware import NO_CUDA_REASON, cuda_available, describe_device, device_record, matmul_tf32
 from verify.model.builders import random_problem
 from verify.model.problem import Problem
@@ -146,10 +163,8 @@ def fpp_update_time(P: Problem, th: torch.Tensor, batch: int, repeats: int, lr: 
 
 def scale_draws_per_second(n: int, device: torch.device, chunk: int, repeats: int) -> float:
     """Draws per second of the ``device.gpu-unbiasedness`` sampler (T = 4, 32 directions) in one chunk."""
-    from verify.checks.device import _scale_problem, uoro_projection_sampler
-
     gen = torch.Generator().manual_seed(0)
-    P, th = _scale_problem(n, 4, device, gen)
+    P, th = scale_problem(n, 4, device, gen)
     Q = torch.linalg.qr(torch.randn(P.p, 32, generator=gen, dtype=torch.float64))[0].to(device)
     sampler = uoro_projection_sampler(UORO(), P, th, Q, device)
     t = _timed(lambda: sampler(chunk, gen), device, repeats)
@@ -231,23 +246,6 @@ def calibration_rows(
     cells: Sequence[str] = ("elman-tanh", "elman-relu", "linear", "lstm", "gru"),
 ) -> list[dict[str, Any]]:
     """Raw ratios error / ((u_c + u_r) √D ‖r̄‖) (C = 1) over random problems, algorithms and orders."""
-    from verify.gpu.parity import (
-        ALGORITHMS,
-        Arithmetic,
-        BPTTParity,
-        FPPParity,
-        ParityAlgorithm,
-        PreactivationUOROParity,
-        RTRLParity,
-        TBPTTParity,
-        TruncatedModelParity,
-        UOROParity,
-        applicable_algorithms,
-        compare,
-        hidden_permutation,
-        parity_reference,
-    )
-
     large_algs = (
         BPTTParity(),
         TBPTTParity(8),
