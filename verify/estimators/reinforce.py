@@ -4,7 +4,7 @@ Cooijmans, T. and Martens, J. (2019), "On the Variance of Unbiased Online Recurr
 Optimization", arXiv:1902.02405, section "A link to REINFORCE": with the baseline
 :math:`b_t = L_t|_{u=0}` the REINFORCE estimate tends to UORO's as σ → 0, the difference
 O(σ); without it the variance grows like O(1/σ²). The claim ``uoro.reinforce-link``
-(:mod:`verify.checks.uoro_statistics`) measures both.
+(:mod:`verify.checks.uoro_variance`) measures both.
 """
 
 from __future__ import annotations
