@@ -31,12 +31,12 @@ __all__ = [
     "extremal_check",
     "extremal_fixture",
     "fixture_bound",
-    "model_rate_fit",
     "gradient_extremal_fixture",
+    "model_rate_fit",
     "plain_evaluations",
     "quantiles",
-    "rate_rows",
     "rate_of",
+    "rate_rows",
     "suite_evaluations",
     "suite_rate_fits",
 ]
@@ -125,7 +125,7 @@ class ExtremalCheck:
 def extremal_check(
     part: str, impl: TruncationParts, lam: float, conform_ks: Sequence[int], bound_ks: Sequence[int] = range(1, 31)
 ) -> ExtremalCheck:
-    """``impl``'s ``part`` on the extremal system: the bound at ``bound_ks``, the closed form at ``conform_ks`` (T = 60)."""
+    """``part`` of ``impl`` on the extremal system: its bound at ``bound_ks``, its closed form at ``conform_ks``."""
     holds, s = fixture_bound(part, impl, lam, bound_ks)
     ok_c, worst = conformance(part, impl, lam, 60, conform_ks)
     return ExtremalCheck(holds, s, ok_c, worst)

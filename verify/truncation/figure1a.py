@@ -54,7 +54,7 @@ def _amplitude(ks: list[int], mean: list[float], lam: float, floor: float) -> fl
 
 
 def figure1a_kind(kind: str, impl: TruncationParts, gen: torch.Generator, setup: Figure1aSetup) -> Figure1aKind:
-    """``setup.runs`` instances of ``kind`` drawn from ``gen``: Lemma 2 error and bound at every k, the mean curve's fit."""
+    """``setup.runs`` instances of ``kind`` drawn from ``gen``: Lemma 2's error and bound at every k; the mean's fit."""
     lam, ks, runs, K = setup.lam, setup.ks, setup.runs, setup.K
     errs, bounds, gammas, budgets, tights, rates, holds = [], [], [], [], [], [], []
     first: tuple[Problem, torch.Tensor] | None = None

@@ -79,7 +79,7 @@ def _tbptt_final_gradient(problem: Problem, theta: torch.Tensor, k: int) -> torc
 
 @dataclass(frozen=True)
 class OracleTruncationParts:
-    """The toolkit's truncation parts: the float64 oracles, the default fields of :class:`verify.impl.TruncationImpl`."""
+    """The toolkit's parts: the float64 oracles (the default fields of :class:`verify.impl.TruncationImpl`)."""
 
     model_states: StatesFn = truncated_model_states
     model_gradient: GradFn = truncated_final_gradient

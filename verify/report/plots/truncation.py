@@ -93,8 +93,11 @@ def state_bound_figures(rows: Sequence[Mapping[str, Any]], series: Mapping[str, 
 
 
 def gradient_bound_figures(rows: Sequence[Mapping[str, Any]], series: Mapping[str, Mapping[str, Any]]) -> list[Figure]:
-    """Lemma 2 (truncated model): tightness on the random instances; on the extremal system at λ = 0.3, the
-    corrected bound, γkλ^k and the bound as printed (``series``: ``model``, ``model:gamma``, ``model:printed-proof``)."""
+    """Lemma 2 (truncated model): tightness on the random instances; on the extremal system at λ = 0.3,
+    the corrected bound, γkλ^k and the bound as printed.
+
+    ``series``: the ``as_dict()`` of the ``model``, ``model:gamma`` and ``model:printed-proof`` series.
+    """
     extra = {"gamma k lambda^k": series["model:gamma"], "as printed (k lambda^k)": series["model:printed-proof"]}
     return [
         tightness_figure("Lemma 2 (truncated model): tightness on random contractive instances", rows, "model"),
