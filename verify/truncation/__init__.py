@@ -5,6 +5,15 @@ the contraction certificates and constants of an instance: :mod:`verify.oracles.
 Every function takes an implementation part (or a :class:`~verify.truncation.instances.TruncationParts`:
 the fields of :class:`verify.impl.TruncationImpl`), a generator and a setup -- never a run configuration.
 
+Conventions. The truncated model is eq. (3) (:math:`h^k_{t-k} = 0`, k transitions);
+:math:`p_T` is the loss at the last step (``which="final"``); w = (W, U) -- the readout
+is not trained (the paper's prediction function is not parameterized) and there is
+no bias (:math:`\phi_w(0,0) = 0`). Measured errors are compared with
+``bound + budget`` where the budget is the predicted float64 round-off
+(:func:`verify.oracles.budget.roundoff_budget`) of the compared quantities: far out in k the
+bound drops below round-off and the comparison is reported as below the floor, not
+as a violation.
+
 * :mod:`verify.truncation.instances` -- Lemma 1 and Lemma 2 (truncated model, truncated BPTT)
   measured against their explicit bounds on one instance (:func:`evaluate_instance`), the
   measured contraction rate;

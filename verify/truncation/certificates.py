@@ -1,4 +1,4 @@
-r"""The contraction checker's validity (Miller & Hardt, "Stable Recurrent Models", eq. (2), §6.1–6.2, Prop. 5).
+r"""The contraction checker's validity (Miller & Hardt, "Stable Recurrent Models", eq. (2), §6, Prop. 5).
 
 A contraction certificate (:mod:`verify.oracles.contraction`) claims
 :math:`\|\phi_w(h, x) - \phi_w(h', x)\| \le \lambda\|h - h'\|`; :func:`contraction_witness` searches

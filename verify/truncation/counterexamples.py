@@ -1,4 +1,4 @@
-r"""Prop. 3 and Prop. 4 of Miller & Hardt ("Stable Recurrent Models", App. A.4): what goes wrong without stability.
+r"""Prop. 3 and Prop. 4 of Miller & Hardt ("Stable Recurrent Models", §5, App. A.4): what goes wrong without stability.
 
 * Prop. 3: for :math:`h_t = 2h_{t-1} + x_t` (x_1 = 1, then 0) the truncation error
   :math:`|y_t - y^k_t| = 2^{t-1}` grows without bound for every k (:func:`prop3_errors`, against

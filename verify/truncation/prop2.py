@@ -1,4 +1,4 @@
-r"""Prop. 2 of Miller & Hardt ("Stable Recurrent Models", §5, §7.1): training the recurrent and truncated models.
+r"""Prop. 2 of Miller & Hardt ("Stable Recurrent Models", §4, §7.1): training the recurrent and truncated models.
 
 Projected gradient descent on w = W for the full model (:math:`p_T`) and the truncated model
 of eq. (3) (:math:`p^k_T`) from the same :math:`w^0`, on the instances of §7.1 / App. A.5
