@@ -11,8 +11,9 @@ import torch
 
 from theory.catalog import all_claims
 from verify.checks import _figures as F
-from verify.checks.truncation import Prop2Setup, _prop2_figure
 from verify.report.figures import claim_figures, figure_empty_reason, normalize_figure, render_png
+from verify.report.plots.truncation import prop2_figure
+from verify.truncation.prop2 import Prop2Setup
 
 
 def _ok(figs: list[dict], n: int) -> list[dict]:
@@ -175,7 +176,7 @@ def test_prop2_figure_draws_all_zero_measurements_at_a_labelled_floor() -> None:
         "constant": {"mean_delta": [0.0] * N},
     }
     r = {"schedules": sched, "log10_explicit_prop2": 6.16e9}
-    fig = normalize_figure(_prop2_figure("elman-tanh", r, Prop2Setup(n=3, d=1, T=20, k=5, N=N, runs=2)))
+    fig = normalize_figure(prop2_figure("elman-tanh", r, Prop2Setup(n=3, d=1, T=20, k=5, N=N, runs=2)))
     assert figure_empty_reason(fig) is None
     zero = [s for s in fig["series"] if "0 at every step" in s["label"]]
     assert len(zero) == 3 and all(v == 1e-22 for s in zero for v in s["y"])  # a decade below the smallest bound

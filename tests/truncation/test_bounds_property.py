@@ -26,8 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-from verify.checks.truncation import _FIB, RATE_ALPHA, evaluate_instance, fit_log_rate
+from theory.claims.truncation import RATE_ALPHA
 from verify.testing.strategies import contractive_problem, contractive_problems
+from verify.truncation import FIB, evaluate_instance, fit_log_rate
 
 N_EXAMPLES = 200
 N_HIGH = 25
@@ -40,7 +41,7 @@ _UNADJUSTED: list[str] = []
 @settings(max_examples=examples(N_EXAMPLES))
 @given(contractive_problems(lam_min=0.3, lam_max=0.95, min_T=16, max_T=32))
 def test_bounds_hold_with_explicit_constants(case) -> None:  # type: ignore[no-untyped-def]
-    ev = evaluate_instance(case.problem, case.theta, label=repr(case), forms=("gamma",), state_ks=_FIB)
+    ev = evaluate_instance(case.problem, case.theta, label=repr(case), forms=("gamma",), state_ks=FIB)
     row: dict[str, float] = {"lam": ev.lam, "kind": float(ev.kind == "linear")}
     for name in ("state", "model", "tbptt"):
         s = ev.series[name]

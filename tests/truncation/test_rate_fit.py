@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from verify.checks.truncation import RATE_DECADES, fit_log_rate
+from verify.truncation.rate_fit import RATE_DECADES, fit_log_rate
 
 
 def test_exact_geometric_decay_gives_log_lambda() -> None:
