@@ -1,4 +1,4 @@
-"""The figures the checks attach for the report (verify.checks._figures), on data of the checks' shapes.
+"""The figures the checks attach for the report (verify.report.plots), on data of the checks' shapes.
 
 Each builder must give specs of the report convention that draw something; the per-claim
 tests (tests/fpp, tests/estimators, tests/stats, tests/truncation) check that the checks attach
@@ -10,9 +10,12 @@ from __future__ import annotations
 import torch
 
 from theory.catalog import all_claims
-from verify.checks import _figures as F
 from verify.report.figures import claim_figures, figure_empty_reason, normalize_figure, render_png
+from verify.report.plots import WITHOUT_FIGURE
+from verify.report.plots.fpp import cycleworld_figures, kkt_figures, stationarity_figures, stochasticworld_figures
+from verify.report.plots.rtrl import influence_balancing_figures, online_convergence_figures
 from verify.report.plots.truncation import prop2_figure
+from verify.report.plots.uoro import preactivation_variance_figure
 from verify.truncation.prop2 import Prop2Setup
 
 
@@ -32,8 +35,8 @@ def _labels(fig: dict) -> list[str]:
 
 def test_without_figure_lists_real_claims_with_reasons() -> None:
     claims = all_claims()
-    assert set(F.WITHOUT_FIGURE) <= set(claims)
-    assert all(len(why) > 20 for why in F.WITHOUT_FIGURE.values())
+    assert set(WITHOUT_FIGURE) <= set(claims)
+    assert all(len(why) > 20 for why in WITHOUT_FIGURE.values())
     required = {
         "fpp.stationarity",
         "fpp.kkt-recovery",
@@ -42,7 +45,7 @@ def test_without_figure_lists_real_claims_with_reasons() -> None:
         "rtrl.online-convergence",
         "uoro.preactivation",
     }
-    assert not required & set(F.WITHOUT_FIGURE)
+    assert not required & set(WITHOUT_FIGURE)
 
 
 def _stationarity_data() -> dict:
@@ -74,12 +77,12 @@ def _stationarity_data() -> dict:
 
 
 def test_stationarity_figures_show_decay_bound_and_floor() -> None:
-    decay, floor = _ok(F.stationarity_figures(_stationarity_data()), 2)
+    decay, floor = _ok(stationarity_figures(_stationarity_data()), 2)
     assert decay["logx"] and decay["logy"]
     assert "bound, full batch: 16 D Delta/(3N)" in _labels(decay) and "batch m = 1" in _labels(decay)
     assert floor["series"][0]["x"] == [1, 4, 16]
     assert floor["series"][1]["y"][0] == 14 / 3 * 6.6  # the variance term 14 sigma^2/(3m) at m = 1
-    assert F.stationarity_figures({}) == []
+    assert stationarity_figures({}) == []
 
 
 def test_kkt_figure_plots_every_quantity_against_lambda() -> None:
@@ -88,7 +91,7 @@ def test_kkt_figure_plots_every_quantity_against_lambda() -> None:
         {"lam": lam, "residual": 1 / lam, "rnn_grad_norm": 2 / lam, "multiplier_error": 0.1 / lam, "distance": 3 / lam}
         for lam in lams
     ]
-    (fig,) = _ok(F.kkt_figures({"rows": rows, "residual_fit": {"slope": -1.0}}), 1)
+    (fig,) = _ok(kkt_figures({"rows": rows, "residual_fit": {"slope": -1.0}}), 1)
     assert len(fig["series"]) == 5 and all(s["x"] == lams for s in fig["series"])
     assert "residual -1.000" in fig["caption"]
 
@@ -110,7 +113,7 @@ def test_reproduction_figures_draw_learning_curves() -> None:
             }
         ]
     }
-    curves, ratios = _ok(F.cycleworld_figures(cyc), 2)
+    curves, ratios = _ok(cycleworld_figures(cyc), 2)
     assert _labels(curves) == ["fpp/T=2 (lr 0.01)", "tbptt/T=2 (lr 0.01)", "frozen (lr 0.01)"]
     assert curves["hlines"][0]["y"] == 1.0 and curves["series"][2]["style"] == "dashed"
     assert ratios["x"] == ["fpp/T=2", "tbptt/T=2"]
@@ -120,7 +123,7 @@ def test_reproduction_figures_draw_learning_curves() -> None:
         "learners": {"fpp/T=4": summ(0.6)},
         "controls": {},
     }
-    fig, bars = _ok(F.stochasticworld_figures(sw), 2)
+    fig, bars = _ok(stochasticworld_figures(sw), 2)
     assert [h["y"] for h in fig["hlines"]] == [0.66, 0.52, 0.45]
     assert bars["x"] == ["fpp/T=4"]
 
@@ -143,11 +146,11 @@ def test_online_convergence_and_influence_balancing_figures() -> None:
             "tbptt(k=1)": {"steps": [0, 1000], "loss": [0.5, 0.06], "natural": [0.9, "nan"]},
         }
     }
-    nat, loss = _ok(F.online_convergence_figures(runs, 1000), 2)
+    nat, loss = _ok(online_convergence_figures(runs, 1000), 2)
     assert len(nat["series"]) == 2 and len(loss["series"]) == 3  # TBPTT's delta is not evaluated
     sweep = [{"k": k, "tbptt_derivative": 10.0 - k, "derived": 10.0 - k} for k in range(1, 15)]
     (fig,) = _ok(
-        F.influence_balancing_figures(
+        influence_balancing_figures(
             {"rtrl": [{"n": 23, "p": 10, "closed_form": -6.0}], "tbptt_sweep": sweep, "first_k_with_right_sign": 11}
         ),
         1,
@@ -159,7 +162,7 @@ def test_preactivation_variance_figure() -> None:
     gen = torch.Generator().manual_seed(0)
     q_uoro = torch.rand(1000, generator=gen, dtype=torch.float64) * 10
     q_pre = q_uoro / 10
-    (fig,) = _ok([F.preactivation_variance_figure(q_pre, q_uoro, 0.1, (0.09, 0.11), "elman-tanh(n=3)")], 1)
+    (fig,) = _ok([preactivation_variance_figure(q_pre, q_uoro, 0.1, (0.09, 0.11), "elman-tanh(n=3)")], 1)
     assert fig["kind"] == "errorbar" and fig["logy"]
     y = fig["series"][0]["y"]
     assert abs(y[1] / y[0] - 0.1) < 1e-12
