@@ -31,7 +31,7 @@ from verify.impl.mutants import get as get_mutant
 from verify.report.plots import truncation as plots
 from verify.truncation import bounds, figure1a, fixtures
 from verify.truncation.instances import InstanceEvaluation
-from verify.truncation.rate_fit import RATE_DECADES
+from verify.truncation.rate_fit import RATE_DECADES, rate_verdict
 from verify.verdict import CheckResult, Control, Verdict
 
 Ctl = Callable[[TruncationImpl], tuple[bool, str]]
@@ -238,7 +238,7 @@ def _rate_ctl(config: RunConfig, alpha: float) -> Ctl:
         ev, fit = bounds.model_rate_fit(P, th, impl)
         if fit is None:
             return False, "no fit"
-        ok = fit.verdict(math.log(ev.lam), alpha) != "slower" and ev.series["model"].holds
+        ok = rate_verdict(fit, math.log(ev.lam), alpha) != "slower" and ev.series["model"].holds
         low = fit.lower(alpha)
         return ok, f"{lab}: slope {fit.slope:.3f}, adjusted lower bound {low:.3f} vs log lam {math.log(ev.lam):.3f}"
 
@@ -320,7 +320,7 @@ def check_figure_1a(config: RunConfig) -> CheckResult:
     fails = []
     for kind, r in out.items():
         fails += [f"{kind}: bound" for h in r.holds if not h]
-        if r.fit is None or r.fit.verdict(math.log(lam), RATE_ALPHA / 2) != "consistent":  # 2 fits: Bonferroni
+        if r.fit is None or rate_verdict(r.fit, math.log(lam), RATE_ALPHA / 2) != "consistent":  # 2 fits: Bonferroni
             fails.append(f"{kind}: rate")
         data[kind] = r.record
     data["figures"] = [plots.figure1a_figure(kind, runs, lam, ks, r.record) for kind, r in out.items()]
@@ -329,7 +329,7 @@ def check_figure_1a(config: RunConfig) -> CheckResult:
     def ctl(impl: TruncationImpl) -> tuple[bool, str]:
         ev, fit = bounds.model_rate_fit(P, th, impl, ks)
         s, slope = ev.series["model"], fit.slope if fit else float("nan")
-        good = s.holds and fit is not None and fit.verdict(math.log(lam), RATE_ALPHA / 2) == "consistent"
+        good = s.holds and fit is not None and rate_verdict(fit, math.log(lam), RATE_ALPHA / 2) == "consistent"
         return good, f"bound holds: {s.holds}; slope {slope:.3f} vs log lam {math.log(lam):.3f}"
 
     summary = f"Fig. 1(a), {runs} runs each, n = d = {n}, T = {T}, lambda = {lam}: " + "; ".join(

@@ -56,15 +56,15 @@ from verify.truncation.instances import (
     measured_contraction_rate,
     weight_index,
 )
-from verify.truncation.rate_fit import RATE_DECADES, RateFit, fit_log_rate
+from verify.truncation.rate_fit import RATE_DECADES, TRUNCATION_RATE, fit_log_rate, informative, rate_verdict
 
 __all__ = [
     "DEFAULT_TRUNCATION_IMPL",
     "FIB",
     "RATE_DECADES",
+    "TRUNCATION_RATE",
     "BoundSeries",
     "InstanceEvaluation",
-    "RateFit",
     "SuiteSetup",
     "TruncationParts",
     "conformance",
@@ -73,9 +73,11 @@ __all__ = [
     "figure1_instance",
     "final_gradient",
     "fit_log_rate",
+    "informative",
     "measured_contraction_rate",
     "prop3_problem",
     "random_suite",
+    "rate_verdict",
     "scalar_closed_form",
     "weight_index",
 ]

@@ -20,7 +20,7 @@ import torch
 from verify.model.problem import Problem
 from verify.truncation.fixtures import FIB, Instance, conformance, extremal_linear_problem
 from verify.truncation.instances import BoundSeries, InstanceEvaluation, TruncationParts, evaluate_instance
-from verify.truncation.rate_fit import RateFit, fit_log_rate
+from verify.truncation.rate_fit import RateFit, fit_log_rate, rate_verdict
 
 __all__ = [
     "FIXTURE_LAMS",
@@ -230,7 +230,7 @@ class RateTable:
 
 
 def rate_rows(fits: Sequence[tuple[InstanceEvaluation, str, RateFit]], alpha: float) -> RateTable:
-    """Each fit's verdict (:meth:`RateFit.verdict`) with its one-sided bound at ``alpha``.
+    """Each fit's verdict (:func:`~verify.truncation.rate_fit.rate_verdict`) with its one-sided bound at ``alpha``.
 
     One row per informative fit; the labels of the fits slower than λ^k (on an informative
     window), of the unadjusted 99% intervals above log λ and of the fits not informative.
@@ -241,11 +241,11 @@ def rate_rows(fits: Sequence[tuple[InstanceEvaluation, str, RateFit]], alpha: fl
     skipped: list[str] = []
     for ev, name, fit in fits:
         log_lam = math.log(ev.lam)
-        verdict = fit.verdict(log_lam, alpha)
+        verdict = rate_verdict(fit, log_lam, alpha)
         if verdict == "not informative":
             skipped.append(f"{ev.label}/{name}")
             continue
-        if not fit.consistent_with(log_lam):
+        if rate_verdict(fit, log_lam) != "consistent":
             unadjusted.append(f"{ev.label}/{name} (+{fit.lo - log_lam:.3f})")
         rc = math.log(ev.contraction_rate) if ev.contraction_rate > 0 else None
         rows.append(
