@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import scipy.stats
 import torch
 from torch.func import jacrev
 
@@ -28,6 +27,7 @@ from verify.model.problem import Problem
 from verify.oracles.bptt import tbptt_gradient, truncated_model_gradient, truncated_model_states
 from verify.oracles.budget import roundoff_budget, unit_roundoff
 from verify.oracles.contraction import ContractionCertificate, contraction_certificate, truncation_constants
+from verify.stats.rates import fit_rate
 
 __all__ = [
     "DEFAULT_TRUNCATION_IMPL",
@@ -307,7 +307,6 @@ def measured_contraction_rate(problem: Problem, theta: torch.Tensor) -> float:
             break
         js.append(j)
         logs.append(math.log(nrm))
-    if len(js) < 2:
+    if len(js) < 3:  # the rate engine's least fit; a 2-point "slope" has no interval
         return math.nan
-    fit = scipy.stats.linregress(js, logs)
-    return math.exp(float(fit.slope))
+    return math.exp(fit_rate(js, logs).slope)
