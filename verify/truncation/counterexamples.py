@@ -69,34 +69,42 @@ def prop4_grad(a: Any, T: int) -> Any:
     return (h - 1) * dh
 
 
+#: digits of the Prop. 4 descent in mpmath (its iterates overflow float64)
+MP_DPS = 30
+
+
 def prop4_gd(a0: float, T: int, N: int, project: float | None) -> tuple[list[Any], list[Any]]:
-    """GD with α_i = 1/i on a (b = 1), in mpmath (unbounded exponent range); optional projection onto [−λ, λ]."""
-    mpmath.mp.dps = 30
-    a = mpmath.mpf(a0)
-    iters, grads = [a], []
-    for i in range(1, N + 1):
-        g = prop4_grad(a, T)
-        grads.append(g)
-        a = a - g / i
-        if project is not None:
-            a = max(min(a, mpmath.mpf(project)), -mpmath.mpf(project))
-        iters.append(a)
+    """GD with α_i = 1/i on a (b = 1), in mpmath (unbounded exponent range); optional projection onto [−λ, λ].
+
+    Computed at :data:`MP_DPS` digits inside ``mpmath.workdps`` (the process-wide precision is left as it was)."""
+    with mpmath.workdps(MP_DPS):
+        a = mpmath.mpf(a0)
+        iters, grads = [a], []
+        for i in range(1, N + 1):
+            g = prop4_grad(a, T)
+            grads.append(g)
+            a = a - g / i
+            if project is not None:
+                a = max(min(a, mpmath.mpf(project)), -mpmath.mpf(project))
+            iters.append(a)
     return iters, grads
 
 
 def diverges(iters: Sequence[Any], grads: Sequence[Any]) -> bool:
     """|a_i| and |∇| grow without bound: |a_i| increasing from step 2 on and both beyond 10^100 at the end."""
-    mags = [abs(x) for x in iters]
-    return (
-        all(b > a for a, b in itertools.pairwise(mags[1:]))
-        and mpmath.log10(mags[-1]) > 100
-        and mpmath.log10(abs(grads[-1])) > 100
-    )
+    with mpmath.workdps(MP_DPS):
+        mags = [abs(x) for x in iters]
+        return bool(
+            all(b > a for a, b in itertools.pairwise(mags[1:]))
+            and mpmath.log10(mags[-1]) > 100
+            and mpmath.log10(abs(grads[-1])) > 100
+        )
 
 
 def log10_abs(values: Sequence[Any]) -> list[float]:
     """log10 |x| of mpmath numbers, as floats (the iterates overflow float64)."""
-    return [float(mpmath.log10(abs(x))) for x in values]
+    with mpmath.workdps(MP_DPS):
+        return [float(mpmath.log10(abs(x))) for x in values]
 
 
 def prop4_symbolic_ok(Ts: Sequence[int] = range(2, 9)) -> bool:
