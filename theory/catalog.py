@@ -24,8 +24,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from theory.papers import cite, cited_in
+from theory.rates import Rate
+from verify.errors import InvalidArgument
 
-__all__ = ["FAMILIES", "GATE_ALPHA", "Claim", "all_claims", "gate_budget", "get_claim"]
+__all__ = ["FAMILIES", "GATE_ALPHA", "Claim", "all_claims", "declared_rate", "gate_budget", "get_claim"]
 
 #: the ci gate's family-wise false-FAIL budget: the chance that one ``rnn-verify run --profile ci`` FAILs a correct
 #: implementation through the claims that state a rate, bounded by the sum of their ``alpha`` and ``control_beta``
@@ -69,6 +71,8 @@ class Claim:
     alpha: float | None = None
     #: the chance that the check's negative controls are *not* caught (a false FAIL too), where it is planned
     control_beta: float = 0.0
+    #: a ``rate`` claim's declared rate: the fit's axes, the predicted slope, the relation (:mod:`theory.rates`)
+    rate: Rate | None = None
     #: the full citation of ``paper`` (authors, year, title, venue, arXiv id; :mod:`theory.papers`)
     citation: str = field(init=False, default="")
     #: full citations of every paper the claim cites (``paper`` first, then those named in ``where``)
@@ -80,21 +84,25 @@ class Claim:
         object.__setattr__(self, "references", (self.citation, *(cite(k) for k in others)))
         unknown = [r for r in self.requires if r not in _REQUIREMENTS]
         if unknown:
-            raise ValueError(f"claim {self.id!r}: unknown requirements {unknown}; known: {_REQUIREMENTS}")
+            raise InvalidArgument(f"{self.id}: requires", unknown, f"unknown requirements; known: {_REQUIREMENTS}")
         if not _ID.match(self.id):
-            raise ValueError(f"claim id {self.id!r} must look like 'family.claim-name'")
+            raise InvalidArgument("Claim.id", self.id, "a claim id must look like 'family.claim-name'")
         if self.family not in FAMILIES:
-            raise ValueError(f"claim {self.id!r}: unknown family {self.family!r}")
+            raise InvalidArgument(f"{self.id}: family", self.family, f"unknown family; known: {FAMILIES}")
         if self.kind not in _KINDS:
-            raise ValueError(f"claim {self.id!r}: kind must be one of {_KINDS}")
+            raise InvalidArgument(f"{self.id}: kind", self.kind, f"kind must be one of {_KINDS}")
         module = self.check.rsplit(".", 1)[0]
         if not (module == f"verify.checks.{self.family}" or module.startswith(f"verify.checks.{self.family}_")):
-            raise ValueError(f"claim {self.id!r}: check must live in verify.checks.{self.family}[_topic]")
+            raise InvalidArgument(
+                f"{self.id}: check", self.check, f"a check must live in verify.checks.{self.family}[_topic]"
+            )
 
+        if (self.kind == "rate") != (self.rate is not None):
+            raise InvalidArgument(f"{self.id}: rate", self.rate, "a rate claim declares its Rate; no other kind does")
         if self.alpha is not None and not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"claim {self.id!r}: alpha must be in (0, 1), got {self.alpha!r}")
+            raise InvalidArgument(f"{self.id}: alpha", self.alpha, "alpha must be in (0, 1)")
         if not 0.0 <= self.control_beta < 1.0:
-            raise ValueError(f"claim {self.id!r}: control_beta must be in [0, 1), got {self.control_beta!r}")
+            raise InvalidArgument(f"{self.id}: control_beta", self.control_beta, "control_beta must be in [0, 1)")
 
     @property
     def family(self) -> str:
@@ -112,13 +120,17 @@ def all_claims() -> dict[str, Claim]:
             mod = importlib.import_module(f"theory.claims.{name}")
             for claim in mod.CLAIMS:
                 if claim.id in out:
-                    raise ValueError(f"duplicate claim id {claim.id!r}")
+                    raise InvalidArgument("Claim.id", claim.id, "duplicate claim id")
                 if claim.family != fam:
-                    raise ValueError(f"claim {claim.id!r} is defined in theory.claims.{name}")
+                    raise InvalidArgument(
+                        f"{claim.id}: module",
+                        f"theory.claims.{name}",
+                        f"a {claim.family} claim is defined in theory.claims.{name}",
+                    )
                 out[claim.id] = claim
     unknown = [n for n in names if n.split("_", 1)[0] not in FAMILIES]
     if unknown:
-        raise ValueError(f"theory.claims modules outside the known families: {unknown}")
+        raise InvalidArgument("theory.claims", unknown, f"modules outside the known families {FAMILIES}")
     return out
 
 
@@ -128,6 +140,14 @@ def get_claim(claim_id: str) -> Claim:
         return claims[claim_id]
     except KeyError:
         raise KeyError(claim_id) from None
+
+
+def declared_rate(claim_id: str) -> Rate:
+    """The :class:`~theory.rates.Rate` the rate claim ``claim_id`` declares (InvalidArgument for another kind)."""
+    rate = get_claim(claim_id).rate
+    if rate is None:
+        raise InvalidArgument("claim_id", claim_id, "is not a rate claim: it declares no Rate")
+    return rate
 
 
 def gate_budget(

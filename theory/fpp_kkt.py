@@ -35,6 +35,8 @@ from typing import Any
 
 import sympy as sp
 
+from verify.errors import InvalidArgument
+
 __all__ = ["KKTSystem", "kkt_system", "prop2_residuals", "verify_prop2"]
 
 KINDS = ("generic", "elman")
@@ -127,9 +129,9 @@ def _loss(kind: str, params: tuple[sp.Symbol, ...], z: sp.Expr, y: sp.Expr) -> s
 def kkt_system(n: int, kind: str = "elman") -> KKTSystem:
     r"""Build E (eq. (10)), the Lagrangian (eq. (16)), both KKT systems and Lemma 1's multipliers."""
     if not (isinstance(n, int) and 1 <= n <= 6):
-        raise ValueError(f"n must be an integer in [1, 6] (symbolic growth), got {n!r}")
+        raise InvalidArgument("n", n, "n must be an integer in [1, 6] (symbolic growth)")
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise InvalidArgument("kind", kind, f"kind must be one of {KINDS}")
     params: tuple[sp.Symbol, ...] = sp.symbols("w beta") if kind == "generic" else sp.symbols("w u b v c")
     s = sp.symbols(f"s0:{n + 1}")
     o = sp.symbols(f"o1:{n + 1}")

@@ -13,6 +13,8 @@ from functools import lru_cache
 
 import sympy as sp
 
+from verify.errors import InvalidArgument
+
 __all__ = [
     "equilibrium_derivative",
     "equilibrium_derivative_closed_form",
@@ -36,7 +38,7 @@ def equilibrium_matrix(n: int) -> sp.Matrix:
 def equilibrium_derivative(n: int, p: int) -> sp.Rational:
     r""":math:`\partial s^{*1}/\partial\theta` at equilibrium, by exact inversion and differentiation."""
     if not (1 <= n and 0 <= p <= n):
-        raise ValueError(f"need n >= 1 and 0 <= p <= n, got n={n}, p={p}")
+        raise InvalidArgument("(n, p)", (n, p), "need n >= 1 and 0 <= p <= n")
     theta = sp.Symbol("theta")
     c = sp.Matrix([1] * p + [-1] * (n - p))
     s_star = equilibrium_matrix(n) * c * theta
@@ -62,7 +64,7 @@ def truncated_derivative(n: int, p: int, k: int) -> sp.Rational:
     from :math:`4p-2n` when k is well below n (UORO §4).
     """
     if not (1 <= n and 0 <= p <= n and k >= 1):
-        raise ValueError(f"need n >= 1, 0 <= p <= n and k >= 1, got n={n}, p={p}, k={k}")
+        raise InvalidArgument("(n, p, k)", (n, p, k), "need n >= 1, 0 <= p <= n and k >= 1")
     A = sp.zeros(n, n)
     for i in range(n):
         A[i, i] = sp.Rational(1, 2)

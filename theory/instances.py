@@ -42,6 +42,7 @@ from functools import lru_cache
 import sympy as sp
 
 from theory.truncation import TruncationConstants, lemma1_state_norm
+from verify.errors import InvalidArgument
 
 __all__ = [
     "ACTIVATIONS",
@@ -104,7 +105,7 @@ def activation_constants(name: str) -> ActivationConstants:
         d1 = s * (1 - s)  # sigma' as a function of s = sigma(x)
         d2 = sp.expand(sp.diff(d1, s) * d1)
         return ActivationConstants(name, _sup_abs(d1, s, 0, 1), _sup_abs(d2, s, 0, 1))
-    raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    raise InvalidArgument("activation", name, f"activation must be one of {ACTIVATIONS}")
 
 
 # symbols of the instance measurements
@@ -166,11 +167,11 @@ def rnn_constants(
     act = activation_constants(activation)
     unknown = set(trainable) - {"W", "U"}
     if unknown or not trainable:
-        raise ValueError(f"trainable must be a non-empty subset of ('W', 'U'), got {trainable!r}")
+        raise InvalidArgument("trainable", trainable, "trainable must be a non-empty subset of ('W', 'U')")
     args = (norm_W, norm_U, B_x, norm_V, resid, act.L, act.L_prime, float("W" in trainable), float("U" in trainable))
     lam_ = float(_compiled_rnn()["lam"](*args))
     if not lam_ < 1.0:
-        raise ValueError(f"not contractive: lambda = L_rho ||W|| = {lam_:.6g} >= 1")
+        raise InvalidArgument("norm_W", norm_W, f"not contractive: lambda = L_rho ||W|| = {lam_:.6g} >= 1")
     vals = {name: float(fn(*args)) for name, fn in _compiled_rnn().items() if name != "B_h"}
     return TruncationConstants(**vals)
 
@@ -202,7 +203,7 @@ def lstm_cell_bound(f_inf: float, c0_inf: float = 0.0) -> float:
     from :math:`\|c_0\|` gives the max.)
     """
     if not (0.0 <= f_inf < 1.0):
-        raise ValueError(f"need 0 <= ||f||_inf < 1, got {f_inf!r}")
+        raise InvalidArgument("f_inf", f_inf, "need 0 <= ||f||_inf < 1")
     return max(float(c0_inf), float(_lemma5_compiled()(f_inf)))
 
 
@@ -233,7 +234,7 @@ class LSTMCondition:
 def lstm_l2_iterations(lam_inf: float, dim: int) -> int:
     r"""Smallest r ≥ 1 with :math:`\sqrt{\dim}\,\lambda_\infty^r < 1` (ℓ2 contraction of the r-fold map, Prop. 5)."""
     if not (0.0 < lam_inf < 1.0):
-        raise ValueError(f"need 0 < lam_inf < 1, got {lam_inf!r}")
+        raise InvalidArgument("lam_inf", lam_inf, "need 0 < lam_inf < 1")
     r = max(1, math.floor(math.log(math.sqrt(dim)) / math.log(1.0 / lam_inf)) + 1)
     return r
 

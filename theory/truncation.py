@@ -46,6 +46,8 @@ from functools import lru_cache
 
 import sympy as sp
 
+from verify.errors import DerivationError, InvalidArgument
+
 __all__ = [
     "SYMBOLS",
     "TruncationConstants",
@@ -113,9 +115,11 @@ class TruncationConstants:
         for f in fields(self):
             v = getattr(self, f.name)
             if not isinstance(v, (int, float)) or not math.isfinite(float(v)) or float(v) < 0:
-                raise ValueError(f"TruncationConstants.{f.name} must be a finite number >= 0, got {v!r}")
+                raise InvalidArgument(f"TruncationConstants.{f.name}", v, "must be a finite number >= 0")
         if not (0.0 < float(self.lam) < 1.0):
-            raise ValueError(f"the bounds need a contraction factor 0 < lam < 1, got {self.lam!r}")
+            raise InvalidArgument(
+                "TruncationConstants.lam", self.lam, "the bounds need a contraction factor 0 < lam < 1"
+            )
 
     def values(self) -> tuple[float, ...]:
         return tuple(float(v) for v in astuple(self))
@@ -132,14 +136,14 @@ def _converged(expr: sp.Expr) -> sp.Expr:
         for value, cond in expr.args:
             if cond is sp.true:
                 if value.has(sp.Sum):
-                    raise ValueError(f"sum did not converge in closed form: {expr}")
+                    raise DerivationError(f"sum did not converge in closed form: {expr}")
                 return value
             # the condition must hold for every λ in (0, 1): test interior points
             if all(bool(cond.subs(lam, sp.Rational(q, 10))) for q in range(1, 10)):
                 return value
-        raise ValueError(f"no branch of {expr} is valid for 0 < lambda < 1")
+        raise DerivationError(f"no branch of {expr} is valid for 0 < lambda < 1")
     if expr.has(sp.Sum):
-        raise ValueError(f"sum did not evaluate in closed form: {expr}")
+        raise DerivationError(f"sum did not evaluate in closed form: {expr}")
     return expr
 
 
@@ -462,7 +466,7 @@ def _truncation_length(func: str, k: object, k_: object) -> int:
     if k is None:
         raise TypeError(f"{func}() missing the truncation length k")
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 0:
-        raise ValueError(f"{func}(): invalid argument k={k!r}: the truncation length must be an integer >= 0")
+        raise InvalidArgument("k", k, f"{func}(): the truncation length must be an integer >= 0")
     return int(k)
 
 
@@ -491,7 +495,7 @@ def gradient_bound(
         "weakened-gamma": ("gamma", False, True),
     }
     if form not in forms:
-        raise ValueError(f"form must be one of {sorted(forms)}, got {form!r}")
+        raise InvalidArgument("form", form, f"form must be one of {sorted(forms)}")
     k = _truncation_length("gradient_bound", k, k_)
     name, printed, weakened = forms[form]
     val = float(_compiled(name, printed, weakened)(*c.values(), k))
@@ -525,7 +529,7 @@ def prop2_bound(
     ``form="sum"``: :math:`\alpha\gamma k\lambda^k N^{\alpha\beta}\sum_{i\le N} i^{-(\alpha\beta+1)}`.
     """
     if form not in ("printed", "sum"):
-        raise ValueError(f"form must be 'printed' or 'sum', got {form!r}")
+        raise InvalidArgument("form", form, "form must be 'printed' or 'sum'")
     if gamma_ == 0.0:
         return 0.0  # no truncation error: the weights never separate
     ab = alpha_ * beta_

@@ -1,19 +1,26 @@
 """rnn-verify: check online recurrent learning algorithms against exact references.
 
-Layers (see the README):
+Reading order = data flow (see ``docs/reading-the-code.md``): :mod:`theory` says what
+must hold → a domain package computes (:mod:`verify.model`, :mod:`verify.oracles`,
+:mod:`verify.estimators`, :mod:`verify.stats`, :mod:`verify.truncation`, :mod:`verify.rtrl`,
+:mod:`verify.uoro`, :mod:`verify.fpp`, :mod:`verify.gpu`) → :mod:`verify.checks` decides →
+:mod:`verify.run` schedules → :mod:`verify.report` shows.
 
-* :mod:`verify.model.cells`, :mod:`verify.model.losses`, :mod:`verify.model.problem` -- the problem model;
-* :mod:`verify.oracles.bptt`, :mod:`verify.oracles.finite_diff`, :mod:`verify.oracles.selfcheck`,
-  :mod:`verify.oracles.budget` -- exact float64 references and their cross-checks;
-* :mod:`verify.testing.strategies` -- problem builders and hypothesis strategies;
-* :mod:`verify.checks`, :mod:`verify.run.catalog`, :mod:`verify.cli` -- the claims'
-  checks and the ``rnn-verify`` command; :mod:`theory` holds the claim catalog.
+The names below are loaded on first use (PEP 562), so that ``import verify.errors`` --
+which :mod:`theory` does -- loads nothing else.
 """
 
-from verify.config import RunConfig
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from verify.errors import AssumptionViolated, InvalidArgument, VerifyError
-from verify.model.problem import Problem
-from verify.verdict import CheckResult, Verdict
+
+if TYPE_CHECKING:
+    from verify.config import RunConfig
+    from verify.model.problem import Problem
+    from verify.verdict import CheckResult, Verdict
 
 __version__ = "0.1.0"
 
@@ -27,3 +34,17 @@ __all__ = [
     "VerifyError",
     "__version__",
 ]
+
+_LAZY = {
+    "CheckResult": "verify.verdict",
+    "Verdict": "verify.verdict",
+    "Problem": "verify.model.problem",
+    "RunConfig": "verify.config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'verify' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as _dt
 import json
 import multiprocessing
@@ -366,7 +367,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if args.claims and args.profile:
         claims = [c for c in claims if args.profile in c.profiles]
     if args.json:
-        print(json.dumps([{**c.__dict__, "family": c.family} for c in claims], indent=2))
+        print(json.dumps([{**dataclasses.asdict(c), "family": c.family} for c in claims], indent=2))
         return EXIT_OK
     if args.markdown:
         print("| claim | what it checks | paper | where | profiles |")

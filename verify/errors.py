@@ -24,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "AssumptionViolated",
+    "DerivationError",
     "ImplementationError",
     "InvalidArgument",
     "InvalidFile",
@@ -99,6 +100,10 @@ class InvalidFile(InvalidArgument):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class DerivationError(VerifyError, ValueError):
+    """A symbolic derivation (:mod:`theory`) did not produce the closed form it needs (a sympy result we cannot use)."""
 
 
 class NotApplicable(VerifyError):

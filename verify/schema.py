@@ -263,7 +263,7 @@ def _get(at: At, d: Mapping[str, Any], k: str, parse: Callable[[At, Any], T], de
 
 
 # ------------------------------------------------------------ results document
-RESULTS_SCHEMA = "rnn-verify.verdict"
+RESULTS_SCHEMA = "rnn-verify.results"
 RESULTS_SCHEMA_VERSION = 1
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED")
 _PROFILES = ("ci", "full")

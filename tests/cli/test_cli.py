@@ -322,8 +322,8 @@ def test_report_rerenders_without_recomputing(
     [
         ("{not json", "not valid JSON"),
         ('{"schema": "something-else"}', "schema"),
-        ('{"schema": "rnn-verify.verdict", "schema_version": 99, "run": {}, "claims": []}', "schema_version"),
-        ('{"schema": "rnn-verify.verdict", "schema_version": 1, "run": {}, "claims": [{"id": "a.b"}]}', "missing"),
+        ('{"schema": "rnn-verify.results", "schema_version": 99, "run": {}, "claims": []}', "schema_version"),
+        ('{"schema": "rnn-verify.results", "schema_version": 1, "run": {}, "claims": [{"id": "a.b"}]}', "missing"),
     ],
 )
 def test_report_refuses_corrupt_json_and_keeps_the_folder(

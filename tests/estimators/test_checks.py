@@ -10,13 +10,15 @@ import torch
 
 from theory.catalog import all_claims
 from theory.influence_balancing import equilibrium_derivative, truncated_derivative
-from verify.checks import rtrl as rtrl_checks
+from verify.checks.rtrl import check_influence_balancing
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.impl import RTRLImpl
 from verify.impl.mutants.estimators import get as get_mutant
 from verify.report.figures import claim_figures
 from verify.report.plots import WITHOUT_FIGURE
+from verify.rtrl import influence_balancing as balancing
+from verify.rtrl import online_convergence as online
 from verify.run.check import run_check
 from verify.testing.strategies import random_problem
 from verify.verdict import Verdict
@@ -77,27 +79,27 @@ def test_influence_balancing_sweep_matches_the_derived_truncation(results: dict[
 
 @pytest.mark.parametrize(("n", "p"), [(5, 2), (7, 6), (10, 3)])
 def test_tbptt_equilibrium_derivative_is_the_truncated_sum(n: int, p: int) -> None:
-    _, _, s_eq, P, th = rtrl_checks.equilibrium_rtrl(RTRLImpl(), n, p, 0.5)
+    _, _, s_eq, P, th = balancing.equilibrium_rtrl(RTRLImpl().rtrl, n, p, 0.5)
     off = get_mutant("tbptt.off-by-one")
     for k in (1, 2, 3, n, 2 * n + 1):
-        got = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k)
-        assert abs(got - float(truncated_derivative(n, p, k))) <= rtrl_checks.truncated_budget(P, k)
+        got = balancing.tbptt_equilibrium_derivative(P, th, s_eq, k)
+        assert abs(got - float(truncated_derivative(n, p, k))) <= balancing.truncated_budget(P, k)
         if k >= 2:  # the window one step short sees the sum up to k - 1, which differs by (A^(k-1) c)_1 != 0
-            bad = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k, off.impl)
-            assert abs(bad - float(truncated_derivative(n, p, k - 1))) <= rtrl_checks.truncated_budget(P, k)
-            assert abs(bad - float(truncated_derivative(n, p, k))) > rtrl_checks.truncated_budget(P, k)
+            bad = balancing.tbptt_equilibrium_derivative(P, th, s_eq, k, off.impl.tbptt)
+            assert abs(bad - float(truncated_derivative(n, p, k - 1))) <= balancing.truncated_budget(P, k)
+            assert abs(bad - float(truncated_derivative(n, p, k))) > balancing.truncated_budget(P, k)
 
 
 def test_influence_balancing_fails_on_a_wrong_truncation(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a TBPTT whose window is one step short the sweep misses the derived values: FAIL."""
     off = get_mutant("tbptt.off-by-one")
-    orig = rtrl_checks.tbptt_equilibrium_derivative
+    orig = balancing.tbptt_equilibrium_derivative
 
-    def wrong(P: Any, th: Any, s_eq: Any, k: int, impl: Any = None) -> float:
-        return orig(P, th, s_eq, k, off.impl) if k >= 2 else orig(P, th, s_eq, k)
+    def wrong(P: Any, th: Any, s_eq: Any, k: int, tbptt: Any = None) -> float:
+        return orig(P, th, s_eq, k, off.impl.tbptt) if k >= 2 else orig(P, th, s_eq, k)
 
-    monkeypatch.setattr(rtrl_checks, "tbptt_equilibrium_derivative", wrong)
-    res = rtrl_checks.check_influence_balancing(RunConfig())
+    monkeypatch.setattr(balancing, "tbptt_equilibrium_derivative", wrong)
+    res = check_influence_balancing(RunConfig())
     assert res.verdict is Verdict.FAIL
     assert "FAILED" in res.summary and "first k with the right sign" in res.summary
     assert any(not r["passed"] for r in res.data["tbptt_sweep"])
@@ -118,26 +120,26 @@ def test_online_convergence_data(results: dict[str, object]) -> None:
 
 def _linear_eval(seed: int = 3) -> tuple[Any, torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    P0, th_star = rtrl_checks.teacher("linear", 3, 2, gen)
-    Pe = rtrl_checks._sequences(P0, th_star, 300, 16, gen)
+    P0, th_star = online.teacher("linear", 3, 2, gen)
+    Pe = online.sequences(P0, th_star, 300, 16, gen)
     return Pe, th_star, Pe.init_theta(gen, scale=0.5)
 
 
 def test_stationarity_matches_longrun_and_bounds() -> None:
     """δ = ∇L̄ᵀ G⁺ ∇L̄: its gradient is BPTT's, 0 <= δ <= 2 L̄, ‖∇L̄‖² <= λ_max(G) δ, and ≈ 0 at the teacher."""
     Pe, th_star, w = _linear_eval()
-    st = rtrl_checks.stationarity(Pe, w)
-    loss, g = rtrl_checks.longrun(Pe, w)
+    st = online.stationarity(Pe, w)
+    loss, g = online.longrun(Pe, w)
     assert abs(st.loss - loss) <= 1e-14 * loss
     assert float(torch.linalg.vector_norm(st.grad - g)) <= 1e-12 * float(torch.linalg.vector_norm(g))
-    J = torch.func.jacfwd(lambda th: Pe.output(th, Pe.rollout(th)[1:])[rtrl_checks.BURN_IN :])(w)
+    J = torch.func.jacfwd(lambda th: Pe.output(th, Pe.rollout(th)[1:])[online.BURN_IN :])(w)
     J = J.reshape(-1, w.numel())
     G = J.T @ J / J.shape[0]
     lam = float(torch.linalg.eigvalsh(G)[-1])
     assert 0 < st.natural <= 2 * st.loss * (1 + 1e-12)
     assert float(g @ g) <= lam * st.natural * (1 + 1e-9)
     # at the teacher only the finite-sample fit of the noise is left (σ² · rank / N ≈ 1e-5 here)
-    assert rtrl_checks.stationarity(Pe, th_star).natural < 1e-3 * st.natural
+    assert online.stationarity(Pe, th_star).natural < 1e-3 * st.natural
 
 
 def test_stationarity_is_invariant_to_reparametrization() -> None:
@@ -156,7 +158,7 @@ def test_stationarity_is_invariant_to_reparametrization() -> None:
     )
     w2 = lay.flatten(q)
     torch.testing.assert_close(Pe.losses(w2), Pe.losses(w), rtol=1e-10, atol=0)
-    a, b = rtrl_checks.stationarity(Pe, w), rtrl_checks.stationarity(Pe, w2)
+    a, b = online.stationarity(Pe, w), online.stationarity(Pe, w2)
     assert abs(a.natural - b.natural) <= 1e-8 * a.natural
     ga, gb = (float(torch.linalg.vector_norm(x.grad)) for x in (a, b))
     assert abs(ga - gb) > 0.05 * ga
@@ -165,4 +167,4 @@ def test_stationarity_is_invariant_to_reparametrization() -> None:
 def test_stationarity_refuses_other_losses() -> None:
     P, th = random_problem("elman-tanh", n=2, d=1, T=5, k=2, loss="cross-entropy", generator=torch.Generator())
     with pytest.raises(InvalidArgument):
-        rtrl_checks.stationarity(P, th, burn_in=0)
+        online.stationarity(P, th, burn_in=0)

@@ -11,16 +11,19 @@ from __future__ import annotations
 import pytest
 import torch
 
-from verify.checks import rtrl as rtrl_checks
 from verify.checks import uoro as uoro_checks
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
+from verify.estimators import UORO, Tabulated, run_estimator
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.online import check_contract
 from verify.impl import RTRLImpl, TruncationImpl
 from verify.impl.mutants import Mutant
 from verify.impl.mutants.estimators import MUTANTS, get
+from verify.rtrl import exact as rtrl_exact
+from verify.rtrl import influence_balancing as balancing
 from verify.testing.strategies import influence_balancing_problem
+from verify.uoro.enumeration import EnumerationCase, References, compare_enumeration
 
 CONFIG = RunConfig()
 
@@ -56,9 +59,9 @@ def test_mutants_follow_the_contract(mutant: Mutant) -> None:
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.exact"), ids=lambda m: m.name)
 def test_rtrl_exact_catches(mutant: Mutant) -> None:
-    case = rtrl_checks.suite(CONFIG, salt=31)[0]
-    assert not rtrl_checks.compare_rtrl(mutant.impl, case)["passed"]
-    assert rtrl_checks.compare_rtrl(RTRLImpl(), case)["passed"]
+    case = rtrl_exact.suite(CONFIG.generator(salt=31), rtrl_exact.SuiteSetup(full=CONFIG.full))[0]
+    assert not rtrl_exact.compare_rtrl(mutant.impl.rtrl, case)["passed"]
+    assert rtrl_exact.compare_rtrl(RTRLImpl().rtrl, case)["passed"]
 
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.influence-balancing"), ids=lambda m: m.name)
@@ -67,34 +70,34 @@ def test_influence_balancing_catches(mutant: Mutant) -> None:
         from theory.influence_balancing import truncated_derivative
 
         n, p, k = 23, 10, 5
-        _, _, s_eq, P, th = rtrl_checks.equilibrium_rtrl(RTRLImpl(), n, p, 0.5)
+        _, _, s_eq, P, th = balancing.equilibrium_rtrl(RTRLImpl().rtrl, n, p, 0.5)
         exact = float(truncated_derivative(n, p, k))
-        good = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k)
-        bad = rtrl_checks.tbptt_equilibrium_derivative(P, th, s_eq, k, mutant.impl)
-        budget = rtrl_checks.truncated_budget(P, k)
+        good = balancing.tbptt_equilibrium_derivative(P, th, s_eq, k)
+        bad = balancing.tbptt_equilibrium_derivative(P, th, s_eq, k, mutant.impl.tbptt)
+        budget = balancing.truncated_budget(P, k)
         assert abs(good - exact) <= budget < abs(bad - exact)
         return
-    val = rtrl_checks.equilibrium_rtrl(mutant.impl, 5, 2, 0.5)[0]
+    val = balancing.equilibrium_rtrl(mutant.impl.rtrl, 5, 2, 0.5)[0]
     assert abs(val - (4 * 2 - 2 * 5)) > 1e-9
 
 
 @pytest.mark.parametrize("mutant", _visible("rtrl.truncated-bptt"), ids=lambda m: m.name)
 def test_truncated_bptt_catches(mutant: Mutant) -> None:
-    case = rtrl_checks.suite(CONFIG, salt=32)[0]
-    bad = rtrl_checks.compare_truncated(mutant.impl, 3, case, 1e-13)
-    good = rtrl_checks.compare_truncated(TruncationImpl(), 3, case, 1e-13)
+    case = rtrl_exact.suite(CONFIG.generator(salt=32), rtrl_exact.SuiteSetup(full=CONFIG.full))[0]
+    bad = rtrl_exact.compare_truncated(mutant.impl.tbptt, mutant.impl.truncated_model, 3, case, 1e-13)
+    good = rtrl_exact.compare_truncated(TruncationImpl().tbptt, TruncationImpl().truncated_model, 3, case, 1e-13)
     assert not bad["passed"] and good["passed"]
 
 
-def _uoro_case() -> tuple[uoro_checks.Case, uoro_checks.References]:
+def _uoro_case() -> tuple[EnumerationCase, References]:
     case = uoro_checks.suite(CONFIG)[0]
-    return case, uoro_checks.References.of(case.problem, case.theta)
+    return case, References.of(case.problem, case.theta)
 
 
 @pytest.mark.parametrize("mutant", _visible("uoro.exact-expectation"), ids=lambda m: m.name)
 def test_exact_expectation_catches(mutant: Mutant) -> None:
     case, refs = _uoro_case()
-    r = uoro_checks.compare_enumeration(mutant.part(), case, refs)
+    r = compare_enumeration(mutant.part(), case, refs)
     assert not r["passed"], r
 
 
@@ -104,11 +107,9 @@ def test_unbiased_normalizer_mutants_are_invisible_to_the_expectation(name: str)
     mutant = get(name)
     assert mutant.visible_to == ()
     case, refs = _uoro_case()
-    r = uoro_checks.compare_enumeration(mutant.part(), case, refs)
+    r = compare_enumeration(mutant.part(), case, refs)
     assert r["within_budget"], r  # equal in expectation, to the round-off of its own magnitudes
     # ... but they are different algorithms: with the same noise, the estimates differ
-    from verify.estimators import UORO, Tabulated, run_estimator
-
     table = (2 * torch.randint(0, 2, (case.problem.T, 1, 1, case.problem.n), generator=torch.Generator()) - 1).double()
     a = run_estimator(UORO(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())
     b = run_estimator(mutant.part(noise=Tabulated(table)), case.problem, case.theta, torch.Generator())

@@ -78,12 +78,12 @@ def test_rtrl_state_is_shared_across_samples() -> None:
 
 
 def test_online_mode_updates_theta_each_step_and_learns() -> None:
-    from verify.checks.rtrl import _sequences, longrun_gradient, teacher
+    from verify.rtrl.online_convergence import longrun_gradient, sequences, teacher
 
     gen = torch.Generator().manual_seed(3)
     P0, th_star = teacher("elman-tanh", 2, 1, gen)
-    P = _sequences(P0, th_star, 200, 8, gen)
-    Pe = _sequences(P0, th_star, 300, 16, gen)
+    P = sequences(P0, th_star, 200, 8, gen)
+    Pe = sequences(P0, th_star, 300, 16, gen)
     th0 = P.init_theta(torch.Generator().manual_seed(4), scale=0.1)
     seen: list[torch.Tensor] = []
     run = run_online(

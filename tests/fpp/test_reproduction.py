@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from verify.checks.fpp import judge_cycleworld, judge_stochasticworld
+from verify.checks.fpp_reproduction import judge_cycleworld, judge_stochasticworld, judge_updates
 from verify.errors import InvalidArgument
 from verify.fpp.batched import run_online_batched
 from verify.fpp.envs import cycle_world, stochastic_world
@@ -27,6 +27,7 @@ from verify.fpp.reproduction import (
     run_block,
     stochasticworld_design,
     summarize,
+    updates_designs,
 )
 from verify.verdict import Verdict
 
@@ -184,9 +185,6 @@ def test_the_designs_state_the_paper_settings() -> None:
 
 @pytest.mark.parametrize("case", ["reproduced", "no-state-update-as-good", "nothing-learned"])
 def test_updates_judge_fails_unless_every_criterion_holds(case: str) -> None:
-    from verify.checks.fpp import judge_updates
-    from verify.fpp.reproduction import updates_designs
-
     reps = [
         Reproduction(r.name, "full", r.env, r.learners, (1e-2,), 100, 10, controls=r.controls, common=dict(r.common))
         for r in updates_designs("full")

@@ -10,12 +10,13 @@ from __future__ import annotations
 import torch
 
 from theory.catalog import all_claims
-from verify.checks.truncation import Prop2Setup, _prop2_figure
-from verify.report import plots as F
 from verify.report.figures import claim_figures, figure_empty_reason, normalize_figure, render_png
+from verify.report.plots import WITHOUT_FIGURE
 from verify.report.plots.fpp import cycleworld_figures, kkt_figures, stationarity_figures, stochasticworld_figures
 from verify.report.plots.rtrl import influence_balancing_figures, online_convergence_figures
+from verify.report.plots.truncation import prop2_figure
 from verify.report.plots.uoro import preactivation_variance_figure
+from verify.truncation.prop2 import Prop2Setup
 
 
 def _ok(figs: list[dict], n: int) -> list[dict]:
@@ -34,8 +35,8 @@ def _labels(fig: dict) -> list[str]:
 
 def test_without_figure_lists_real_claims_with_reasons() -> None:
     claims = all_claims()
-    assert set(F.WITHOUT_FIGURE) <= set(claims)
-    assert all(len(why) > 20 for why in F.WITHOUT_FIGURE.values())
+    assert set(WITHOUT_FIGURE) <= set(claims)
+    assert all(len(why) > 20 for why in WITHOUT_FIGURE.values())
     required = {
         "fpp.stationarity",
         "fpp.kkt-recovery",
@@ -44,7 +45,7 @@ def test_without_figure_lists_real_claims_with_reasons() -> None:
         "rtrl.online-convergence",
         "uoro.preactivation",
     }
-    assert not required & set(F.WITHOUT_FIGURE)
+    assert not required & set(WITHOUT_FIGURE)
 
 
 def _stationarity_data() -> dict:
@@ -178,7 +179,7 @@ def test_prop2_figure_draws_all_zero_measurements_at_a_labelled_floor() -> None:
         "constant": {"mean_delta": [0.0] * N},
     }
     r = {"schedules": sched, "log10_explicit_prop2": 6.16e9}
-    fig = normalize_figure(_prop2_figure("elman-tanh", r, Prop2Setup(n=3, d=1, T=20, k=5, N=N, runs=2)))
+    fig = normalize_figure(prop2_figure("elman-tanh", r, Prop2Setup(n=3, d=1, T=20, k=5, N=N, runs=2)))
     assert figure_empty_reason(fig) is None
     zero = [s for s in fig["series"] if "0 at every step" in s["label"]]
     assert len(zero) == 3 and all(v == 1e-22 for s in zero for v in s["y"])  # a decade below the smallest bound

@@ -18,7 +18,7 @@ from verify.stats import (
     clopper_pearson_upper,
     compare_second_moments,
     empty_moments,
-    fit_slope,
+    fit_rate,
     fixed_sample_test,
     holm,
     plan_samples,
@@ -63,18 +63,18 @@ def test_clopper_pearson_known_values() -> None:
         clopper_pearson(11, 10)
 
 
-def test_fit_slope_exact_line_and_wls() -> None:
+def test_fit_rate_exact_line_and_wls() -> None:
     x = [0.0, 1.0, 2.0, 3.0]
-    fit = fit_slope(x, [1 + 2 * v for v in x])
+    fit = fit_rate(x, [1 + 2 * v for v in x])
     assert fit.slope == pytest.approx(2.0) and fit.intercept == pytest.approx(1.0)
     assert fit.ci[1] - fit.ci[0] == pytest.approx(0.0, abs=1e-9)
-    w = fit_slope(x, [1 + 2 * v for v in x], se=[0.1, 0.1, 0.2, 0.2])
+    w = fit_rate(x, [1 + 2 * v for v in x], errors="wls", se=[0.1, 0.1, 0.2, 0.2])
     assert w.slope == pytest.approx(2.0) and w.chi2 == pytest.approx(0.0, abs=1e-18)
     assert w.ci[0] < 2.0 < w.ci[1]
     with pytest.raises(InvalidArgument):
-        fit_slope([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
+        fit_rate([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
     with pytest.raises(InvalidArgument):
-        fit_slope(x, [1.0, 2.0, math.nan, 3.0])
+        fit_rate(x, [1.0, 2.0, math.nan, 3.0])
 
 
 def test_laurent_massart_bound_dominates_exact_quantiles() -> None:

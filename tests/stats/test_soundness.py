@@ -26,7 +26,7 @@ from verify.stats import (
     binomial_upper_quantile,
     compare_second_moments,
     empty_moments,
-    fit_slope,
+    fit_rate,
     planned_test,
     sequential_test,
     squared_errors,
@@ -164,6 +164,6 @@ def test_slope_ci_coverage() -> None:
         gen = torch.Generator().manual_seed(70_000 + r)
         e = torch.randn(5, generator=gen, dtype=torch.float64) * 0.3
         y = [1.0 - 1.0 * xi + float(ei) for xi, ei in zip(x, e, strict=True)]
-        miss_ols += not fit_slope(x, y).contains(-1.0)
-        miss_wls += not fit_slope(x, y, se=[0.3] * 5).contains(-1.0)
+        miss_ols += not fit_rate(x, y).contains(-1.0)
+        miss_wls += not fit_rate(x, y, errors="wls", se=[0.3] * 5).contains(-1.0)
     assert miss_ols <= _limit(0.05) and miss_wls <= _limit(0.05)

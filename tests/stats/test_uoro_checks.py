@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from theory.catalog import GATE_ALPHA, get_claim
 from verify.checks import registry
 from verify.config import RunConfig
 from verify.estimators.enumerate import sign_patterns
@@ -23,6 +24,7 @@ from verify.oracles.bptt import per_step_gradients
 from verify.report.figures import claim_figures
 from verify.report.plots import WITHOUT_FIGURE
 from verify.testing.strategies import random_problem
+from verify.uoro.cases import problem_case, stream
 from verify.verdict import Verdict
 
 pytestmark = pytest.mark.statistical
@@ -128,7 +130,15 @@ def test_variance_control_is_caught_at_the_seeds_that_missed_it(seed: int) -> No
 
 
 def test_statistical_claims_use_their_share_of_the_gate_budget() -> None:
-    from theory.catalog import GATE_ALPHA, get_claim
-
     res = registry()["uoro.rank-variance"](RunConfig())
     assert res.alpha == get_claim("uoro.rank-variance").alpha <= GATE_ALPHA / 10
+
+
+def test_fixture_streams_are_the_run_configs_generators() -> None:
+    """The domain draws its fixtures from stream (seed, salt), the stream of ``RunConfig(seed).generator(salt)``."""
+    for seed, salt in ((0, 410), (7, 7490)):
+        a, b = stream(seed, salt), RunConfig(seed=seed).generator(salt)
+        assert torch.equal(
+            torch.rand(5, generator=a, dtype=torch.float64), torch.rand(5, generator=b, dtype=torch.float64)
+        )
+    assert problem_case("elman-tanh", 2, 3, 0, 410) is problem_case("elman-tanh", 2, 3, 0, 410, 1.0)  # cached

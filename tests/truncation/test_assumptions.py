@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from hypothesis import given, settings
 
 from tests.conftest import examples
-from verify.checks.truncation import (
-    _checker_suite,
-    _run_checker,
-    contraction_witness,
-    prop3_problem,
-)
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated, InvalidArgument
 from verify.impl.mutants.truncation import MUTANTS
@@ -24,6 +20,9 @@ from verify.oracles.contraction import (
     truncation_constants,
 )
 from verify.testing.strategies import contractive_problem, contractive_problems, random_problem
+from verify.truncation import prop3_problem
+from verify.truncation.certificates import checker_suite, contraction_witness, run_checker
+from verify.truncation.instances import CertFn
 
 
 @settings(max_examples=examples(40))
@@ -58,7 +57,7 @@ def test_relu_contracts_but_is_not_smooth_and_gru_has_no_certificate() -> None:
 
 
 def test_lstm_certificate_is_linf_and_refused_for_the_l2_bounds() -> None:
-    suite = {lab: (P, th, exp) for lab, P, th, exp in _checker_suite(RunConfig())}
+    suite = {lab: (P, th, exp) for lab, P, th, exp in checker_suite(RunConfig().generator(salt=801))}
     P, th, _ = suite["lstm Prop. 5"]
     cert = contraction_certificate(P, th)
     assert cert.contractive and cert.norm == "linf" and cert.lam < 1 and cert.iterations >= 1
@@ -105,6 +104,11 @@ def test_constants_measure_the_instance() -> None:
         truncation_constants(P, th, omega=(0.5, 10.0))
     with pytest.raises(AssumptionViolated, match="Omega"):
         truncation_constants(P, th, omega=(1.5, 10.0))
+
+
+def _run_checker(config: RunConfig, certificate: CertFn) -> tuple[bool, list[dict[str, Any]]]:
+    """The assumption checker's suite and witnesses as the check draws them (salts 801, 802)."""
+    return run_checker(certificate, checker_suite(config.generator(salt=801)), config.generator(salt=802))
 
 
 def test_checker_suite_and_mutant_certificates() -> None:

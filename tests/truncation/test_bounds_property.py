@@ -26,8 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-from verify.checks.truncation import _FIB, RATE_ALPHA, evaluate_instance, fit_log_rate
+from theory.claims.truncation import RATE_ALPHA
 from verify.testing.strategies import contractive_problem, contractive_problems
+from verify.truncation import FIB, evaluate_instance, fit_log_rate, rate_verdict
 
 N_EXAMPLES = 200
 N_HIGH = 25
@@ -40,7 +41,7 @@ _UNADJUSTED: list[str] = []
 @settings(max_examples=examples(N_EXAMPLES))
 @given(contractive_problems(lam_min=0.3, lam_max=0.95, min_T=16, max_T=32))
 def test_bounds_hold_with_explicit_constants(case) -> None:  # type: ignore[no-untyped-def]
-    ev = evaluate_instance(case.problem, case.theta, label=repr(case), forms=("gamma",), state_ks=_FIB)
+    ev = evaluate_instance(case.problem, case.theta, label=repr(case), forms=("gamma",), state_ks=FIB)
     row: dict[str, float] = {"lam": ev.lam, "kind": float(ev.kind == "linear")}
     for name in ("state", "model", "tbptt"):
         s = ev.series[name]
@@ -51,14 +52,14 @@ def test_bounds_hold_with_explicit_constants(case) -> None:  # type: ignore[no-u
     for name in ("model", "tbptt"):
         s = ev.series[name]
         fit = fit_log_rate(s.ks, s.errors, 10 * s.budget)
-        if fit is None or fit.verdict(math.log(ev.lam), ALPHA) == "not informative":
+        if fit is None or rate_verdict(fit, math.log(ev.lam), ALPHA) == "not informative":
             row[f"{name}_fit"] = math.nan
             continue
-        assert fit.consistent_with(math.log(ev.lam), ALPHA), (
+        assert rate_verdict(fit, math.log(ev.lam), ALPHA) == "consistent", (
             f"{name}: slope {fit.slope:.3f}, adjusted lower bound {fit.lower(ALPHA):.3f} "
             f"above log lambda {math.log(ev.lam):.3f}"
         )
-        if not fit.consistent_with(math.log(ev.lam)):
+        if rate_verdict(fit, math.log(ev.lam)) != "consistent":
             _UNADJUSTED.append(f"{case!r}/{name}: 99% CI low - log lambda = {fit.lo - math.log(ev.lam):.4f}")
         row[f"{name}_fit"] = fit.hi - math.log(ev.lam)
     _RECORD.append(row)
@@ -85,11 +86,11 @@ def test_rate_for_lambda_close_to_one_on_long_sequences(inst) -> None:  # type: 
         assert s.holds, label
         fit = fit_log_rate(s.ks, s.errors, 10 * s.budget)
         assert fit is not None, label
-        assert fit.verdict(math.log(ev.lam), ALPHA) == "consistent", (
+        assert rate_verdict(fit, math.log(ev.lam), ALPHA) == "consistent", (
             f"{label} {name}: slope {fit.slope:.3f}, adjusted lower bound {fit.lower(ALPHA):.3f}, "
             f"log lambda {math.log(ev.lam):.3f}"
         )
-        if not fit.consistent_with(math.log(ev.lam)):
+        if rate_verdict(fit, math.log(ev.lam)) != "consistent":
             _UNADJUSTED.append(f"{label}/{name}: 99% CI low - log lambda = {fit.lo - math.log(ev.lam):.4f}")
         _HIGH.append(fit.hi - math.log(ev.lam))
 

@@ -11,20 +11,23 @@ import pytest
 import torch
 
 from theory import truncation as tt
-from verify.checks.truncation import (
-    REFERENCE,
-    _conformance,
-    _fixture_bound,
-    _random_suite,
+from verify.config import RunConfig
+from verify.impl import TruncationImpl
+from verify.impl.mutants import get as get_mutant
+from verify.impl.mutants.truncation import MUTANTS
+from verify.oracles.contraction import truncation_constants
+from verify.truncation import (
+    DEFAULT_TRUNCATION_IMPL,
+    SuiteSetup,
+    conformance,
     evaluate_instance,
     extremal_linear_problem,
     figure1_instance,
     fit_log_rate,
+    random_suite,
+    rate_verdict,
 )
-from verify.config import RunConfig
-from verify.impl.mutants import get as get_mutant
-from verify.impl.mutants.truncation import MUTANTS
-from verify.oracles.contraction import truncation_constants
+from verify.truncation.bounds import fixture_bound
 
 IMPL_MUTANTS = [m.name for m in MUTANTS if m.field in ("model_states", "model_gradient", "tbptt_gradient")]
 _PART = {"model_states": "state", "model_gradient": "model", "tbptt_gradient": "tbptt"}
@@ -33,8 +36,8 @@ _PART = {"model_states": "state", "model_gradient": "model", "tbptt_gradient": "
 def test_reference_conforms_and_holds_on_the_extremal_system() -> None:
     for part in ("state", "model", "tbptt"):
         for lam in (0.3, 0.9):
-            ok_b, s = _fixture_bound(part, REFERENCE, lam)
-            ok_c, worst = _conformance(part, REFERENCE, lam, 60, (1, 2, 5, 13))
+            ok_b, s = fixture_bound(part, DEFAULT_TRUNCATION_IMPL, lam)
+            ok_c, worst = conformance(part, DEFAULT_TRUNCATION_IMPL, lam, 60, (1, 2, 5, 13))
             assert ok_b and ok_c, (part, lam, s.tightness, worst)
             assert s.tightness > 0.9  # the fixture makes the bound (nearly) tight: it can tell
 
@@ -45,8 +48,8 @@ def test_each_implementation_mutant_is_caught(name: str) -> None:
     part = _PART[m.field]
     impl = get_mutant(name).impl
     ks = (2, 5, 13)
-    ok_c, worst = _conformance(part, impl, 0.6, 60, ks)
-    ok_b, _ = _fixture_bound(part, impl, 0.6)
+    ok_c, worst = conformance(part, impl, 0.6, 60, ks)
+    ok_b, _ = fixture_bound(part, impl, 0.6)
     assert not (ok_c and ok_b), f"{name} not caught (closed form error/budget {worst:.3g})"
     assert worst > 1e3  # far outside round-off, not a borderline catch
 
@@ -56,19 +59,19 @@ def test_each_implementation_mutant_is_caught(name: str) -> None:
 )
 def test_late_restart_violates_the_bound_itself(name: str) -> None:
     # one transition fewer costs a factor 1/lambda, which the (nearly tight) bound cannot absorb
-    ok, s = _fixture_bound(_PART[next(m for m in MUTANTS if m.name == name).field], get_mutant(name).impl, 0.6)
+    ok, s = fixture_bound(_PART[next(m for m in MUTANTS if m.name == name).field], get_mutant(name).impl, 0.6)
     assert not ok and s.tightness > 1.5
 
 
 def test_block_restart_breaks_the_rate() -> None:
-    _, P, th = _random_suite(RunConfig())[1]
+    _, P, th = random_suite(RunConfig().generator(salt=601), SuiteSetup())[1]
     ev = evaluate_instance(
         P, th, impl=get_mutant("truncated-gradient.block-restart").impl, parts=("model",), with_rate=False
     )
     s = ev.series["model"]
     fit = fit_log_rate(s.ks, s.errors, 10 * s.budget)
     assert not s.holds
-    assert fit is not None and not fit.consistent_with(math.log(ev.lam))
+    assert fit is not None and rate_verdict(fit, math.log(ev.lam)) != "consistent"
 
 
 def _extremal_ratio(form: str, lam: float, T: int = 100, K: int = 30, **kw: float) -> float:
@@ -148,3 +151,13 @@ def test_weakened_gamma_is_weaker_than_gamma() -> None:
     P, th = extremal_linear_problem(0.9, 100)
     c = truncation_constants(P, th)
     assert tt.gamma(c, weakened=True) < tt.gamma(c)
+
+
+def test_default_parts_are_the_toolkits_implementation() -> None:
+    """verify.truncation's default parts (the float64 oracles) compute what TruncationImpl()'s fields compute."""
+    impl = TruncationImpl()
+    P, th = figure1_instance("elman-tanh", 3, 2, 12, 0.75, torch.Generator().manual_seed(3))
+    for field in ("model_states", "model_gradient", "tbptt_gradient"):
+        for k in (1, 5, 12):
+            assert torch.equal(getattr(DEFAULT_TRUNCATION_IMPL, field)(P, th, k), getattr(impl, field)(P, th, k))
+    assert DEFAULT_TRUNCATION_IMPL.certificate is impl.certificate

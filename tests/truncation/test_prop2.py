@@ -6,15 +6,13 @@ import pytest
 import torch
 
 from theory import truncation as tt
-from verify.checks.truncation import (
-    Prop2Setup,
-    batched_final_gradient_W,
-    figure1_instance,
-    final_gradient,
-    prop2_train,
-)
+from verify.checks import registry
+from verify.config import RunConfig
 from verify.oracles.bptt import truncated_model_gradient
 from verify.testing.strategies import clip_spectral_norm
+from verify.truncation import figure1_instance, final_gradient
+from verify.truncation.prop2 import Prop2Setup, batched_final_gradient_W, prop2_roundoff, prop2_train
+from verify.verdict import Verdict
 
 
 def test_batched_gradient_equals_the_reference() -> None:
@@ -77,11 +75,6 @@ def test_prop2_round_off_is_not_a_violation(seed: int) -> None:
     """Issue 27 (200-seed gate sweep): at these seeds a tanh run's truncation error and delta_t were at float64
     round-off (delta_t ~ 2e-14 vs a measured-constant bound of 5e-15) and the check FAILed correct code; with the
     round-off allowance rho_t it PASSes, and the block-restart mutant still exceeds bound + rho_t by >= 1e7 on tanh."""
-    from verify.checks import registry
-    from verify.checks.truncation import Prop2Setup, prop2_roundoff
-    from verify.config import RunConfig
-    from verify.verdict import Verdict
-
     res = registry()["truncation.training-prop2"](RunConfig(seed=seed))
     assert res.verdict is Verdict.PASS, res.summary
     assert all(c.ok for c in res.controls)

@@ -1,4 +1,4 @@
-"""fit_log_rate: the slope fit of log(e_k/k) with a Newey–West interval (DESIGN 'Rates and bounds')."""
+"""fit_log_rate / rate_verdict: log(e_k/k) on k through the rate engine, Newey–West errors (DESIGN 'Rates')."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from verify.checks.truncation import RATE_DECADES, fit_log_rate
+from verify.truncation.rate_fit import RATE_DECADES, fit_log_rate, informative, rate_verdict
 
 
 def test_exact_geometric_decay_gives_log_lambda() -> None:
@@ -17,9 +17,9 @@ def test_exact_geometric_decay_gives_log_lambda() -> None:
     fit = fit_log_rate(ks, [5.0 * k * lam**k for k in ks], floor=0.0)
     assert fit is not None
     assert fit.slope == pytest.approx(math.log(lam), abs=1e-12)
-    assert fit.consistent_with(math.log(lam)) and fit.verdict(math.log(lam)) == "consistent"
-    assert fit.verdict(math.log(0.9)) == "consistent"  # faster than 0.9^k
-    assert fit.verdict(math.log(0.5)) == "slower"  # slower than 0.5^k on an informative window
+    assert rate_verdict(fit, math.log(lam)) == "consistent"
+    assert rate_verdict(fit, math.log(0.9)) == "consistent"  # faster than 0.9^k
+    assert rate_verdict(fit, math.log(0.5)) == "slower"  # slower than 0.5^k on an informative window
 
 
 def test_interval_close_to_ols_for_independent_noise_and_covers_the_truth() -> None:
@@ -41,8 +41,8 @@ def test_floor_and_premise() -> None:
     ks = list(range(1, 10))
     assert fit_log_rate(ks, [1e-20] * 9, floor=1e-15) is None  # below the round-off floor
     fit = fit_log_rate([1, 2, 3, 4, 5], [1.0, 1.1, 0.9, 1.2, 1.0], floor=0.0)
-    assert fit is not None and not fit.informative(math.log(0.9))  # 4 * 0.105 < 2 decades
-    assert fit.verdict(math.log(0.9)) in ("consistent", "not informative")
+    assert fit is not None and not informative(fit, math.log(0.9))  # 4 * 0.105 < 2 decades
+    assert rate_verdict(fit, math.log(0.9)) in ("consistent", "not informative")
     assert RATE_DECADES == 2.0
 
 
@@ -55,5 +55,5 @@ def test_one_sided_adjusted_bound() -> None:
     # one-sided 99.5% bound = lower end of the two-sided 99% interval
     assert fit.lower(0.005) == pytest.approx(fit.lo, rel=1e-12)
     assert fit.lower(1e-6) < fit.lower(1e-3) < fit.lower(0.005)
-    assert fit.consistent_with(fit.lower(1e-6) + 1e-9, 1e-6)
-    assert not fit.consistent_with(fit.lower(1e-6) - 1e-9, 1e-6)
+    assert rate_verdict(fit, fit.lower(1e-6) + 1e-9, 1e-6) == "consistent"
+    assert rate_verdict(fit, fit.lower(1e-6) - 1e-9, 1e-6) != "consistent"

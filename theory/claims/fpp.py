@@ -10,6 +10,7 @@ and the reproductions of §5 (CycleWorld Fig. 2, Stochastic World Fig. 3(b)).
 from __future__ import annotations
 
 from theory.catalog import Claim
+from theory.rates import Rate
 
 PAPER = "FPP paper (anonymous)"
 
@@ -79,6 +80,9 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.fpp.check_stationarity",
         kind="rate",
+        rate=Rate(
+            "O(1/N) for sigma = 0 (Thm 1 as printed)", "log10 N", "log10 E||G(x_R)||^2", -1.0, "at-most", tolerance=0.1
+        ),
         errata=(
             "Thm 1 as printed claims E[||Gamma(alpha_R grad L(x_R))||^2/alpha_R^2] = O(1/N) for a constant step "
             "1/(2D) and one sample per step. The result it applies (Ghadimi-Lan-Zhang 2016, Thm 2/Cor. 3) carries "
@@ -116,6 +120,14 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.fpp.check_kkt_recovery",
         kind="rate",
+        rate=Rate(
+            "O(1/lambda) (Thm 2 with Lemma 1)",
+            "log10 lambda",
+            "log10 multiplier error and KKT residual",
+            -1.0,
+            "at-most",
+            tolerance=0.1,
+        ),
         errata=(
             "eq. (11) divides the loss by n but not the penalty, so lambda (s_i - s_hat_i) estimates lambda_i / n, "
             "not the multiplier lambda_i of eq. (16) itself",

@@ -9,6 +9,7 @@ instantiated in :mod:`theory.instances`; the checks live in
 from __future__ import annotations
 
 from theory.catalog import GATE_ALPHA, Claim
+from theory.rates import Rate
 
 #: family-wise false-FAIL rate of the rate fits of one claim (``truncation.rate``, ``truncation.figure-1a``; each
 #: splits it over its fits by Bonferroni): each claim's share of the ci gate's 1e-3
@@ -100,6 +101,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.truncation.check_rate",
         kind="rate",
+        rate=Rate("k lambda^k (Lemma 2)", "k", "log(e_k / k)", None, "at-most"),
         alpha=RATE_ALPHA,
         errata=(
             "Not a theorem per instance: e_k <= gamma k lambda^k allows a bounded prefactor that drifts upward over a "
@@ -125,7 +127,7 @@ CLAIMS: tuple[Claim, ...] = (
             "Omega = {||W||_2 <= lambda} (U and readout fixed), projection by singular-value clipping; "
             "constants are taken on all of Omega",
         ),
-        check="verify.checks.truncation.check_training_prop2",
+        check="verify.checks.truncation_stability.check_training_prop2",
         kind="reproduction",
         errata=(
             "Lemma 3's proof: the intermediate line with beta_hh L_w ||w - w'||/(1-lambda)^2 (T-t) lambda^(T-t-1) "
@@ -143,7 +145,7 @@ CLAIMS: tuple[Claim, ...] = (
         "t >= k + 1, for every k; the bound checks report the contraction premise violated (not PASS, not FAIL).",
         math="|y_t - y^k_t| = 2^(t-1) -> infinity (t -> infinity), any k",
         assumptions=("the system is deliberately NOT contractive (lambda = 2)",),
-        check="verify.checks.truncation.check_unstable_counterexample",
+        check="verify.checks.truncation_stability.check_unstable_counterexample",
         errata=("App. A.4 uses x_0 = 1 with h_0 = 0; with t starting at 1 it is x_1 = 1 (h_t = 2^(t-1)).",),
     ),
     Claim(
@@ -156,7 +158,7 @@ CLAIMS: tuple[Claim, ...] = (
         "grow without bound, with alternating sign); projected onto the stable set it converges to a = 0.",
         math="d/da 1/2(h_T - 1)^2 = ((1-a^T)/(1-a) - 1)((1-a^T)/(1-a)^2 - T a^(T-1)/(1-a));  |a^i| -> infinity",
         assumptions=("unconstrained a (outside the stable set)",),
-        check="verify.checks.truncation.check_gd_divergence",
+        check="verify.checks.truncation_stability.check_gd_divergence",
         errata=(
             "App. A.4 writes h_t = sum_{i=0}^{t-1} a^t b; it is a^i b. The sequence length is called both L and T.",
             "The iterates do not go to +infinity: their sign alternates while |a^i| grows doubly exponentially.",
@@ -174,7 +176,7 @@ CLAIMS: tuple[Claim, ...] = (
         math="||phi(h, x) - phi(h', x)|| <= L_rho ||W||_2 ||h - h'||;  LSTM: lambda_inf = (||W_i|| + ||c|| ||W_f|| "
         "+ ||W_o||)/4 + ||W_z|| + ||f|| (l_inf norms)",
         assumptions=("cell is linear, Elman (tanh/relu) or LSTM; anything else is refused",),
-        check="verify.checks.truncation.check_assumption_checker",
+        check="verify.checks.truncation_stability.check_assumption_checker",
         errata=(
             "Prop. 5's statement implies the proof's condition (the latter is what is needed); with biases the gate "
             "bound of Lemma 5 is sigma(max_j [||W_f,j||_1 + max_t (U_f x_t + b_f)_j]).",

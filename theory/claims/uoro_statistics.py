@@ -11,6 +11,7 @@ assumptions are in :mod:`verify.stats.unbiased`.
 from __future__ import annotations
 
 from theory.catalog import GATE_ALPHA, Claim
+from theory.rates import Rate
 
 #: false-FAIL rate of each statistical UORO claim: ten claims share half of the gate's family-wise budget
 ALPHA = GATE_ALPHA / 20
@@ -26,6 +27,9 @@ _STAT = (
     "frozen parameters (eta = 0): Prop. 1 is stated for eta_t = 0",
     "PASS needs M >= 1000 and no single draw carrying > 10% of the scatter (heavy-tail diagnostic)",
 )
+
+#: the second rate of ``uoro.reinforce-link``: without a baseline, E||R - g||^2 grows like sigma^-2
+NO_BASELINE_RATE = Rate("sigma^-2 (no baseline)", "log sigma", "log E||R - g||^2 without a baseline", -2.0, "equal")
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
@@ -98,8 +102,9 @@ CLAIMS: tuple[Claim, ...] = (
             "weighted least squares with delta-method standard errors of log mean squared errors (asymptotic)",
             "negative control: pairs sharing one ν (uoro.rank-shared-noise: unbiased, variance not reduced)",
         ),
-        check="verify.checks.uoro_statistics.check_rank_variance",
+        check="verify.checks.uoro_variance.check_rank_variance",
         kind="rate",
+        rate=Rate("1/r (r independent pairs)", "log r", "log E||g_r - g||^2", -1.0, "equal"),
         alpha=ALPHA,
     ),
     Claim(
@@ -134,7 +139,7 @@ CLAIMS: tuple[Claim, ...] = (
             "a measurement (report data); the verdict is the agreement with exact enumeration where possible",
             "negative control: the measured variance of ρ₀ ≡ 1 must disagree with Algorithm 1's exact variance",
         ),
-        check="verify.checks.uoro_statistics.check_variance_growth",
+        check="verify.checks.uoro_variance.check_variance_growth",
         kind="reproduction",
         alpha=ALPHA,
     ),
@@ -151,8 +156,11 @@ CLAIMS: tuple[Claim, ...] = (
             "Q_t = I; σ ∈ {0.05, ..., 0.003125} (the σ → 0 regime); the baseline is the exact noiseless loss",
             "negative control: the score without its 1/σ",
         ),
-        check="verify.checks.uoro_statistics.check_reinforce_link",
+        check="verify.checks.uoro_variance.check_reinforce_link",
         kind="rate",
+        rate=Rate(
+            "O(sigma) (Taylor expansion of L_t w_t)", "log sigma", "log RMS(REINFORCE - UORO of the post)", 1.0, "equal"
+        ),
         alpha=ALPHA,
     ),
     Claim(
@@ -168,7 +176,7 @@ CLAIMS: tuple[Claim, ...] = (
             "float64; binomial tests of the noise law at level α (Bonferroni)",
             "negative control: uoro.rho0-inverted",
         ),
-        check="verify.checks.uoro_statistics.check_algorithm1_conformance",
+        check="verify.checks.uoro_mutants.check_algorithm1_conformance",
         kind="deterministic",
         alpha=ALPHA,
     ),
@@ -185,7 +193,7 @@ CLAIMS: tuple[Claim, ...] = (
             "fixture where the normalizers matter: elman-tanh n=3, T=6, inputs x5",
             "negative control: uoro.rho1-constant (unbiased, different variance)",
         ),
-        check="verify.checks.uoro_statistics.check_variance_matches",
+        check="verify.checks.uoro_variance.check_variance_matches",
         kind="statistical",
         alpha=ALPHA,
         control_beta=2 * VARIANCE_CONTROL_BETA,
@@ -210,7 +218,7 @@ CLAIMS: tuple[Claim, ...] = (
             "the must-not-FAIL runs use a small budget of draws: a false FAIL can happen at any look, a PASS is "
             "not required",
         ),
-        check="verify.checks.uoro_statistics.check_mutants_caught",
+        check="verify.checks.uoro_mutants.check_mutants_caught",
         kind="statistical",
         alpha=ALPHA,
     ),

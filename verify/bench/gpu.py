@@ -45,7 +45,6 @@ import torch
 
 from verify._validate import available_memory_bytes
 from verify.bench._timing import best_of, machine
-from verify.checks.device import _scale_problem, uoro_projection_sampler
 from verify.errors import VerifyError
 from verify.estimators import RTRL, UORO
 from verify.files import preflight_dir, write_dir_atomic
@@ -66,6 +65,7 @@ from verify.gpu.parity import (
     hidden_permutation,
     parity_reference,
 )
+from verify.gpu.unbiasedness import scale_problem, uoro_projection_sampler
 from verify.hardware import NO_CUDA_REASON, cuda_available, describe_device, device_record, matmul_tf32
 from verify.model.builders import random_problem
 from verify.model.problem import Problem
@@ -166,7 +166,7 @@ def fpp_update_time(P: Problem, th: torch.Tensor, batch: int, repeats: int, lr: 
 def scale_draws_per_second(n: int, device: torch.device, chunk: int, repeats: int) -> float:
     """Draws per second of the ``device.gpu-unbiasedness`` sampler (T = 4, 32 directions) in one chunk."""
     gen = torch.Generator().manual_seed(0)
-    P, th = _scale_problem(n, 4, device, gen)
+    P, th = scale_problem(n, 4, device, gen)
     Q = torch.linalg.qr(torch.randn(P.p, 32, generator=gen, dtype=torch.float64))[0].to(device)
     sampler = uoro_projection_sampler(UORO(), P, th, Q, device)
     t = _timed(lambda: sampler(chunk, gen), device, repeats)

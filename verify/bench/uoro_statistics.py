@@ -40,12 +40,15 @@ import torch
 
 from theory.catalog import all_claims
 from verify.bench._timing import machine
-from verify.checks.uoro_statistics import _case, _options, _unbiased_family
 from verify.config import RunConfig
+from verify.errors import VerifyError
 from verify.estimators.uoro import UORO
+from verify.files import preflight_dir, write_dir_atomic
 from verify.run.check import run_check
 from verify.stats import calibration as adversarial
 from verify.stats import clopper_pearson, clopper_pearson_upper
+from verify.uoro.cases import problem_case, stream
+from verify.uoro.unbiased import claim_options, unbiased_family
 from verify.verdict import Verdict
 
 TARGET_S = 45.0
@@ -89,9 +92,8 @@ def run_group(profile: str, seed: int) -> float:
 
 
 def _unbiased_once(seed: int, alpha: float) -> Verdict:
-    cfg = RunConfig(seed=seed, options=(("alpha", alpha),))
-    case = _case("elman-tanh", 2, 3, cfg, salt=900)
-    res = _unbiased_family(UORO(), case, (2, 3), _options(cfg), cfg.generator(901), 10_000)
+    case = problem_case("elman-tanh", 2, 3, seed, 900)
+    res = unbiased_family(UORO(), case, (2, 3), claim_options(float(alpha)), stream(seed, 901), 10_000)
     return res.verdict
 
 
@@ -149,8 +151,6 @@ def calibrate_adversarial(
         if unknown:
             raise SystemExit(f"unknown cells {unknown}; known: {[c.name for c in suite]}")
         suite = [c for c in suite if c.name in cells]
-    from verify.files import preflight_dir, write_dir_atomic
-
     preflight_dir(out, "--out", needs=("calibration.md", "calibration.json"))  # refused now, not after the compute
     seeds = range(first_seed, first_seed + n)
     print(f"machine: {machine()}")
@@ -209,8 +209,6 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     what = [w.strip() for w in args.what.split(",") if w.strip()]
     if args.calibrate and "adversarial" in what:
-        from verify.errors import VerifyError
-
         raw = sys.argv[1:] if argv is None else argv
         try:
             calibrate_adversarial(

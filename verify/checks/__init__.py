@@ -20,6 +20,7 @@ import pkgutil
 from collections.abc import Callable
 
 from verify.config import RunConfig
+from verify.errors import InvalidArgument
 from verify.verdict import CheckResult
 
 __all__ = ["CheckFn", "register", "registry", "uses"]
@@ -37,9 +38,11 @@ def register(claim_id: str, uses: tuple[str, ...] = ()) -> Callable[[CheckFn], C
         # the same definition executed again (a module re-imported, e.g. by pytester's
         # in-process runs) replaces itself; a different function claiming the id is an error
         if old is not None and (old.__module__, old.__qualname__) != (fn.__module__, fn.__qualname__):
-            raise ValueError(
-                f"claim {claim_id!r} already has a check ({old.__module__}.{old.__qualname__}); "
-                f"{fn.__module__}.{fn.__qualname__} cannot register it too"
+            raise InvalidArgument(
+                "claim_id",
+                claim_id,
+                f"{claim_id} already has a check ({old.__module__}.{old.__qualname__}); "
+                f"{fn.__module__}.{fn.__qualname__} cannot register it too",
             )
         _REGISTRY[claim_id] = fn
         _USES[claim_id] = tuple(uses)

@@ -12,85 +12,32 @@ FAIL; otherwise the check cannot PASS.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from verify.checks import register
 from verify.config import RunConfig
-from verify.impl import ReferenceImpl
 from verify.impl.mutants import get as get_mutant
-from verify.model.builders import CELL_KINDS, LOSS_KINDS, random_problem
-from verify.model.problem import Problem
-from verify.oracles.selfcheck import TARGETS, Comparison, reference_self_check
+from verify.oracles.reference_suite import (
+    ReferenceParts,
+    SuiteCase,
+    SuiteSetup,
+    reference_suite,
+    run_family,
+    self_check,
+)
+from verify.oracles.selfcheck import TARGETS
 from verify.verdict import CheckResult, Control, Verdict
-
-
-@dataclass(frozen=True)
-class SuiteCase:
-    label: str
-    problem: Problem
-    theta: torch.Tensor
-
-
-def reference_suite(config: RunConfig) -> list[SuiteCase]:
-    """Every cell kind × loss (+ one batched problem); larger and more seeds under ``full``."""
-    gen = config.generator(salt=11)
-    n, d, T, k = (6, 3, 40, 3) if config.full else (3, 2, 8, 2)
-    reps = 3 if config.full else 1
-    cases = []
-    for rep in range(reps):
-        for kind in CELL_KINDS:
-            for loss in LOSS_KINDS:
-                P, th = random_problem(kind, n=n, d=d, T=T, k=k, loss=loss, generator=gen)
-                cases.append(SuiteCase(f"{kind}/{loss}/{rep}", P, th))
-    P, th = random_problem("gru", n=n, d=d, T=T, k=k, loss="cross-entropy", batch=(2,), generator=gen)
-    cases.append(SuiteCase("gru/cross-entropy/batch2", P, th))
-    return cases
-
-
-def _self_check(family: str, case: SuiteCase, gen: torch.Generator, impl: ReferenceImpl, fj: int = 0) -> Any:
-    return reference_self_check(
-        case.problem,
-        case.theta,
-        generator=gen,
-        families=(family,),
-        full_jacobian_max_p=fj,
-        adjoint=impl.adjoint,
-        influence=impl.influence,
-    )
 
 
 def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: str) -> CheckResult:
     t0 = time.perf_counter()
-    impl = config.impls.reference
+    parts = ReferenceParts(config.impls.reference.adjoint, config.impls.reference.influence)
     gen = config.generator(salt=12)
-    rows: list[dict[str, object]] = []
-    errors: list[float] = []
-    worst: Comparison | None = None
-    skipped: list[str] = []
-    suite = reference_suite(config)
-    fj = 40 if config.full else 0
-    for case in suite:
-        if family == "complex-step" and not case.problem.cell.analytic:
-            skipped.append(case.label)
-            continue
-        rep = _self_check(family, case, gen, impl, fj)
-        for cmp in rep.by_family(family):
-            rows.append(
-                {
-                    "problem": case.label,
-                    "comparison": cmp.name,
-                    "error": cmp.error,
-                    "budget": cmp.budget,
-                    "target": cmp.target,
-                    "passed": cmp.passed,
-                }
-            )
-            errors.append(cmp.error)
-            if worst is None or cmp.ratio > worst.ratio:
-                worst = cmp
+    setup = SuiteSetup(full=config.full)
+    suite = reference_suite(config.generator(salt=11), setup)
+    run = run_family(family, suite, gen, parts, setup)
+    rows, errors, worst, skipped = run.rows, run.errors, run.worst, run.skipped
     assert worst is not None
     # negative control: the same comparison with a broken implementation must FAIL
     first = next(c for c in suite if c.problem.cell.analytic)
@@ -125,7 +72,7 @@ def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: s
 def _control(family: str, case: SuiteCase, mutant_name: str, gen: torch.Generator) -> Control:
     """The same comparison with a mutant of the reference family (``replace(default, field=broken)``): must FAIL."""
     mutant = get_mutant(mutant_name)
-    rep = _self_check(family, case, gen, mutant.impl)
+    rep = self_check(family, case, gen, ReferenceParts(mutant.impl.adjoint, mutant.impl.influence))
     observed = "PASS" if rep.ok else "FAIL"
     errs = ", ".join(f"{c.error:.1e} (budget {c.budget:.1e})" for c in rep.comparisons)
     return Control(f"mutant {mutant.name}", "FAIL", observed, f"errors {errs}")

@@ -9,6 +9,7 @@
 
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.estimators.enumerate import EnumeratedExpectation, enumerate_expectation
+from verify.estimators.guarantee import GUARANTEES, Guarantee, guarantee_of
 from verify.estimators.online import ContractViolation, OnlineRun, RobbinsMonroSGD, check_contract, run_online
 from verify.estimators.rtrl import RTRL, RTRLState
 from verify.estimators.tbptt import TBPTT, TBPTTState, TruncatedModel, TruncatedModelState
@@ -26,11 +27,13 @@ from verify.estimators.uoro import (
 )
 
 __all__ = [
+    "GUARANTEES",
     "RTRL",
     "TBPTT",
     "UORO",
     "ContractViolation",
     "EnumeratedExpectation",
+    "Guarantee",
     "NoiseSource",
     "NormalizerInputs",
     "OnlineEstimator",
@@ -47,6 +50,7 @@ __all__ = [
     "UOROState",
     "check_contract",
     "enumerate_expectation",
+    "guarantee_of",
     "paper_rho0",
     "paper_rho1",
     "run_estimator",

@@ -4,7 +4,7 @@ Cooijmans, T. and Martens, J. (2019), "On the Variance of Unbiased Online Recurr
 Optimization", arXiv:1902.02405, section "A link to REINFORCE": with the baseline
 :math:`b_t = L_t|_{u=0}` the REINFORCE estimate tends to UORO's as σ → 0, the difference
 O(σ); without it the variance grows like O(1/σ²). The claim ``uoro.reinforce-link``
-(:mod:`verify.checks.uoro_statistics`) measures both.
+(:mod:`verify.checks.uoro_variance`) measures both.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import torch
 from torch.func import grad, vmap
 
 from verify._func import vjp
+from verify.estimators.guarantee import Guarantee
 from verify.model.problem import Problem
 from verify.oracles.algorithm1 import StepJacobians, step_jacobians
 
@@ -43,6 +44,11 @@ class Reinforce:
     sigma: float
     baseline: bool = True
     inverse_sigma: bool = True
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Biased: the gradient of the σ-smoothed loss; it tends to UORO's estimate as σ → 0 (O(σ))."""
+        return Guarantee("biased", source="Cooijmans & Martens 2019, 'A link to REINFORCE'")
 
     def sample(
         self, problem: Problem, theta: torch.Tensor, m: int, rng: torch.Generator, jac: StepJacobians | None = None

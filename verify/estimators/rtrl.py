@@ -38,6 +38,7 @@ import torch
 
 from verify._validate import require_memory, require_positive_int
 from verify.estimators import kernels
+from verify.estimators.guarantee import Guarantee
 from verify.estimators.online import (
     _Named,
     batch_numel,
@@ -73,6 +74,11 @@ class RTRL(_Named):
 
     label: str = ""
     path: str = "auto"
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Exact: RTRL's influence recursion (Tallec & Ollivier 2017, eq. (4)) gives ∂ℓ_t/∂θ itself."""
+        return Guarantee("exact", source="Tallec & Ollivier 2017, eq. (4)")
 
     def __post_init__(self) -> None:
         kernels.check_path(self.path)

@@ -36,6 +36,7 @@ import torch
 from verify._validate import require_positive_int
 from verify.errors import InvalidArgument
 from verify.estimators import kernels
+from verify.estimators.guarantee import Guarantee
 from verify.estimators.online import (
     _Named,
     check_problem_theta,
@@ -73,6 +74,12 @@ class TBPTT(_Named):
 
     k: int
     label: str = ""
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Truncated(k): ∂ℓ_t/∂θ with s_{t-k} held fixed (Miller & Hardt 2019, §3)."""
+        return Guarantee("truncated", k=self.k, reference="tbptt", source="Miller & Hardt 2019, section 3")
+
     path: str = "auto"
 
     def __post_init__(self) -> None:
@@ -131,6 +138,12 @@ class TruncatedModel(_Named):
 
     k: int
     label: str = ""
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Truncated(k): the gradient of the truncated model's loss ∇ℓ_t(h_t^k) (Miller & Hardt 2019, eq. (3))."""
+        return Guarantee("truncated", k=self.k, reference="truncated-model", source="Miller & Hardt 2019, eq. (3)")
+
     path: str = "auto"
 
     def __post_init__(self) -> None:

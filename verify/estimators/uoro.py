@@ -69,6 +69,7 @@ import torch
 from verify._validate import require_positive, require_positive_int
 from verify.errors import InvalidArgument
 from verify.estimators import kernels
+from verify.estimators.guarantee import Guarantee
 from verify.estimators.kernels import use_fast
 from verify.estimators.online import (
     _Named,
@@ -310,6 +311,12 @@ class UORO(_Named):
     include_delta_theta: bool = True
     theta_tilde_scale: float = 1.0
     label: str = ""
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Unbiased at frozen θ (Tallec & Ollivier 2017, Prop. 1), for every rank and block length (§3)."""
+        return Guarantee("unbiased", source="Tallec & Ollivier 2017, Prop. 1")
+
     path: str = "auto"
 
     def __post_init__(self) -> None:
@@ -563,6 +570,12 @@ class PreactivationUORO(_Named):
     eps: float = 1e-7
     noise: NoiseSource = Rademacher()
     label: str = ""
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Unbiased at frozen θ (Cooijmans & Martens 2019, 'Projecting in preactivation space')."""
+        return Guarantee("unbiased", source="Cooijmans & Martens 2019, preactivation space")
+
     path: str = "auto"
 
     def __post_init__(self) -> None:

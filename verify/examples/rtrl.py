@@ -17,6 +17,7 @@ from typing import NamedTuple
 import torch
 from torch.autograd.functional import jacobian
 
+from verify.estimators.guarantee import Guarantee
 from verify.model.problem import Problem
 
 
@@ -27,6 +28,7 @@ class State(NamedTuple):
 
 class MyRTRL:
     name = "my-rtrl"
+    guarantee = Guarantee("exact", source="Tallec & Ollivier 2017, eq. (4)")
     carry = True  #: False: the seeded bug (the carried term of eq. (4) is dropped)
 
     def init(self, problem: Problem, theta: torch.Tensor, rng: torch.Generator, *, samples: int = 1) -> State:

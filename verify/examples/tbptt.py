@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import torch
 
+from verify.estimators.guarantee import Guarantee
 from verify.model.problem import Problem
 
 
@@ -30,6 +31,7 @@ class MyTBPTT:
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
         self.k, self.name = k, f"my-tbptt(k={k})"
+        self.guarantee = Guarantee("truncated", k=k, reference="tbptt", source="Miller & Hardt 2019, section 3")
 
     def init(self, problem: Problem, theta: torch.Tensor, rng: torch.Generator, *, samples: int = 1) -> Window:
         return Window(problem.s0.expand(samples, self.k, *problem.s0.shape).clone())

@@ -18,6 +18,7 @@ import torch
 from torch.autograd.functional import jacobian
 
 from verify.estimators import NoiseSource, Rademacher
+from verify.estimators.guarantee import Guarantee
 from verify.model.problem import Problem
 
 EPS = 1e-7  # Algorithm 1's epsilon
@@ -35,6 +36,7 @@ class MyUORO:
     noise: NoiseSource = dataclasses.field(default_factory=Rademacher)
     rho1_fixed: bool = False  #: True: the seeded bug (rho1 = 1: unbiased, but not Algorithm 1)
     name: str = "my-uoro"
+    guarantee = Guarantee("unbiased", source="Tallec & Ollivier 2017, Prop. 1")
 
     def noise_shape(self, problem: Problem) -> tuple[int, ...]:  # noise hook: one sign per state coordinate
         return tuple(problem.s0.shape)

@@ -12,8 +12,9 @@ Paper: ``fpp-explicit-state-variables.md``. Modules:
 * :mod:`verify.fpp.online` -- Algorithm 1 (sliding buffer, M updates, mini-batch B),
   "FPP without state update" and an online truncated-BPTT trainer;
 * :mod:`verify.fpp.envs` -- CycleWorld and Stochastic World (§5, App. D);
-* :mod:`verify.fpp.problems`, :mod:`verify.fpp.experiments`, :mod:`verify.fpp.reproduction`
-  -- the instances and experiments behind the ``fpp.*`` checks.
+* :mod:`verify.fpp.problems`, :mod:`verify.fpp.exactness`, :mod:`verify.fpp.experiments`,
+  :mod:`verify.fpp.reproduction` -- the instances and experiments behind the ``fpp.*`` checks;
+* :mod:`verify.fpp.judging` -- the tables the §5 reproduction checks judge (summaries, paired tests).
 
 >>> import torch
 >>> from verify.testing.strategies import random_problem

@@ -190,10 +190,73 @@ def run_online_batched(
             (tuple(inputs.shape), tuple(targets.shape), tuple(theta0.shape), tuple(lrs.shape)),
             f"expected (R, steps, d), (R, steps, m), (R, p={p}), (R,)",
         )
-    dt = theta0.dtype
-    n, d, m = mm.n, mm.d, mm.m
+    st, buf = _start(mm, cfg, p, theta0, lrs, theta_grad)
     N, T, B, M = cfg.buffer_size, cfg.T, cfg.batch, cfg.updates
-    lam = cfg.lam
+    losses = torch.empty(R, steps, dtype=inputs.dtype)
+    x_all = inputs.to(theta0.dtype)
+    y_all = targets.to(theta0.dtype)
+    fpp = method in ("fpp", "fpp-no-state-update")
+    update_states = method == "fpp"
+    for t in range(steps):
+        losses[:, t] = _observe(st, buf, x_all[:, t], y_all[:, t], t, fpp).to(inputs.dtype)
+        count = min(t + 1, N)
+        if count < T + 1:
+            continue
+        head = t + 1 - N  # logical position j (0 = oldest slot of a full buffer) -> physical (head + j) % N
+        if method == "tbptt":
+            buf.theta, buf.theta_v = _tbptt_update(
+                mm, cfg, buf.theta, buf.theta_v, buf.S, buf.Xb, buf.Yb, t, N, T, st.lr, st.tg, p, mean=False
+            )
+            continue
+        if method == "tbptt-no-overlap":
+            if (t + 1) % T == 0:
+                buf.theta, buf.theta_v = _tbptt_update(
+                    mm, cfg, buf.theta, buf.theta_v, buf.S, buf.Xb, buf.Yb, t, N, T, st.lr, st.tg, p, mean=True
+                )
+            continue
+        low = N - count + T
+        pos = torch.randint(low, N, (R, M, B), generator=generator)
+        for j in range(M):
+            _fpp_update(st, buf, pos[:, j], head, update_states)  # pos[:, j]: (R, B) logical positions of the i
+    return losses
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """The constants of one :func:`run_online_batched` run: model, config, learning rates (R, 1), gradient map."""
+
+    mm: _Model
+    cfg: OnlineConfig
+    p: int
+    lr: torch.Tensor
+    state_lr: torch.Tensor
+    sgd_states: bool
+    tg: ThetaGradFn
+    rows: torch.Tensor
+    offs: torch.Tensor
+
+
+@dataclass
+class _Buffers:
+    """The learners' state: parameters and their RMSprop accumulator, the circular buffer of states (and their
+    accumulators), inputs and targets -- the physical slot of step t is t % N -- and T-BPTT's running state."""
+
+    theta: torch.Tensor
+    theta_v: torch.Tensor
+    S: torch.Tensor
+    Sv: torch.Tensor
+    Xb: torch.Tensor
+    Yb: torch.Tensor
+    current: torch.Tensor
+
+
+def _start(
+    mm: _Model, cfg: OnlineConfig, p: int, theta0: torch.Tensor, lrs: torch.Tensor, theta_grad: ThetaGradFn | None
+) -> tuple[_Setup, _Buffers]:
+    """The constants and the initial state of :func:`run_online_batched` (empty buffers, s_0 = 0)."""
+    R, dt = theta0.shape[0], theta0.dtype
+    n, d, m = mm.n, mm.d, mm.m
+    N, T = cfg.buffer_size, cfg.T
     lr = lrs.to(dt)[:, None]
     state_lr = lr if cfg.state_lr is None else torch.full_like(lr, cfg.state_lr)
     sgd_states = cfg.state_optimizer == "sgd"
@@ -204,83 +267,90 @@ def run_online_batched(
     Xb = theta0.new_zeros(R, N, d)
     Yb = theta0.new_zeros(R, N, m)
     current = theta0.new_zeros(R, n)  # T-BPTT's running state
-    losses = torch.empty(R, steps, dtype=inputs.dtype)
     rows = torch.arange(R)[:, None, None]
     offs = torch.arange(T)
-    x_all = inputs.to(dt)
-    y_all = targets.to(dt)
-    fpp = method in ("fpp", "fpp-no-state-update")
-    update_states = method == "fpp"
-    for t in range(steps):
-        W, U, b, V, c = mm.split(theta)
-        x_t, y_t = x_all[:, t], y_all[:, t]
-        prev = S[:, (t - 1) % N] if fpp else current
-        if t == 0 and fpp:
-            prev = torch.zeros_like(current)  # s_0 = 0 (Algorithm 1), not stored in the buffer
-        s_t = torch.tanh(torch.bmm(W, prev[:, :, None])[..., 0] + torch.bmm(U, x_t[:, :, None])[..., 0] + b)
-        out_t = torch.bmm(V, s_t[:, :, None])[..., 0] + c
-        losses[:, t] = mm.loss_and_grad(out_t, y_t)[0].to(inputs.dtype)
-        slot = t % N
-        S[:, slot], Sv[:, slot], Xb[:, slot], Yb[:, slot] = s_t, 0.0, x_t, y_t
-        current = s_t
-        count = min(t + 1, N)
-        if count < T + 1:
-            continue
-        head = t + 1 - N  # logical position j (0 = oldest slot of a full buffer) -> physical (head + j) % N
-        if method == "tbptt":
-            theta, theta_v = _tbptt_update(mm, cfg, theta, theta_v, S, Xb, Yb, t, N, T, lr, tg, p, mean=False)
-            continue
-        if method == "tbptt-no-overlap":
-            if (t + 1) % T == 0:
-                theta, theta_v = _tbptt_update(mm, cfg, theta, theta_v, S, Xb, Yb, t, N, T, lr, tg, p, mean=True)
-            continue
-        low = N - count + T
-        pos = torch.randint(low, N, (R, M, B), generator=generator)
-        for j in range(M):
-            W, U, b, V, c = mm.split(theta)
-            idx = pos[:, j]  # (R, B) logical positions of the sampled i
-            ph_end = (head + idx) % N
-            ph_start = (head + idx - T) % N
-            ph_win = (head + idx[..., None] - T + 1 + offs) % N  # (R, B, T): o_{i-T+1..i}
-            s_start, s_end = S[rows[..., 0], ph_start], S[rows[..., 0], ph_end]
-            X = Xb[rows, ph_win]  # (R, B, T, d)
-            y = Yb[rows[..., 0], ph_end]  # (R, B, m)
-            xu = torch.einsum("rbtd,rnd->rbtn", X, U) + b[:, None, None, :]
-            states = _forward(W, xu, s_start)
-            s_hat = states[-1]
-            out = torch.bmm(s_hat, V.transpose(1, 2)) + c[:, None, :]
-            _, dl = mm.loss_and_grad(out, y)  # (R, B, m)
-            w = 1.0 / B
-            resid = s_end - s_hat
-            delta = (torch.bmm(dl, V) - lam * resid) * w  # eq. (7)
-            gW, gU, gb, g_start = _backward(W, states, X, delta)
-            gV = torch.bmm(dl.transpose(1, 2), s_hat) * w
-            gc = dl.sum(1) * w
-            g = tg(mm.join(gW, gU, gb, gV, gc, p))
-            theta, theta_v = _rmsprop(theta, theta_v, g, lr, cfg)
-            if update_states and B == 1:  # s_{i-T} and s_i are two distinct slots: update just those
-                g_end = lam * resid * w
-                r0 = rows[:, 0, 0]
-                for ph, gs in ((ph_start[:, 0], g_start[:, 0]), (ph_end[:, 0], g_end[:, 0])):
-                    if sgd_states:
-                        S[r0, ph] = S[r0, ph] - state_lr * gs
-                    else:
-                        S[r0, ph], Sv[r0, ph] = _rmsprop(S[r0, ph], Sv[r0, ph], gs, state_lr, cfg)
-            elif update_states:
-                g_end = lam * resid * w
-                gS = torch.zeros_like(S)
-                gS.index_put_((rows[..., 0].expand_as(ph_start), ph_start), g_start, accumulate=True)
-                gS.index_put_((rows[..., 0].expand_as(ph_end), ph_end), g_end, accumulate=True)
-                touched = torch.zeros(R, N, dtype=torch.bool)
-                touched[rows[..., 0].expand_as(ph_start), ph_start] = True
-                touched[rows[..., 0].expand_as(ph_end), ph_end] = True
-                if sgd_states:
-                    S_new, v_new = S - state_lr[:, :, None] * gS, Sv
-                else:
-                    S_new, v_new = _rmsprop(S, Sv, gS, state_lr[:, :, None], cfg)
-                tm = touched[..., None]
-                S, Sv = torch.where(tm, S_new, S), torch.where(tm, v_new, Sv)
-    return losses
+    setup = _Setup(mm, cfg, p, lr, state_lr, sgd_states, tg, rows, offs)
+    return setup, _Buffers(theta, theta_v, S, Sv, Xb, Yb, current)
+
+
+def _observe(st: _Setup, buf: _Buffers, x_t: torch.Tensor, y_t: torch.Tensor, t: int, fpp: bool) -> torch.Tensor:
+    """Step t online: the new state s_t from the previous one, its loss (returned), pushed into the buffer."""
+    mm, N = st.mm, st.cfg.buffer_size
+    W, U, b, V, c = mm.split(buf.theta)
+    prev = buf.S[:, (t - 1) % N] if fpp else buf.current
+    if t == 0 and fpp:
+        prev = torch.zeros_like(buf.current)  # s_0 = 0 (Algorithm 1), not stored in the buffer
+    s_t = torch.tanh(torch.bmm(W, prev[:, :, None])[..., 0] + torch.bmm(U, x_t[:, :, None])[..., 0] + b)
+    out_t = torch.bmm(V, s_t[:, :, None])[..., 0] + c
+    loss = mm.loss_and_grad(out_t, y_t)[0]
+    slot = t % N
+    buf.S[:, slot], buf.Sv[:, slot], buf.Xb[:, slot], buf.Yb[:, slot] = s_t, 0.0, x_t, y_t
+    buf.current = s_t
+    return loss
+
+
+def _fpp_update(st: _Setup, buf: _Buffers, idx: torch.Tensor, head: int, update_states: bool) -> None:
+    """One FPP update at the sampled logical positions ``idx`` (R, B): eq. (7) for θ, then s_{i-T} and s_i."""
+    mm, cfg, rows = st.mm, st.cfg, st.rows
+    N, T, B, lam = cfg.buffer_size, cfg.T, cfg.batch, cfg.lam
+    W, U, b, V, c = mm.split(buf.theta)
+    ph_end = (head + idx) % N
+    ph_start = (head + idx - T) % N
+    ph_win = (head + idx[..., None] - T + 1 + st.offs) % N  # (R, B, T): o_{i-T+1..i}
+    s_start, s_end = buf.S[rows[..., 0], ph_start], buf.S[rows[..., 0], ph_end]
+    X = buf.Xb[rows, ph_win]  # (R, B, T, d)
+    y = buf.Yb[rows[..., 0], ph_end]  # (R, B, m)
+    xu = torch.einsum("rbtd,rnd->rbtn", X, U) + b[:, None, None, :]
+    states = _forward(W, xu, s_start)
+    s_hat = states[-1]
+    out = torch.bmm(s_hat, V.transpose(1, 2)) + c[:, None, :]
+    _, dl = mm.loss_and_grad(out, y)  # (R, B, m)
+    w = 1.0 / B
+    resid = s_end - s_hat
+    delta = (torch.bmm(dl, V) - lam * resid) * w  # eq. (7)
+    gW, gU, gb, g_start = _backward(W, states, X, delta)
+    gV = torch.bmm(dl.transpose(1, 2), s_hat) * w
+    gc = dl.sum(1) * w
+    g = st.tg(mm.join(gW, gU, gb, gV, gc, st.p))
+    buf.theta, buf.theta_v = _rmsprop(buf.theta, buf.theta_v, g, st.lr, cfg)
+    if update_states and B == 1:  # s_{i-T} and s_i are two distinct slots: update just those
+        _update_slots(st, buf, ph_start, ph_end, g_start, lam * resid * w)
+    elif update_states:
+        _update_touched(st, buf, ph_start, ph_end, g_start, lam * resid * w)
+
+
+def _update_slots(
+    st: _Setup, buf: _Buffers, ph_start: torch.Tensor, ph_end: torch.Tensor, g_start: torch.Tensor,
+    g_end: torch.Tensor,
+) -> None:  # fmt: skip
+    """B = 1: the state step on the two slots s_{i-T} and s_i of each run."""
+    r0 = st.rows[:, 0, 0]
+    for ph, gs in ((ph_start[:, 0], g_start[:, 0]), (ph_end[:, 0], g_end[:, 0])):
+        if st.sgd_states:
+            buf.S[r0, ph] = buf.S[r0, ph] - st.state_lr * gs
+        else:
+            buf.S[r0, ph], buf.Sv[r0, ph] = _rmsprop(buf.S[r0, ph], buf.Sv[r0, ph], gs, st.state_lr, st.cfg)
+
+
+def _update_touched(
+    st: _Setup, buf: _Buffers, ph_start: torch.Tensor, ph_end: torch.Tensor, g_start: torch.Tensor,
+    g_end: torch.Tensor,
+) -> None:  # fmt: skip
+    """B > 1: the gradients of every sampled window accumulated per slot, one step on the touched slots."""
+    rows, S, Sv = st.rows, buf.S, buf.Sv
+    R, N = S.shape[0], S.shape[1]
+    gS = torch.zeros_like(S)
+    gS.index_put_((rows[..., 0].expand_as(ph_start), ph_start), g_start, accumulate=True)
+    gS.index_put_((rows[..., 0].expand_as(ph_end), ph_end), g_end, accumulate=True)
+    touched = torch.zeros(R, N, dtype=torch.bool)
+    touched[rows[..., 0].expand_as(ph_start), ph_start] = True
+    touched[rows[..., 0].expand_as(ph_end), ph_end] = True
+    if st.sgd_states:
+        S_new, v_new = S - st.state_lr[:, :, None] * gS, Sv
+    else:
+        S_new, v_new = _rmsprop(S, Sv, gS, st.state_lr[:, :, None], st.cfg)
+    tm = touched[..., None]
+    buf.S, buf.Sv = torch.where(tm, S_new, S), torch.where(tm, v_new, Sv)
 
 
 def _tbptt_update(

@@ -32,6 +32,7 @@ __all__ = [
     "Stream",
     "cycle_world",
     "cycle_world_baseline",
+    "cycle_world_predict_zero_ratio",
     "stochastic_world",
     "stochastic_world_reference_losses",
 ]
@@ -68,6 +69,12 @@ def cycle_world_baseline(p: int) -> float:
     r"""Per-step loss of predicting 0: :math:`\tfrac12 \cdot \tfrac1p` (one target in p is 1)."""
     require_positive_int("p", p, 2)
     return 0.5 / p
+
+
+def cycle_world_predict_zero_ratio(p: int) -> float:
+    """Predicting 0 on whole cycles of CycleWorld(p) (2 runs x 10 cycles) over :func:`cycle_world_baseline`: 1."""
+    stream = cycle_world(p, 10 * p, 2, torch.Generator().manual_seed(0))  # whole cycles: exactly 1
+    return float((0.5 * stream.targets**2).mean() / cycle_world_baseline(p))
 
 
 def stochastic_world(

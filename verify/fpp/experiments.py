@@ -7,7 +7,7 @@ thresholds live in :mod:`verify.checks.fpp`. Paper: ``fpp-explicit-state-variabl
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +16,7 @@ import torch
 from torch.func import grad, hessian
 
 from theory.fpp_sgd import bound_coefficients, stationarity_bound
-from verify.errors import AssumptionViolated
-from verify.fpp._fit import bootstrap_slope, loglog_slope, mean_ci
+from verify.errors import AssumptionViolated, InvalidArgument
 from verify.fpp.kkt import (
     MultiplierFn,
     PathPoint,
@@ -39,16 +38,23 @@ from verify.fpp.objective import (
     unflatten_variables,
 )
 from verify.fpp.problems import teacher_buffer
-from verify.fpp.sgd import projected_sgd
+from verify.fpp.sgd import SGDTrace, projected_sgd
+from verify.model.builders import CELL_KINDS, random_problem
 from verify.model.problem import Problem
+from verify.stats.rates import fit_rate, loglog_fit, mean_interval
 
 __all__ = [
     "KKTSetup",
+    "Prop2Setup",
     "StationaritySetup",
+    "batch_floor_fit",
+    "first_violation",
+    "kkt_experiment",
     "kkt_instance",
     "kkt_measurements",
     "per_sample_variance",
     "prop2_numeric",
+    "prop2_rows",
     "roundoff_tolerance",
     "solve_path",
     "stationarity_experiment",
@@ -111,70 +117,17 @@ def stationarity_experiment(
     start = obj.rollout_variables(theta0, torch.zeros(setup.k, dtype=torch.float64))
     x1 = flatten_variables(start)
     radius = setup.radius_factor * float(torch.linalg.vector_norm(x1))
-    # D from a pilot run of projected gradient descent
-    h0 = _hessian_norm(obj, x1)
-    pilot = projected_sgd(
-        obj, start, steps=setup.pilot_steps, step_size=1.0 / (2 * setup.D_safety * h0), radius=radius,
-        generator=generator, batches=(None,), head=1, stride=setup.pilot_steps,
-        snapshot_every=max(1, setup.pilot_steps // 8),
-    )  # fmt: skip
-    pilot_norms = [_hessian_norm(obj, xs[0]) for xs in pilot.snapshots] + [h0]
-    D = setup.D_safety * max(pilot_norms)
+    D, pilot_norms = _pilot_curvature(obj, start, x1, radius, setup, generator)
     alpha = 1.0 / (2 * D)
     trace = projected_sgd(
         obj, start, steps=setup.steps, step_size=alpha, radius=radius, generator=generator,
         batches=(None, *setup.batches), replicates=setup.replicates, sample_grad=sample_grad,
         head=setup.head, stride=setup.stride, snapshot_every=max(1, setup.steps // 4),
     )  # fmt: skip
-    # premise: the visited iterates' Hessians stay below D; the variance sigma^2 over them
-    snaps = trace.snapshots.reshape(-1, obj.size)
-    pick = torch.linspace(0, snaps.shape[0] - 1, min(12, snaps.shape[0])).round().long()
-    visited = [_hessian_norm(obj, snaps[i]) for i in pick.tolist()]
-    sigma2 = max(float(per_sample_variance(obj, snaps[i])) for i in pick.tolist())
-    if max(visited) > D and check_premise:
-        raise AssumptionViolated(
-            "Thm 1: alpha = 1/(2D) with D a Lipschitz constant of grad L on the visited region",
-            max(visited),
-            f"a visited iterate has Hessian norm {max(visited):.4g} > D = {D:.4g}",
-        )
+    visited, sigma2 = _visited_premise(obj, trace, D, check_premise)
     gap = float(objective(obj, start))  # L(x_1) - L*, with L* >= 0
     A, B = (float(c) for c in bound_coefficients(projected=True))
-    horizons = trace.valid_horizons()
-    grid = sorted({min(horizons, key=lambda h: abs(math.log(h) - math.log(v))) for v in
-                   np.geomspace(setup.head, setup.steps, 10)})  # fmt: skip
-    configs: list[dict[str, Any]] = []
-    labels = trace.batch.tolist()
-    second_half = [t for t in range(setup.steps) if t >= setup.steps // 2 and float(trace.weight[t]) > 0]
-    for b in (0, *setup.batches):
-        cols = [r for r, lab in enumerate(labels) if lab == b]
-        per_rep = np.array([[float(v) for v in trace.expected_measure(N)[cols]] for N in grid])  # (len(grid), K)
-        means = per_rep.mean(1)
-        cis = [mean_ci(row) for row in per_rep] if len(cols) > 1 else [(m, m, m) for m in means]
-        m_eff = math.inf if b == 0 else float(b)
-        bounds = [stationarity_bound(D, gap, sigma2, N, m_eff) for N in grid]
-        last = [j for j, N in enumerate(grid) if N >= setup.steps / 10]
-        if len(cols) > 1:
-            fit = bootstrap_slope([grid[j] for j in last], per_rep[last], np.random.default_rng(0))
-        else:
-            fit = loglog_slope([grid[j] for j in last], means[last])
-        floor_rows = trace.measure[second_half][:, cols]
-        floor_rep = floor_rows.mean(0).numpy()
-        floor = mean_ci(floor_rep) if len(cols) > 1 else (float(floor_rep[0]),) * 3
-        configs.append(
-            {
-                "batch": "full" if b == 0 else b,
-                "replicates": len(cols),
-                "N": grid,
-                "mean": means.tolist(),
-                "ci_lo": [c[1] for c in cis],
-                "ci_hi": [c[2] for c in cis],
-                "bound": bounds,
-                "violations": [j for j in range(len(grid)) if cis[j][1] > bounds[j]],
-                "last_decade_slope": fit.as_dict(),
-                "floor": {"mean": floor[0], "ci_lo": floor[1], "ci_hi": floor[2]},
-                "projection_active_fraction": float(trace.active[:, cols].double().mean()),
-            }
-        )
+    configs = _stationarity_configs(trace, setup, D, gap, sigma2)
     return {
         "instance": f"{tb.problem.describe()}; FPP T={setup.T}, lambda={setup.lam}, buffer n={setup.n}, "
         f"noise {setup.noise}",
@@ -195,6 +148,133 @@ def stationarity_experiment(
         "stride": setup.stride,
         "head": setup.head,
     }
+
+
+def _pilot_curvature(
+    obj: FPPObjective, start: FPPVariables, x1: torch.Tensor, radius: float, setup: StationaritySetup,
+    generator: torch.Generator,
+) -> tuple[float, list[float]]:  # fmt: skip
+    """D = ``D_safety`` x the largest Hessian norm on a projected gradient-descent pilot run; the norms seen."""
+    h0 = _hessian_norm(obj, x1)
+    pilot = projected_sgd(
+        obj, start, steps=setup.pilot_steps, step_size=1.0 / (2 * setup.D_safety * h0), radius=radius,
+        generator=generator, batches=(None,), head=1, stride=setup.pilot_steps,
+        snapshot_every=max(1, setup.pilot_steps // 8),
+    )  # fmt: skip
+    pilot_norms = [_hessian_norm(obj, xs[0]) for xs in pilot.snapshots] + [h0]
+    return setup.D_safety * max(pilot_norms), pilot_norms
+
+
+def _visited_premise(obj: FPPObjective, trace: SGDTrace, D: float, check_premise: bool) -> tuple[list[float], float]:
+    """Thm 1's premise: the visited iterates' Hessian norms (<= D, else raise) and the variance sigma^2 over them."""
+    snaps = trace.snapshots.reshape(-1, obj.size)
+    pick = torch.linspace(0, snaps.shape[0] - 1, min(12, snaps.shape[0])).round().long()
+    visited = [_hessian_norm(obj, snaps[i]) for i in pick.tolist()]
+    sigma2 = max(float(per_sample_variance(obj, snaps[i])) for i in pick.tolist())
+    if max(visited) > D and check_premise:
+        raise AssumptionViolated(
+            "Thm 1: alpha = 1/(2D) with D a Lipschitz constant of grad L on the visited region",
+            max(visited),
+            f"a visited iterate has Hessian norm {max(visited):.4g} > D = {D:.4g}",
+        )
+    return visited, sigma2
+
+
+def _stationarity_configs(
+    trace: SGDTrace, setup: StationaritySetup, D: float, gap: float, sigma2: float
+) -> list[dict[str, Any]]:
+    """Per batch configuration (full batch first): E||G(x_R)||^2 on a log grid of N, the bound, fits, the floor."""
+    horizons = trace.valid_horizons()
+    grid = sorted({min(horizons, key=lambda h: abs(math.log(h) - math.log(v))) for v in
+                   np.geomspace(setup.head, setup.steps, 10)})  # fmt: skip
+    labels = trace.batch.tolist()
+    second_half = [t for t in range(setup.steps) if t >= setup.steps // 2 and float(trace.weight[t]) > 0]
+    return [
+        _stationarity_config(trace, setup, b, [r for r, lab in enumerate(labels) if lab == b], grid, second_half,
+                             (D, gap, sigma2))
+        for b in (0, *setup.batches)
+    ]  # fmt: skip
+
+
+def _stationarity_config(
+    trace: SGDTrace, setup: StationaritySetup, b: int, cols: list[int], grid: list[int], second_half: list[int],
+    constants: tuple[float, float, float],
+) -> dict[str, Any]:  # fmt: skip
+    """One batch size ``b`` (0 = full batch) over its replicate columns ``cols``: a row of ``configs``."""
+    D, gap, sigma2 = constants
+    per_rep = np.array([[float(v) for v in trace.expected_measure(N)[cols]] for N in grid])  # (len(grid), K)
+    means = per_rep.mean(1)
+    cis = [mean_interval(row) for row in per_rep] if len(cols) > 1 else [(m, m, m) for m in means]
+    m_eff = math.inf if b == 0 else float(b)
+    bounds = [stationarity_bound(D, gap, sigma2, N, m_eff) for N in grid]
+    last = [j for j, N in enumerate(grid) if N >= setup.steps / 10]
+    if len(cols) > 1:
+        fit = bootstrap_loglog_fit([grid[j] for j in last], per_rep[last], np.random.default_rng(0))
+    else:
+        fit = loglog_fit([grid[j] for j in last], means[last])
+    floor_rows = trace.measure[second_half][:, cols]
+    floor_rep = floor_rows.mean(0).numpy()
+    floor = mean_interval(floor_rep) if len(cols) > 1 else (float(floor_rep[0]),) * 3
+    return {
+        "batch": "full" if b == 0 else b,
+        "replicates": len(cols),
+        "N": grid,
+        "mean": means.tolist(),
+        "ci_lo": [c[1] for c in cis],
+        "ci_hi": [c[2] for c in cis],
+        "bound": bounds,
+        "violations": [j for j in range(len(grid)) if cis[j][1] > bounds[j]],
+        "last_decade_slope": fit,
+        "floor": {"mean": floor[0], "ci_lo": floor[1], "ci_hi": floor[2]},
+        "projection_active_fraction": float(trace.active[:, cols].double().mean()),
+    }
+
+
+def bootstrap_loglog_fit(
+    x: Sequence[float], samples: np.ndarray, rng: np.random.Generator, level: float = 0.95, resamples: int = 2000
+) -> dict[str, float]:
+    """Slope of log10(mean over replicates) against log10 x, with the percentile interval of resampled replicates.
+
+    ``samples`` has shape (len(x), K): the points share their K replicates, so an OLS interval would
+    ignore their correlation; resampling the replicates (columns) does not (:func:`verify.stats.rates.fit_rate`,
+    ``errors="bootstrap"``).
+    """
+    K = samples.shape[1]
+    cols = rng.integers(0, K, (resamples, K))
+    y_boot = np.log10(np.maximum(samples[:, cols].mean(-1), 1e-300))  # (len(x), resamples)
+    lx = np.log10(np.asarray(x, dtype=float))
+    return fit_rate(lx, np.log10(samples.mean(1)), errors="bootstrap", y_boot=y_boot, level=level).as_dict()
+
+
+def batch_floor_fit(configs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The log-log slope of the second-half level against the batch size m (``configs`` of
+    :func:`stationarity_experiment`, full batch first); None with fewer than 3 batch sizes."""
+    sgd = configs[1:]
+    ms = [c["batch"] for c in sgd]
+    floors = [c["floor"]["mean"] for c in sgd]
+    return loglog_fit(ms, floors) if len(ms) >= 3 else None
+
+
+def first_violation(
+    setups: Sequence[StationaritySetup],
+    generator: torch.Generator,
+    sample_grad: SampleGradFn = eq7_gradients,
+) -> tuple[int, dict[str, Any]]:
+    """The experiment at each of ``setups`` in turn, every one from ``generator``'s present state (it is not
+    advanced), until the full-batch bound breaks; the steps of the last one run and its data.
+
+    The harness of a negative control: a broken ``sample_grad`` must break the 1/N bound, and more steps can only
+    show more of its plateau. The premise on D is reported, not raised (``check_premise=False``).
+    """
+    if not setups:
+        raise InvalidArgument("setups", setups, "need at least one setup")
+    for setup in setups:
+        gen = torch.Generator()
+        gen.set_state(generator.get_state())
+        data = stationarity_experiment(setup, gen, sample_grad, check_premise=False)
+        if data["configs"][0]["violations"]:
+            break
+    return setup.steps, data
 
 
 # ============================================================== Thm 2 (KKT recovery)
@@ -294,11 +374,11 @@ def kkt_measurements(
     above = [j for j, r in enumerate(rows) if r["multiplier_error"] >= 10 * r["multiplier_floor"]]
     return {
         "rows": rows,
-        "residual_fit": loglog_slope(lams, col["residual"]).as_dict(),
-        "multiplier_fit": loglog_slope([lams[j] for j in above], [col["multiplier_error"][j] for j in above]).as_dict(),
+        "residual_fit": loglog_fit(lams, col["residual"]),
+        "multiplier_fit": loglog_fit([lams[j] for j in above], [col["multiplier_error"][j] for j in above]),
         "multiplier_fit_lams": [lams[j] for j in above],
-        "rnn_grad_fit": loglog_slope(lams, col["rnn_grad_norm"]).as_dict(),
-        "distance_fit": loglog_slope(lams, col["distance"]).as_dict(),
+        "rnn_grad_fit": loglog_fit(lams, col["rnn_grad_norm"]),
+        "distance_fit": loglog_fit(lams, col["distance"]),
         "rnn_grad_drop": col["rnn_grad_norm"][0] / max(col["rnn_grad_norm"][-1], 1e-300),
         "sigma_min": min(col["sigma_min"]),
     }
@@ -313,6 +393,23 @@ def solve_path(problem: Problem, theta: torch.Tensor, s0: torch.Tensor, lams: Se
         tol = roundoff_tolerance(lam, warm.states)
         path += kkt_path(problem, warm, [lam], tol=tol)
     return path
+
+
+def kkt_experiment(
+    setup: KKTSetup, generator: torch.Generator
+) -> tuple[Problem, torch.Tensor, torch.Tensor, dict[str, Any], list[PathPoint]]:
+    """Thm 2's instance (:func:`kkt_instance`) and its penalty path along ``setup.lams`` (:func:`solve_path`)."""
+    problem, theta, s0, info = kkt_instance(setup, generator)
+    path = solve_path(problem, theta, s0, setup.lams)
+    return problem, theta, s0, info, path
+
+
+def unconverged_solves(rows: Sequence[Mapping[str, Any]], path: Sequence[PathPoint]) -> list[str]:
+    """The penalty problems of the path whose Newton solve did not reach its tolerance (Thm 2's ε_k → 0)."""
+    return [
+        f"lambda={r['lam']:.1e}: |grad|={r['grad_norm']:.1e}" for r, pt in zip(rows, path, strict=True)
+        if not pt.solve.converged
+    ]  # fmt: skip
 
 
 # ============================================================== Prop. 2 (numeric)
@@ -341,3 +438,30 @@ def prop2_numeric(
         "lagrangian_grad_norm": float(torch.linalg.vector_norm(torch.cat([lhs, g_S[1:].reshape(-1)]))),
         "scale": scale,
     }
+
+
+@dataclass(frozen=True)
+class Prop2Setup:
+    """Sizes of the numeric Prop. 2 comparison: random feasible points on a buffer of ``buffer`` steps."""
+
+    buffer: int = 8
+
+
+def prop2_rows(
+    setup: Prop2Setup,
+    generator: torch.Generator,
+    multiplier_fn: MultiplierFn,
+    problem: Problem,
+    path: Sequence[PathPoint],
+) -> list[dict[str, Any]]:
+    """:func:`prop2_numeric` at a random feasible point of every cell and at the limit point of Thm 2's ``path``
+    (on ``problem``), with the multipliers ``multiplier_fn``."""
+    rows: list[dict[str, Any]] = []
+    for kind in CELL_KINDS:
+        P, theta = random_problem(kind, n=3, d=2, T=setup.buffer, k=2, generator=generator)
+        r = prop2_numeric(P, theta, P.s0, multiplier_fn)
+        rows.append({"point": f"random feasible, {kind}", **r})
+    last = path[-1].variables
+    r = prop2_numeric(problem, last.theta, last.states[0], multiplier_fn)
+    rows.append({"point": f"Thm 2 limit (lambda={path[-1].lam:.0e})", **r})
+    return rows

@@ -197,30 +197,7 @@ def newton_minimize(
         it += 1
         H = hfun(x)
         H = 0.5 * (H + H.T)
-        ev = torch.linalg.eigvalsh(H)
-        lo, hi = float(ev[0]), float(ev[-1])
-        scale = max(abs(hi), 1.0)
-        mu = 0.0 if lo > 1e-12 * scale else (-lo + 1e-6 * scale)
-        noise = 64 * math.ulp(max(abs(f), 1e-300)) * max(1.0, x.shape[0] ** 0.5)
-        step: tuple[torch.Tensor, float, torch.Tensor | None] | None = None
-        flat = 0
-        for _ in range(40):
-            d = torch.linalg.solve(H + mu * eye, -g)
-            xn = x + d
-            fn = float(fun(xn))
-            slope = float(g @ d)
-            if math.isfinite(fn) and fn <= f + 1e-4 * slope and fn < f - noise:
-                step = (xn, fn, None)
-                break
-            if math.isfinite(fn) and abs(fn - f) <= noise:
-                gn_try = gfun(xn)
-                if float(torch.linalg.vector_norm(gn_try)) < gn:
-                    step = (xn, fn, gn_try)
-                    break
-                flat += 1
-                if flat >= 3:  # φ flat to round-off and ‖∇φ‖ not improving: the floor
-                    break
-            mu = max(mu * 10.0, 1e-8 * scale)
+        step = _damped_step(fun, gfun, x, f, g, gn, H, eye)
         if step is None:
             break
         x, f = step[0], step[1]
@@ -233,6 +210,42 @@ def newton_minimize(
     H = hfun(x)
     ev = torch.linalg.eigvalsh(0.5 * (H + H.T))
     return NewtonResult(x, gn, it, gn <= tol, float(ev[0]), float(ev[-1]))
+
+
+_Step = tuple[torch.Tensor, float, torch.Tensor | None]
+
+
+def _damped_step(
+    fun: Callable[[torch.Tensor], torch.Tensor], gfun: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+    f: float, g: torch.Tensor, gn: float, H: torch.Tensor, eye: torch.Tensor,
+) -> _Step | None:  # fmt: skip
+    r"""One iteration of :func:`newton_minimize`: solve :math:`(H + \mu I)d = -\nabla\phi`, raising μ until Armijo
+    holds beyond round-off, or (φ flat to round-off) ‖∇φ‖ falls; (x + d, φ(x + d), ∇φ(x + d) or None) or None."""
+    ev = torch.linalg.eigvalsh(H)
+    lo, hi = float(ev[0]), float(ev[-1])
+    scale = max(abs(hi), 1.0)
+    mu = 0.0 if lo > 1e-12 * scale else (-lo + 1e-6 * scale)
+    noise = 64 * math.ulp(max(abs(f), 1e-300)) * max(1.0, x.shape[0] ** 0.5)
+    step: _Step | None = None
+    flat = 0
+    for _ in range(40):
+        d = torch.linalg.solve(H + mu * eye, -g)
+        xn = x + d
+        fn = float(fun(xn))
+        slope = float(g @ d)
+        if math.isfinite(fn) and fn <= f + 1e-4 * slope and fn < f - noise:
+            step = (xn, fn, None)
+            break
+        if math.isfinite(fn) and abs(fn - f) <= noise:
+            gn_try = gfun(xn)
+            if float(torch.linalg.vector_norm(gn_try)) < gn:
+                step = (xn, fn, gn_try)
+                break
+            flat += 1
+            if flat >= 3:  # φ flat to round-off and ‖∇φ‖ not improving: the floor
+                break
+        mu = max(mu * 10.0, 1e-8 * scale)
+    return step
 
 
 def solve_rnn_stationary(

@@ -27,7 +27,7 @@ World's cross-entropy in nats against the Bayes levels of
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from typing import Any
@@ -37,7 +37,6 @@ import torch
 
 from verify._validate import SEED_MULTIPLIER, validate_seed
 from verify.errors import InvalidArgument
-from verify.fpp._fit import mean_ci
 from verify.fpp.batched import BATCHED_METHODS, run_online_batched
 from verify.fpp.broken_learners import learner_mutant
 from verify.fpp.envs import cycle_world, cycle_world_baseline, stochastic_world
@@ -45,6 +44,7 @@ from verify.fpp.online import OnlineConfig, model_problem
 from verify.model.cells import ElmanCell
 from verify.model.losses import LinearReadout, SoftmaxCrossEntropy, SquaredError
 from verify.model.problem import Problem
+from verify.stats.rates import mean_interval
 
 __all__ = [
     "APP_D_LRS",
@@ -57,7 +57,9 @@ __all__ = [
     "block_model",
     "block_theta0",
     "cycleworld_designs",
+    "design_dict",
     "run_block",
+    "run_blocks",
     "stochasticworld_design",
     "summarize",
     "updates_designs",
@@ -240,6 +242,11 @@ def run_block(b: Block) -> dict[str, Any]:
         torch.set_num_threads(threads)
 
 
+def run_blocks(blocks: Iterable[Block]) -> dict[Block, dict[str, Any]]:
+    """Run every block of a design in this process (the checks; a sweep runs the same blocks as cells)."""
+    return {b: run_block(b) for b in blocks}
+
+
 def _run_block(b: Block) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(b.seed * SEED_MULTIPLIER + _SALT_STREAM)
     model = block_model(b)
@@ -312,6 +319,14 @@ class Reproduction:
         return replace(self, seed=seed)
 
 
+def design_dict(rep: Reproduction) -> dict[str, Any]:
+    """The design of ``rep`` as plain JSON values (tuples as lists)."""
+    return {"env": rep.env, "learners": [list(x) for x in rep.learners], "lrs": list(rep.lrs), "steps": rep.steps,
+            "runs": rep.runs, "seed": rep.seed, "common": {k: (list(v) if isinstance(v, tuple) else v)
+                                                           for k, v in rep.common.items()},
+            "controls": [list(c) for c in rep.controls]}  # fmt: skip
+
+
 def _summary(blocks: Sequence[Block], values: Mapping[Block, Mapping[str, Any]]) -> dict[str, Any] | None:
     """One learner over its lr grid: the lr with the lowest mean online measure, its CIs, every lr's means.
 
@@ -334,8 +349,8 @@ def _summary(blocks: Sequence[Block], values: Mapping[Block, Mapping[str, Any]])
     online, final = np.array(online_l, dtype=float), np.array(final_l, dtype=float)  # (lrs, runs)
     means = np.where(np.isfinite(online).all(1), online.mean(1), np.inf)
     best = int(np.argmin(means))
-    om, olo, ohi = mean_ci(online[best])
-    fm, flo, fhi = mean_ci(final[best])
+    om, olo, ohi = mean_interval(online[best])
+    fm, flo, fhi = mean_interval(final[best])
     return {
         "method": blocks[0].method,
         "T": blocks[0].T,

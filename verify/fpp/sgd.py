@@ -169,41 +169,11 @@ def projected_sgd(
     such row are kept in ``snapshots`` (for premise checks). Raises :class:`InvalidArgument` when the radius
     excludes the start point.
     """
-    obj.check_variables(start, "start")
-    require_positive_int("steps", steps)
-    require_positive_int("replicates", replicates)
-    require_positive_int("stride", stride)
-    require_positive_int("head", head, 0)
-    alpha = require_positive("step_size", step_size)
-    radius = require_positive("radius", radius)
-    if not batches:
-        raise InvalidArgument("batches", batches, "need at least one batch configuration")
-    x1 = flatten_variables(start)
-    norm = float(torch.linalg.vector_norm(x1))
-    if norm > radius:
-        raise InvalidArgument(
-            "radius", radius, f"the projection ball must contain the start point (||x_1|| = {norm:.6g})"
-        )
+    alpha, radius, x1 = _check_sgd_arguments(obj, start, steps, step_size, radius, batches, replicates, head, stride)
     dtype = x1.dtype
-    support, probs = index_distribution(obj.n, obj.T)
-    width = max([b for b in batches if b is not None] + ([obj.num_samples] if None in batches else [1]))
-    labels: list[int] = []
-    for b in batches:
-        if b is not None:
-            require_positive_int("batch", b)
-        labels += [0] if b is None else [b] * replicates
-    R = len(labels)
-    lab = torch.tensor(labels)
+    lab, w, idx_full = _batch_layout(obj, batches, replicates, dtype)
+    R, width = w.shape
     full = lab == 0
-    w = torch.zeros(R, width, dtype=dtype)
-    for r, b in enumerate(labels):
-        if b == 0:
-            w[r, : obj.num_samples] = probs.to(dtype)
-        else:
-            w[r, :b] = 1.0 / b
-    idx_full = torch.full((width,), obj.T, dtype=torch.long)
-    if bool(full.any()):
-        idx_full[: obj.num_samples] = support
     meas = vmap(lambda x: gradient_mapping(obj, x, alpha, radius))
     offset = int(torch.randint(0, stride, (1,), generator=generator))
     x = x1.expand(R, -1).clone()
@@ -229,3 +199,53 @@ def projected_sgd(
         x = project_ball(pre, radius)  # eq. (9)
     snapshots = torch.stack(snaps) if snaps else torch.zeros(0, R, x.shape[-1], dtype=dtype)
     return SGDTrace(measure, weight, active, x, lab, head, stride, snapshots)
+
+
+def _check_sgd_arguments(
+    obj: FPPObjective, start: FPPVariables, steps: int, step_size: float, radius: float,
+    batches: tuple[int | None, ...], replicates: int, head: int, stride: int,
+) -> tuple[float, float, torch.Tensor]:  # fmt: skip
+    """Validate :func:`projected_sgd`'s arguments: the step size, the radius and the flat start point x_1."""
+    obj.check_variables(start, "start")
+    require_positive_int("steps", steps)
+    require_positive_int("replicates", replicates)
+    require_positive_int("stride", stride)
+    require_positive_int("head", head, 0)
+    alpha = require_positive("step_size", step_size)
+    radius = require_positive("radius", radius)
+    if not batches:
+        raise InvalidArgument("batches", batches, "need at least one batch configuration")
+    x1 = flatten_variables(start)
+    norm = float(torch.linalg.vector_norm(x1))
+    if norm > radius:
+        raise InvalidArgument(
+            "radius", radius, f"the projection ball must contain the start point (||x_1|| = {norm:.6g})"
+        )
+    return alpha, radius, x1
+
+
+def _batch_layout(
+    obj: FPPObjective, batches: tuple[int | None, ...], replicates: int, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Columns of the vectorised run: batch labels (0 = full batch), index weights (R, width) and the full batch's
+    indices (width,) -- a batch of m draws m indices with weight 1/m; the full batch all n−T+1 with their law."""
+    support, probs = index_distribution(obj.n, obj.T)
+    width = max([b for b in batches if b is not None] + ([obj.num_samples] if None in batches else [1]))
+    labels: list[int] = []
+    for b in batches:
+        if b is not None:
+            require_positive_int("batch", b)
+        labels += [0] if b is None else [b] * replicates
+    R = len(labels)
+    lab = torch.tensor(labels)
+    full = lab == 0
+    w = torch.zeros(R, width, dtype=dtype)
+    for r, b in enumerate(labels):
+        if b == 0:
+            w[r, : obj.num_samples] = probs.to(dtype)
+        else:
+            w[r, :b] = 1.0 / b
+    idx_full = torch.full((width,), obj.T, dtype=torch.long)
+    if bool(full.any()):
+        idx_full[: obj.num_samples] = support
+    return lab, w, idx_full

@@ -215,6 +215,59 @@ def sequential_test_with_precision(
     )
 
 
+def _sequential_test(
+    sampler: Any,
+    truths: Sequence[torch.Tensor],
+    names: Sequence[str],
+    options: TestOptions,
+    generator: torch.Generator,
+    schedule: dict[str, Any],
+) -> UnbiasednessResult:
+    """:func:`~verify.stats.unbiased.sequential_test` of ``sampler`` with the looks of ``schedule``."""
+    return sequential_test(
+        sampler,
+        list(truths),
+        options=options,
+        generator=generator,
+        max_samples=schedule["max_samples"],
+        first=schedule["first"],
+        growth=schedule["growth"],
+        min_step=schedule["min_step"],
+        chunk=schedule["chunk"],
+        names=list(names),
+    )
+
+
+def _float32_options(options: TestOptions, allow: RoundingAllowance, beta3: float) -> TestOptions:
+    """The float32 test's options: β₃₂ = min(β/3, α/2), δ' = δ − the allowance, the allowance as truth tolerance."""
+    beta32 = min(beta3, options.alpha / 2)
+    return dataclasses.replace(
+        options,
+        beta=beta32,
+        delta=options.delta - allow.worst_relative,
+        # the float32 draws' mean may sit up to the allowance from the float64 estimator's: inside the
+        # round-off budget of every statistic (conservative: delta' already gives the allowance up as well)
+        truth_rtol=max(options.truth_rtol, allow.worst_relative),
+    )
+
+
+def _float32_note(allow: RoundingAllowance, opts32: TestOptions, options: TestOptions) -> str:
+    return (
+        f"float32 draws, rounding allowance <= {allow.worst_relative:.2g}*||g|| (measured mean "
+        f"{max(allow.measured_mean):.2g}, pilot {allow.pilot}, margin {allow.margin:g}); certified at "
+        f"delta' = {opts32.delta:.4g}, i.e. delta = {options.delta:g} for the float64 estimator"
+    )
+
+
+def _confirmed_failures(res32: UnbiasednessResult, allow: RoundingAllowance) -> list[str]:
+    """The float32 FAILs whose bias exceeds the allowance beyond their confidence radius (module docstring, 4)."""
+    return [
+        q.name
+        for q, eps in zip(res32.quantities, allow.absolute, strict=True)
+        if q.verdict is Verdict.FAIL and q.bias_norm - q.radius > eps
+    ]
+
+
 def run_with_precision(
     make_sampler: Any,
     truths: Sequence[torch.Tensor],
@@ -240,20 +293,10 @@ def run_with_precision(
     if precision not in ("float32", "float64"):
         raise InvalidArgument("precision", precision, "must be 'float32' or 'float64' here")
     s64 = make_sampler(torch.float64)
+    schedule = {"max_samples": max_samples, "first": first, "growth": growth, "min_step": min_step, "chunk": chunk}
 
     def plain(opts: TestOptions) -> UnbiasednessResult:
-        return sequential_test(
-            s64,
-            list(truths),
-            options=opts,
-            generator=generator,
-            max_samples=max_samples,
-            first=first,
-            growth=growth,
-            min_step=min_step,
-            chunk=chunk,
-            names=list(names),
-        )
+        return _sequential_test(s64, truths, names, opts, generator, schedule)
 
     if precision == "float64":
         return Float32Outcome(plain(options), "float64", None, "float64 draws")
@@ -266,39 +309,12 @@ def run_with_precision(
             "float64 draws"
         )
         return Float32Outcome(plain(options), "float64", allow, note)
-    beta32 = min(beta3, options.alpha / 2)
-    opts32 = dataclasses.replace(
-        options,
-        beta=beta32,
-        delta=options.delta - allow.worst_relative,
-        # the float32 draws' mean may sit up to the allowance from the float64 estimator's: inside the
-        # round-off budget of every statistic (conservative: delta' already gives the allowance up as well)
-        truth_rtol=max(options.truth_rtol, allow.worst_relative),
-    )
-    res32 = sequential_test(
-        s32,
-        list(truths),
-        options=opts32,
-        generator=generator,
-        max_samples=max_samples,
-        first=first,
-        growth=growth,
-        min_step=min_step,
-        chunk=chunk,
-        names=list(names),
-    )
-    note = (
-        f"float32 draws, rounding allowance <= {allow.worst_relative:.2g}*||g|| (measured mean "
-        f"{max(allow.measured_mean):.2g}, pilot {allow.pilot}, margin {allow.margin:g}); certified at "
-        f"delta' = {opts32.delta:.4g}, i.e. delta = {options.delta:g} for the float64 estimator"
-    )
+    opts32 = _float32_options(options, allow, beta3)
+    res32 = _sequential_test(s32, truths, names, opts32, generator, schedule)
+    note = _float32_note(allow, opts32, options)
     if res32.verdict is not Verdict.FAIL:
         return Float32Outcome(res32, "float32", allow, note)
-    confirmed = [
-        q.name
-        for q, eps in zip(res32.quantities, allow.absolute, strict=True)
-        if q.verdict is Verdict.FAIL and q.bias_norm - q.radius > eps
-    ]
+    confirmed = _confirmed_failures(res32, allow)
     if confirmed:
         return Float32Outcome(res32, "float32", allow, note + f"; FAIL confirmed beyond rounding on {confirmed}")
     res64 = plain(dataclasses.replace(options, alpha=options.alpha / 2, beta=beta3))

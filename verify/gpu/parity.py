@@ -732,6 +732,60 @@ class ParityComparison:
         }
 
 
+def _require_like_with_like(reference: ParityReference, arithmetic: Arithmetic) -> None:
+    """The candidate computes in the reference's dtype (or float16/bfloat16 against float32), on a device that can."""
+    if arithmetic.dtype != reference.dtype and not (
+        arithmetic.dtype in (torch.float16, torch.bfloat16) and reference.dtype == torch.float32
+    ):
+        raise InvalidArgument(
+            "arithmetic", arithmetic.label, f"the reference was rounded to {reference.dtype}: compare like with like"
+        )
+    require_dtype_supported(arithmetic.dtype, arithmetic.device)
+
+
+def _ratios(errors: torch.Tensor, budgets: torch.Tensor, finite: bool) -> torch.Tensor:
+    """Error / budget per row (0/0 = 0, e/0 = inf); all inf when the candidate's rows are not finite."""
+    ratios = torch.where(budgets > 0, errors / budgets.clamp(min=1e-300), torch.where(errors > 0, torch.inf, 0.0))
+    if not finite:
+        ratios = torch.full_like(ratios, torch.inf)
+    return ratios
+
+
+def _run_candidate(run: Runner, alg: ParityAlgorithm, cand_in: ParityInputs, arithmetic: Arithmetic) -> torch.Tensor:
+    """The candidate's rows, computed in ``arithmetic`` (TF32 as it says and synchronized on CUDA)."""
+    if arithmetic.device.type == "cuda":
+        with matmul_tf32(arithmetic.tf32):
+            out = run(alg, cand_in)
+            torch.cuda.synchronize(arithmetic.device)
+    else:
+        out = run(alg, cand_in)
+    return out
+
+
+def _candidate_rows(out: torch.Tensor, reference: ParityReference, permutation: Permutation | None) -> torch.Tensor:
+    """The candidate's rows checked for shape, in float64 on the CPU, in the reference's unit order."""
+    alg = reference.algorithm
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(reference.result.shape):
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise InvalidArgument(f"{alg.name} candidate", f"shape {got}", f"expected {tuple(reference.result.shape)}")
+    out = out.detach().to(device="cpu", dtype=torch.float64)
+    if permutation is not None:
+        out = permutation.restore(out, reference.inputs.problem.p, alg.state_blocks)
+    return out
+
+
+def _budget(arithmetic: Arithmetic, mags: Magnitudes, constant: float) -> ParityBudget:
+    """The parity budget of :mod:`verify.oracles.budget` §2 for this arithmetic against the float64 reference."""
+    return ParityBudget(
+        u_candidate=arithmetic.u,
+        u_reference=unit_roundoff(torch.float64),
+        accumulation=mags.accumulation,
+        memory=mags.memory,
+        summed=mags.summed,
+        constant=constant,
+    )
+
+
 def compare(
     reference: ParityReference,
     arithmetic: Arithmetic,
@@ -746,51 +800,26 @@ def compare(
     The candidate sees exactly ``reference.inputs`` (rounded to
     ``reference.dtype``), cast to its dtype and moved to its device.
     """
-    if arithmetic.dtype != reference.dtype and not (
-        arithmetic.dtype in (torch.float16, torch.bfloat16) and reference.dtype == torch.float32
-    ):
-        raise InvalidArgument(
-            "arithmetic", arithmetic.label, f"the reference was rounded to {reference.dtype}: compare like with like"
-        )
-    require_dtype_supported(arithmetic.dtype, arithmetic.device)
+    _require_like_with_like(reference, arithmetic)
     alg = reference.algorithm
     run = runner or default_runner
     cand_in = reference.inputs if permutation is None else permutation.apply(reference.inputs)
     cand_in = cand_in.to(arithmetic.dtype, arithmetic.device)
     t0 = time.perf_counter()
     try:
-        if arithmetic.device.type == "cuda":
-            with matmul_tf32(arithmetic.tf32):
-                out = run(alg, cand_in)
-                torch.cuda.synchronize(arithmetic.device)
-        else:
-            out = run(alg, cand_in)
+        out = _run_candidate(run, alg, cand_in, arithmetic)
     except (VerifyError, RuntimeError) as exc:
         # non-finite estimates, or an operation the device/dtype cannot run: the candidate does not agree
         return _broken(reference, arithmetic, permutation, label, f"the candidate raised {type(exc).__name__}: {exc}")
     wall = time.perf_counter() - t0
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(reference.result.shape):
-        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise InvalidArgument(f"{alg.name} candidate", f"shape {got}", f"expected {tuple(reference.result.shape)}")
-    out = out.detach().to(device="cpu", dtype=torch.float64)
-    if permutation is not None:
-        out = permutation.restore(out, reference.inputs.problem.p, alg.state_blocks)
+    out = _candidate_rows(out, reference, permutation)
     mags = reference.magnitudes
-    bud = ParityBudget(
-        u_candidate=arithmetic.u,
-        u_reference=unit_roundoff(torch.float64),
-        accumulation=mags.accumulation,
-        memory=mags.memory,
-        summed=mags.summed,
-        constant=constant,
-    )
+    bud = _budget(arithmetic, mags, constant)
     diff = out - reference.result
     errors = torch.linalg.vector_norm(diff, dim=1)
     budgets = bud.row_budgets(mags.rows)
     finite = bool(torch.isfinite(out).all())
-    ratios = torch.where(budgets > 0, errors / budgets.clamp(min=1e-300), torch.where(errors > 0, torch.inf, 0.0))
-    if not finite:
-        ratios = torch.full_like(ratios, torch.inf)
+    ratios = _ratios(errors, budgets, finite)
     worst = int(torch.argmax(ratios))
     ref_norm = float(torch.linalg.vector_norm(reference.result))
     rel = float(torch.linalg.vector_norm(diff)) / ref_norm if ref_norm > 0 else float(torch.linalg.vector_norm(diff))

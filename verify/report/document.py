@@ -4,10 +4,10 @@
 ``junit.xml`` and the PNG figures are all rendered from it, so ``rnn-verify
 report`` re-renders a saved run without recomputing anything.
 
-Layout (``schema = "rnn-verify.verdict"``, ``schema_version = 1``)::
+Layout (``schema = "rnn-verify.results"``, ``schema_version = 1``)::
 
     {
-      "schema": "rnn-verify.verdict", "schema_version": 1,
+      "schema": "rnn-verify.results", "schema_version": 1,
       "tool": {"name": "rnn-verify", "version": "0.1.0"},
       "run": {"command": "rnn-verify run --profile ci", "profile": "ci", "seed": 0,
               "device_requested": "cpu", "device": "cpu", "dtype": "float64",
@@ -58,7 +58,7 @@ __all__ = [
     "validate_document",
 ]
 
-SCHEMA = "rnn-verify.verdict"
+SCHEMA = "rnn-verify.results"
 SCHEMA_VERSION = 1
 VERDICTS = tuple(v.value for v in Verdict)
 

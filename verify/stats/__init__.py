@@ -10,7 +10,7 @@
 * :mod:`verify.stats.bounds` -- Laurent–Massart norm bounds and normal-mixture
   confidence sequences.
 * :mod:`verify.stats.variance` -- two-sample second-moment comparisons, variance ratios.
-* :mod:`verify.stats.regression` -- slope fits with confidence intervals.
+* :mod:`verify.stats.rates` -- the rate engine: one slope fit with a confidence interval, one decision.
 * :mod:`verify.stats.binomial` -- Clopper–Pearson intervals.
 * :mod:`verify.stats.multiple` -- Holm and Bonferroni.
 """
@@ -19,7 +19,7 @@ from verify.stats.binomial import binomial_upper_quantile, clopper_pearson, clop
 from verify.stats.moments import Moments, empty_moments, update_moments
 from verify.stats.multiple import adjusted_pvalues, bonferroni, holm
 from verify.stats.planner import SamplePlan, plan_from_pilot, plan_samples
-from verify.stats.regression import SlopeFit, fit_slope
+from verify.stats.rates import RateFit, decide_rate, fit_rate
 from verify.stats.unbiased import (
     QuantityResult,
     Sampler,
@@ -42,9 +42,9 @@ __all__ = [
     "MomentComparison",
     "Moments",
     "QuantityResult",
+    "RateFit",
     "SamplePlan",
     "Sampler",
-    "SlopeFit",
     "SubTest",
     "TestOptions",
     "UnbiasednessResult",
@@ -54,9 +54,10 @@ __all__ = [
     "clopper_pearson",
     "clopper_pearson_upper",
     "compare_second_moments",
+    "decide_rate",
     "draws_to_separate",
     "empty_moments",
-    "fit_slope",
+    "fit_rate",
     "fixed_sample_test",
     "holm",
     "log_mean_with_se",

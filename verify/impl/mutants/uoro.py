@@ -1,4 +1,7 @@
-r"""The UORO-family mutant catalog of the statistical checks (:mod:`verify.checks.uoro_statistics`).
+r"""The UORO-family mutant catalog of the statistical checks.
+
+The checks are in :mod:`verify.checks.uoro_statistics`, :mod:`verify.checks.uoro_variance` and
+:mod:`verify.checks.uoro_mutants`.
 
 Every mutant is a plausible bug in an implementation of Algorithm 1 of Tallec &
 Ollivier (uoro-tallec-ollivier.md), its variants (§3: rank r, UORO-T), the

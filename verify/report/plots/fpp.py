@@ -20,6 +20,35 @@ def stationarity_figures(data: Mapping[str, Any]) -> list[Figure]:
     cfgs = list(data.get("configs") or [])
     if not cfgs:
         return []
+    series = _decay_series(cfgs)
+    gd = cfgs[0].get("last_decade_slope") or {}
+    b1 = cfgs[1].get("last_decade_slope") if len(cfgs) > 1 else None
+    cap = (
+        f"E||G(x_R)||^2 over {cfgs[-1].get('replicates', 1)} replicates (95% CI) against the number of SGD steps N; "
+        f"last-decade slopes: full batch {fmt3(gd.get('slope'))}"
+        + (f", m = {cfgs[1]['batch']} {fmt3(b1.get('slope'))}" if b1 else "")
+        + " (O(1/N) is slope -1; a flatter slope at small m is the variance floor the printed Thm 1 omits)"
+    )
+    figs: list[Figure] = [
+        {
+            "kind": "line",
+            "title": "FPP Thm 1: E||G(x_R)||^2 vs N (projected SGD on a fixed buffer)",
+            "series": series,
+            "xlabel": "SGD steps N",
+            "ylabel": "E ||G(x_R)||^2",
+            "logx": True,
+            "logy": True,
+            "caption": cap,
+        }
+    ]
+    sgd = [c for c in cfgs if c["batch"] != "full" and c.get("floor")]
+    if len(sgd) >= 2:
+        figs.append(_floor_figure(sgd, finite(data.get("sigma2")), finite(data.get("B"))))
+    return figs
+
+
+def _decay_series(cfgs: list[Any]) -> list[dict[str, Any]]:
+    """E||G(x_R)||^2 against N per configuration (CI where replicated), then the full-batch and batch-1 bounds."""
     series: list[dict[str, Any]] = []
     for c in cfgs:
         label = "full batch (sigma = 0)" if c["batch"] == "full" else f"batch m = {c['batch']}"
@@ -44,71 +73,50 @@ def stationarity_figures(data: Mapping[str, Any]) -> list[Figure]:
                 "style": "dashed",
             }
         )
-    gd = cfgs[0].get("last_decade_slope") or {}
-    b1 = cfgs[1].get("last_decade_slope") if len(cfgs) > 1 else None
-    cap = (
-        f"E||G(x_R)||^2 over {cfgs[-1].get('replicates', 1)} replicates (95% CI) against the number of SGD steps N; "
-        f"last-decade slopes: full batch {fmt3(gd.get('slope'))}"
-        + (f", m = {cfgs[1]['batch']} {fmt3(b1.get('slope'))}" if b1 else "")
-        + " (O(1/N) is slope -1; a flatter slope at small m is the variance floor the printed Thm 1 omits)"
-    )
-    figs: list[Figure] = [
-        {
-            "kind": "line",
-            "title": "FPP Thm 1: E||G(x_R)||^2 vs N (projected SGD on a fixed buffer)",
-            "series": series,
-            "xlabel": "SGD steps N",
-            "ylabel": "E ||G(x_R)||^2",
-            "logx": True,
-            "logy": True,
-            "caption": cap,
-        }
-    ]
-    sgd = [c for c in cfgs if c["batch"] != "full" and c.get("floor")]
-    sigma2, B = finite(data.get("sigma2")), finite(data.get("B"))
-    if len(sgd) >= 2:
-        ms = [int(c["batch"]) for c in sgd]
-        floor = {
-            "label": "second-half level (95% CI)",
-            "x": ms,
-            "y": [c["floor"]["mean"] for c in sgd],
-            "ylow": [c["floor"]["ci_lo"] for c in sgd],
-            "yhigh": [c["floor"]["ci_hi"] for c in sgd],
-        }
-        fseries: list[dict[str, Any]] = [floor]
-        if sigma2 is not None and B is not None:
-            fseries.append(
-                {
-                    "label": "variance term 14 sigma^2/(3m)",
-                    "x": ms,
-                    "y": [B * sigma2 / m for m in ms],
-                    "style": "dashed",
-                }
-            )
-        first = finite(sgd[0]["floor"]["mean"])
-        if first is not None and first > 0:
-            fseries.append(
-                {
-                    "label": "slope -1 (1/m) through m = " + str(ms[0]),
-                    "x": ms,
-                    "y": [first * ms[0] / m for m in ms],
-                    "style": "dashed",
-                }
-            )
-        figs.append(
+    return series
+
+
+def _floor_figure(sgd: list[Any], sigma2: float | None, B: float | None) -> Figure:
+    """The second-half level per batch size m against the variance term 14σ²/(3m) and a slope −1 guide."""
+    ms = [int(c["batch"]) for c in sgd]
+    floor = {
+        "label": "second-half level (95% CI)",
+        "x": ms,
+        "y": [c["floor"]["mean"] for c in sgd],
+        "ylow": [c["floor"]["ci_lo"] for c in sgd],
+        "yhigh": [c["floor"]["ci_hi"] for c in sgd],
+    }
+    fseries: list[dict[str, Any]] = [floor]
+    if sigma2 is not None and B is not None:
+        fseries.append(
             {
-                "kind": "line",
-                "title": "FPP Thm 1: the variance floor falls with the batch size m",
-                "series": fseries,
-                "xlabel": "batch size m",
-                "ylabel": "E ||G(x_R)||^2, second half of the run",
-                "logx": True,
-                "logy": True,
-                "caption": "the level E||G||^2 settles at for constant step, per batch size, against the variance "
-                "term of the corrected bound",
+                "label": "variance term 14 sigma^2/(3m)",
+                "x": ms,
+                "y": [B * sigma2 / m for m in ms],
+                "style": "dashed",
             }
         )
-    return figs
+    first = finite(sgd[0]["floor"]["mean"])
+    if first is not None and first > 0:
+        fseries.append(
+            {
+                "label": "slope -1 (1/m) through m = " + str(ms[0]),
+                "x": ms,
+                "y": [first * ms[0] / m for m in ms],
+                "style": "dashed",
+            }
+        )
+    return {
+        "kind": "line",
+        "title": "FPP Thm 1: the variance floor falls with the batch size m",
+        "series": fseries,
+        "xlabel": "batch size m",
+        "ylabel": "E ||G(x_R)||^2, second half of the run",
+        "logx": True,
+        "logy": True,
+        "caption": "the level E||G||^2 settles at for constant step, per batch size, against the variance "
+        "term of the corrected bound",
+    }
 
 
 def kkt_figures(data: Mapping[str, Any]) -> list[Figure]:

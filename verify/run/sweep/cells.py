@@ -35,7 +35,7 @@ def task(name: str) -> Callable[[TaskFn], TaskFn]:
     def deco(fn: TaskFn) -> TaskFn:
         old = _TASKS.get(name)
         if old is not None and (old.__module__, old.__qualname__) != (fn.__module__, fn.__qualname__):
-            raise ValueError(f"task {name!r} is already registered by {old.__module__}.{old.__qualname__}")
+            raise InvalidArgument("task", name, f"already registered by {old.__module__}.{old.__qualname__}")
         _TASKS[name] = fn
         return fn
 

@@ -3,9 +3,9 @@
 Each :class:`SweepDefinition` builds a :class:`~verify.run.sweep.driver.SweepPlan` from
 :class:`SweepOptions`: the cells and the merge that turns their outcomes into
 claim results. The reproductions' merges are the very judges the checks use
-(:func:`verify.checks.fpp.judge_cycleworld`, :func:`~verify.checks.fpp.judge_stochasticworld`),
-so a paper-scale sweep is judged by the criteria stated in the claim, as the
-ci/full checks are.
+(:func:`verify.checks.fpp_reproduction.judge_cycleworld`,
+:func:`~verify.checks.fpp_reproduction.judge_stochasticworld`), so a paper-scale sweep is judged by the
+criteria stated in the claim, as the ci/full checks are.
 
 =====================  ===========================================================  ====================
 sweep                  what                                                          cells (paper scale)
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from theory.catalog import GATE_ALPHA, all_claims, gate_budget
-from verify.checks.fpp import judge_cycleworld, judge_stochasticworld, judge_updates
+from verify.checks.fpp_reproduction import judge_cycleworld, judge_stochasticworld, judge_updates
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, stochasticworld_design, updates_designs

@@ -1,0 +1,217 @@
+r"""The tables the §5 reproduction checks judge: summaries, paired tests and bookkeeping of the blocks.
+
+Paper: ``fpp-explicit-state-variables.md`` §5 (Fig. 2: CycleWorld; Fig. 3(b) and App. D
+Table 1: Stochastic World; Fig. 4: M updates per step and mini-batches of B). From the
+values of a reproduction's blocks (:func:`verify.fpp.reproduction.run_block`) these
+functions compute what the criteria compare: each learner's summary at its chosen
+learning rate (:func:`~verify.fpp.reproduction.summarize`), the paper's pairwise
+comparisons as one-sided paired t-tests over the runs, the environment's reference
+levels, and a report of the blocks that did not run. The thresholds, the multiple-testing
+correction and the verdicts live in :mod:`verify.checks.fpp_reproduction`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from verify.fpp.envs import cycle_world_predict_zero_ratio, stochastic_world_reference_losses
+from verify.fpp.reproduction import Reproduction, design_dict, summarize
+
+__all__ = [
+    "PRINTED_LEVELS",
+    "CycleWorldTable",
+    "StochasticWorldTable",
+    "UpdatesEnv",
+    "UpdatesTable",
+    "Values",
+    "cycleworld_table",
+    "missing_blocks",
+    "one_sided_paired",
+    "paired_p",
+    "stochasticworld_table",
+    "updates_table",
+]
+
+#: the values of a reproduction's blocks: Block -> :func:`~verify.fpp.reproduction.run_block`'s dict
+Values = dict[Any, dict[str, Any]]
+#: §5: the cross-entropies of Table 1's information sets as printed ("about 0.66, 0.51, 0.46")
+PRINTED_LEVELS = {"none": 0.66, "lag15": 0.51, "both": 0.46}
+
+
+def missing_blocks(rep_blocks: Iterable[Any], values: Values, errors: Mapping[Any, str] | None) -> str:
+    """Empty when every block has a value; else a report of (up to 10 of) the missing blocks with their errors."""
+    missing = [b for b in rep_blocks if b not in values]
+    if not missing:
+        return ""
+    lines = [f"{len(missing)} block(s) of the reproduction did not run:"]
+    for b in missing[:10]:
+        lines.append(f"--- {b.method} T={b.T} lrs={list(b.lrs)} mutant={b.mutant}\n{(errors or {}).get(b, '')}")
+    return "\n".join(lines)
+
+
+def one_sided_paired(a: list[float], b: list[float]) -> float:
+    """p-value of H0: mean(a − b) ≥ 0 against mean(a) < mean(b); runs are paired (same streams and weights)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if d.size < 2 or not np.isfinite(d).all():
+        return math.nan
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if sd <= 1e-12 * max(1.0, abs(mean)):  # identical runs up to round-off: the sign decides
+        return 0.0 if mean < 0 else 1.0
+    return float(stats.t.cdf(mean / (sd / math.sqrt(d.size)), d.size - 1))  # one-sided paired t
+
+
+def paired_p(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    """:func:`one_sided_paired` on two learners' summaries: is ``a``'s online loss below ``b``'s?"""
+    return one_sided_paired(a["online_runs"], b["online_runs"])
+
+
+# ------------------------------------------------------------------ Stochastic World (Fig. 3(b))
+@dataclass(frozen=True)
+class StochasticWorldTable:
+    """Stochastic World: the Bayes levels, the summaries, the premise learners and the paper's comparisons.
+
+    ``premise``: the learners at the largest T but No-Overlap T-BPTT; ``tests``: FPP against each rival
+    (``rivals``) at every T of ``compare_Ts`` (below the largest; none at the ``ci`` scale).
+    """
+
+    refs: dict[str, float]
+    learners: dict[str, Any]
+    controls: dict[str, Any]
+    Ts: list[int]
+    premise: list[str]
+    compare_Ts: list[int]
+    rivals: list[str]
+    tests: list[dict[str, Any]]
+
+    @property
+    def T_max(self) -> int:
+        return self.Ts[-1]
+
+
+def stochasticworld_table(rep: Reproduction, values: Values) -> StochasticWorldTable:
+    """FPP §5 / Fig. 3(b): what :func:`verify.checks.fpp_reproduction.judge_stochasticworld` compares."""
+    refs = stochastic_world_reference_losses()
+    summ = summarize(rep, values)
+    learners = summ["learners"]
+    Ts = sorted({T for _, T in rep.learners})
+    T_max = Ts[-1]
+    premise = [k for k in learners if k.endswith(f"/T={T_max}") and not k.startswith("tbptt-no-overlap")]
+    compare_Ts = [T for T in Ts if T < T_max] if rep.scale != "ci" else []
+    rivals = sorted({m for m, _ in rep.learners} - {"fpp"})
+    tests: list[dict[str, Any]] = []
+    for T in compare_Ts:
+        for m in rivals:
+            a, b = learners.get(f"fpp/T={T}"), learners.get(f"{m}/T={T}")
+            if a is None or b is None:
+                continue
+            tests.append({"T": T, "rival": m, "fpp": a["online_mean"], "other": b["online_mean"], "p": paired_p(a, b)})
+    return StochasticWorldTable(refs, learners, summ["controls"], Ts, premise, compare_Ts, rivals, tests)
+
+
+# ------------------------------------------------------------------ CycleWorld (Fig. 2)
+@dataclass(frozen=True)
+class CycleWorldTable:
+    """CycleWorld(p): the row of ``per_p`` (design, predict-zero ratio, summaries) and the paper's comparison at
+    T = p/2 (``test``; None at the ``ci`` scale or where a learner has no result)."""
+
+    p: int
+    row: dict[str, Any]
+    test: dict[str, Any] | None
+
+    @property
+    def learners(self) -> dict[str, Any]:
+        return dict(self.row["learners"])
+
+    @property
+    def controls(self) -> dict[str, Any]:
+        return dict(self.row["controls"])
+
+
+def cycleworld_table(rep: Reproduction, values: Values) -> CycleWorldTable:
+    """FPP §5 / Fig. 2 at one p: what :func:`verify.checks.fpp_reproduction.judge_cycleworld` compares."""
+    p = int(rep.common["p"])
+    zero = cycle_world_predict_zero_ratio(p)
+    summ = summarize(rep, values)
+    L, C = summ["learners"], summ["controls"]
+    half = max(1, p // 2)
+    a, b = L.get(f"fpp/T={half}"), L.get(f"tbptt/T={half}")
+    test = None
+    if rep.scale != "ci" and a is not None and b is not None and half < p:
+        test = {"p": p, "T": half, "fpp": a["online_mean"], "tbptt": b["online_mean"], "p_value": paired_p(a, b)}
+    row = {"p": p, "design": design_dict(rep), "predict_zero_ratio": zero, "learners": L, "controls": C}
+    return CycleWorldTable(p, row, test)
+
+
+# ------------------------------------------------------------------ M updates and mini-batches (Fig. 4)
+@dataclass(frozen=True)
+class UpdatesEnv:
+    """One environment of Fig. 4: the largest M (at B = 1), FPP's summary there at each compared T (``premise``,
+    (T, summary) pairs) and the control summaries there."""
+
+    env: str
+    M_max: int
+    premise: list[tuple[int, dict[str, Any] | None]]
+    controls: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class UpdatesTable:
+    """Fig. 4: the summaries per configuration name, the environments, the paper's comparisons (``tests``) and
+    Stochastic World's memoryless cross-entropy (the premise's level there)."""
+
+    memoryless: float
+    summaries: dict[str, Any]
+    envs: list[UpdatesEnv]
+    tests: list[dict[str, Any]]
+
+
+def updates_table(reps: list[Reproduction], values: Values) -> UpdatesTable:
+    """FPP §5 / Fig. 4: what :func:`verify.checks.fpp_reproduction.judge_updates` compares.
+
+    Per environment, at the T where the paper sees the largest gaps (Stochastic World T = 16; CycleWorld
+    T ∈ {1, 2}; the grid's largest T otherwise): FPP vs FPP without state update at the largest M and at the
+    largest B, and FPP there vs FPP at M = B = 1 (one-sided paired t).
+    """
+    memoryless = stochastic_world_reference_losses()["none"]
+    by_env: dict[str, dict[tuple[int, int], Any]] = {}
+    summaries: dict[str, Any] = {}
+    for r in reps:
+        s = summarize(r, values)
+        by_env.setdefault(r.env, {})[(int(r.common["updates"]), int(r.common["batch"]))] = (r, s)
+        summaries[r.name] = s
+    envs: list[UpdatesEnv] = []
+    tests: list[dict[str, Any]] = []
+    for env, cfgs in by_env.items():
+        Ts = sorted({T for _, T in next(iter(cfgs.values()))[0].learners})
+        gap = [T for T in ((16,) if env == "stochasticworld" else (1, 2)) if T in Ts] or [Ts[-1]]
+        M_max = max(M for M, B in cfgs if B == 1)
+        B_max = max(B for M, B in cfgs if M == 1)
+        premise = [(T, cfgs[(M_max, 1)][1]["learners"].get(f"fpp/T={T}")) for T in gap]
+        for T in gap:
+            tests += _updates_tests(env, cfgs, T, M_max, B_max)
+        envs.append(UpdatesEnv(env, M_max, premise, cfgs[(M_max, 1)][1]["controls"]))
+    return UpdatesTable(memoryless, summaries, envs, tests)
+
+
+def _updates_tests(
+    env: str, cfgs: Mapping[tuple[int, int], Any], T: int, M_max: int, B_max: int
+) -> list[dict[str, Any]]:
+    """The comparisons of Fig. 4 at one T: FPP below FPP w/o state update, and below FPP at M = B = 1."""
+    pairs = []
+    for cfg in {(M_max, 1), (1, B_max)} - {(1, 1)}:
+        L = cfgs[cfg][1]["learners"]
+        pairs.append((f"{env} M={cfg[0]} B={cfg[1]} T={T}: FPP < FPP w/o state update",
+                      L.get(f"fpp/T={T}"), L.get(f"fpp-no-state-update/T={T}")))  # fmt: skip
+        base = cfgs[(1, 1)][1]["learners"].get(f"fpp/T={T}")
+        pairs.append((f"{env} T={T}: FPP at M={cfg[0]} B={cfg[1]} < FPP at M=B=1", L.get(f"fpp/T={T}"), base))
+    return [
+        {"test": name, "better": a["online_mean"], "other": b["online_mean"], "p": paired_p(a, b)}
+        for name, a, b in pairs
+        if a is not None and b is not None
+    ]

@@ -1,0 +1,160 @@
+r"""What ``rtrl.exact`` and ``rtrl.truncated-bptt`` compute: online estimators against float64 references.
+
+RTRL's forward recursion (Tallec & Ollivier, arXiv:1702.05043, eq. (4); the gradient eq. (7))
+is run online for frozen θ and compared with the reverse-mode influence matrices and per-step
+BPTT gradients of :mod:`verify.oracles.bptt`, each error against the predicted round-off
+budget of :mod:`verify.oracles.budget` and the DESIGN target :data:`TARGET`. Online TBPTT(k)
+and the online truncated model (Miller & Hardt eq. (3); rtrl-convergence-analysis.md §1) are
+compared with their offline references.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from verify.estimators.base import OnlineEstimator
+from verify.model.builders import CELL_KINDS, LOSS_KINDS, influence_balancing_problem, random_problem
+from verify.model.problem import Problem
+from verify.oracles.bptt import (
+    influence_matrices,
+    per_step_gradients,
+    tbptt_gradient,
+    truncated_model_gradient,
+)
+from verify.oracles.budget import conditioning
+
+__all__ = [
+    "TARGET",
+    "Case",
+    "SuiteSetup",
+    "compare_rtrl",
+    "compare_truncated",
+    "gradient_budgets",
+    "relative_error",
+    "suite",
+]
+
+#: DESIGN.md target for RTRL vs BPTT (relative)
+TARGET = 1e-11
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    problem: Problem
+    theta: torch.Tensor
+
+
+@dataclass(frozen=True)
+class SuiteSetup:
+    """The suite's size: ``full`` (bigger problems, two repetitions, every loss) and ``all_losses``."""
+
+    full: bool = False
+    all_losses: bool = True
+
+
+def suite(generator: torch.Generator, setup: SuiteSetup) -> list[Case]:
+    """Every cell kind × loss, a batched GRU and an influence-balancing problem; bigger under ``full``.
+
+    With ``all_losses=False`` (and not ``full``) each cell kind gets one loss, alternating.
+    """
+    n, d, T, k = (6, 3, 40, 3) if setup.full else (3, 2, 8, 2)
+    reps = 2 if setup.full else 1
+    cases = []
+    for rep in range(reps):
+        for i, kind in enumerate(CELL_KINDS):
+            losses = LOSS_KINDS if setup.all_losses or setup.full else (LOSS_KINDS[i % 2],)
+            for loss in losses:
+                P, th = random_problem(kind, n=n, d=d, T=T, k=k, loss=loss, generator=generator)
+                cases.append(Case(f"{kind}/{loss}/{rep}", P, th))
+    P, th = random_problem("gru", n=n, d=d, T=T, k=k, loss="cross-entropy", batch=(2,), generator=generator)
+    cases.append(Case("gru/cross-entropy/batch2", P, th))
+    P, th = influence_balancing_problem(n=5, p=2, T=T, theta=0.5)
+    cases.append(Case("influence-balancing(n=5,p=2)", P, th))
+    return cases
+
+
+def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    """‖a − b‖ / ‖b‖ (0 when both are 0, inf when only b is)."""
+    den = float(torch.linalg.vector_norm(b))
+    num = float(torch.linalg.vector_norm(a - b))
+    return num / den if den > 0 else (0.0 if num == 0 else math.inf)
+
+
+def _run_rtrl(est: OnlineEstimator, case: Case, samples: int = 2) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """Per-step influence (sample 0; None without ``influence_estimate``) and gradients (last sample)."""
+    P, th = case.problem, case.theta
+    rng = torch.Generator().manual_seed(0)
+    state = est.init(P, th, rng, samples=samples)
+    influence = getattr(est, "influence_estimate", None)
+    infl, grads = [], []
+    for t in range(1, P.T + 1):
+        state, g = est.step(P, th, state, t, rng)
+        if influence is not None:
+            infl.append(influence(P, state)[0])
+        grads.append(g[-1])
+    return (torch.stack(infl) if influence is not None else None), torch.stack(grads)
+
+
+def compare_rtrl(rtrl: Callable[[], OnlineEstimator], case: Case) -> dict[str, Any]:
+    """RTRL built by ``rtrl()`` against the float64 references on one case (influence only where it exposes one)."""
+    I_est, G_est = _run_rtrl(rtrl(), case)
+    cond = conditioning(case.problem, case.theta)
+    e_g = relative_error(G_est, per_step_gradients(case.problem, case.theta))
+    b_i, b_g = cond.influence_budget(), cond.gradient_budget()
+    e_i = math.nan if I_est is None else relative_error(I_est, influence_matrices(case.problem, case.theta))
+    ok = (I_est is None or e_i <= min(b_i, TARGET)) and e_g <= min(b_g, TARGET)
+    return {
+        "problem": case.label,
+        "influence_error": e_i,
+        "influence_budget": b_i,
+        "gradient_error": e_g,
+        "gradient_budget": b_g,
+        "ratio": max(e_i / b_i if I_est is not None else 0.0, e_g / b_g),
+        "passed": ok,
+    }
+
+
+def _online(est: OnlineEstimator, P: Problem, th: torch.Tensor) -> torch.Tensor:
+    rng = torch.Generator().manual_seed(0)
+    state = est.init(P, th, rng, samples=2)
+    out = []
+    for t in range(1, P.T + 1):
+        state, g = est.step(P, th, state, t, rng)
+        out.append(g[-1])
+    return torch.stack(out)
+
+
+def compare_truncated(
+    tbptt: Callable[[int], OnlineEstimator],
+    truncated_model: Callable[[int], OnlineEstimator],
+    k: int,
+    case: Case,
+    budget: float,
+) -> dict[str, Any]:
+    """Online ``tbptt(k)`` and ``truncated_model(k)`` against their offline references on one case."""
+    P, th = case.problem, case.theta
+    e_tb = relative_error(_online(tbptt(k), P, th), tbptt_gradient(P, th, k, which="per_step"))
+    G_tm = _online(truncated_model(k), P, th)
+    e_tm = max(
+        relative_error(G_tm.sum(0), truncated_model_gradient(P, th, k, which="total")),
+        relative_error(G_tm[-1], truncated_model_gradient(P, th, k, which="final")),
+    )
+    return {
+        "problem": case.label,
+        "k": k,
+        "tbptt_error": e_tb,
+        "truncated_model_error": e_tm,
+        "budget": budget,
+        "passed": e_tb <= budget and e_tm <= budget,
+    }
+
+
+def gradient_budgets(cases: list[Case]) -> list[float]:
+    """The predicted round-off budget of each case's gradients (:mod:`verify.oracles.budget`, no influence)."""
+    return [conditioning(c.problem, c.theta, with_influence=False).gradient_budget() for c in cases]

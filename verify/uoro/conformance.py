@@ -1,0 +1,220 @@
+r"""The UORO under test is Algorithm 1 (Tallec & Ollivier 2017, Algorithm 1, eq. (5)-(6)): its noise law and, under
+tabulated noise, its formulas.
+
+The noise: Algorithm 1's "column vector of random signs ±1", read through the noise hook
+(:mod:`verify.estimators.noise`) and put to binomial tests. The formulas: with ν tabulated, what Algorithm 1
+determines given ν -- s̃_t, θ̃_t (hence the normalizers ρ₀, ρ₁) and g̃_t -- compared with
+:func:`verify.oracles.algorithm1.algorithm1_reference` (dense Jacobians) to :data:`CONFORMANCE_BUDGET`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from scipy import stats
+
+from verify.errors import NotApplicable
+from verify.estimators.enumerate import enumerate_expectation
+from verify.estimators.noise import factors, require_noise_hook, tabulated
+from verify.model.problem import Problem
+from verify.oracles.algorithm1 import StepJacobians, algorithm1_reference
+from verify.oracles.algorithm1 import rademacher as _rademacher
+from verify.oracles.bptt import per_step_gradients
+from verify.uoro.cases import Case, jacobians
+
+__all__ = [
+    "CONFORMANCE",
+    "CONFORMANCE_BUDGET",
+    "conformance_runs",
+    "formula_conformance",
+    "noise_law_tests",
+    "num_or_zero",
+    "variant_in_expectation",
+    "worst_row",
+]
+
+#: the claim these computations serve (named in NotApplicable and the noise hook's errors)
+CONFORMANCE = "uoro.algorithm-1-conformance"
+#: relative error allowed between two float64 evaluations of Algorithm 1 (see the check's docstring)
+CONFORMANCE_BUDGET = 1e-12
+
+
+def _binom_p(k: int, n: int) -> float:
+    return float(stats.binomtest(k, n, 0.5).pvalue) if n > 0 else 1.0
+
+
+def noise_law_tests(
+    est: Any, problem: Problem, gen: torch.Generator, samples: int = 64, draws: int = 16
+) -> list[tuple[str, float, str]]:
+    """Tests of Algorithm 1's "column vector of random signs ±1" on the estimator's noise source.
+
+    ``est`` follows the noise protocol (:mod:`verify.estimators.noise`). Returns (name,
+    p-value, detail): support ⊂ {−1, +1} (p = 0 if not), fair signs, and independence
+    (sign agreement 1/2) between coordinates, consecutive draws, samples and -- where
+    the draw's first axis is the estimator's ``rank`` r > 1 -- pairs.
+    """
+    hook = require_noise_hook(est, CONFORMANCE)
+    noise = hook.noise
+    shape = (samples, *hook.noise_shape(problem))
+    prev = torch.zeros(shape, dtype=torch.float64)
+    xs = []
+    for i in range(draws):
+        x = noise.draw(gen, shape, torch.float64, torch.device("cpu"), i, prev)
+        xs.append(x)
+        prev = x
+    X = torch.stack(xs)  # (draws, M, *noise_shape)
+    out: list[tuple[str, float, str]] = []
+    support = bool(((X == 1.0) | (X == -1.0)).all())
+    out.append(("support {-1, +1}", 1.0 if support else 0.0, f"values {torch.unique(X)[:6].tolist()}"))
+    pos = int((X > 0).sum())
+    out.append(("fair signs", _binom_p(pos, X.numel()), f"{pos}/{X.numel()} positive"))
+
+    def agree(a: torch.Tensor, b: torch.Tensor, name: str) -> None:
+        k = int((torch.sign(a) == torch.sign(b)).sum())
+        out.append((f"independent {name}", _binom_p(k, a.numel()), f"{k}/{a.numel()} equal signs"))
+
+    flat = X.reshape(draws, samples, -1)
+    agree(X[1:], X[:-1], "steps")
+    agree(flat[:, 1:], flat[:, :-1], "samples")
+    if flat.shape[-1] > 1:
+        agree(flat[..., 1:], flat[..., :-1], "coordinates")
+    rank = int(getattr(est, "rank", 1))
+    if rank > 1 and X.dim() > 3 and X.shape[2] == rank:
+        agree(X[:, :, 1:], X[:, :, :-1], "pairs")
+    return out
+
+
+def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    err = float((a - b).norm() / max(float(b.norm()), 1e-300))
+    return err if math.isfinite(err) else math.inf
+
+
+def _one_draw_per_step(est: Any, hook: Any, P: Problem) -> tuple[int, tuple[int, ...]]:
+    """(r, shape): one draw of ``shape`` = r·n signs per step; else NotApplicable (e.g. UORO-T)."""
+    T, n = P.T, P.n
+    shape = tuple(hook.noise_shape(P))
+    per = math.prod(shape)
+    if per % n or hook.noise_draws(T) != T:
+        raise NotApplicable(
+            CONFORMANCE,
+            f"{getattr(est, 'name', type(est).__name__)} draws {hook.noise_draws(T)} times of shape {shape} in {T} "
+            f"steps; the formula conformance compares one draw of r x n = k*{n} signs per step (UORO-T is checked "
+            "by uoro.truncated-unbiased)",
+        )
+    return per // n, shape
+
+
+def _worst_errors(
+    est: Any, case: Case, nus: torch.Tensor, shape: tuple[int, ...], jac: StepJacobians, samples: int
+) -> tuple[dict[str, float], bool]:
+    """Run ``est`` on the tabulated ν; the worst relative errors against Algorithm 1 given ν, and whether the
+    factors s̃, θ̃ were exposed at every step."""
+    P, th = case.problem, case.theta
+    T = P.T
+    tab_est = tabulated(est, nus.reshape(T, samples, *shape))
+    state = tab_est.init(P, th, torch.Generator().manual_seed(0), samples=samples)
+    ref = algorithm1_reference(jac, nus)
+    worst = {"g": 0.0, "g_post": 0.0, "s_tilde": 0.0, "theta_tilde": 0.0}
+    exposed = True
+    for t in range(1, T + 1):
+        state, g = tab_est.step(P, th, state, t, torch.Generator().manual_seed(0))
+        worst["g"] = max(worst["g"], _rel_err(g, ref.g[t - 1]))
+        worst["g_post"] = max(worst["g_post"], _rel_err(g, ref.g_post[t - 1]))
+        f = factors(tab_est, P, state, samples)
+        if f is None:
+            exposed = False
+            continue
+        worst["s_tilde"] = max(worst["s_tilde"], _rel_err(f[0], ref.s_tilde[t - 1]))
+        worst["theta_tilde"] = max(worst["theta_tilde"], _rel_err(f[1], ref.theta_tilde[t - 1]))
+    return worst, exposed
+
+
+def formula_conformance(
+    est: Any, case: Case, gen: torch.Generator, samples: int = 6, jac: StepJacobians | None = None
+) -> dict[str, Any]:
+    r"""Run ``est`` on a tabulated ν; compare with what Algorithm 1 determines given ν (:func:`algorithm1_reference`).
+
+    ``est`` needs the noise hook (:mod:`verify.estimators.noise`; one draw per step, of
+    shape (r·n) per sample); else :class:`~verify.errors.NotApplicable`. Compared at every
+    t: s̃_t and θ̃_t (which, given ν, fix the normalizers ρ₀, ρ₁) where the estimator exposes
+    them (:func:`verify.estimators.noise.factors`), and g̃_t -- with Algorithm 1's form
+    :math:`(\delta s\cdot\tilde s_{t-1})\tilde\theta_{t-1} + \delta\theta` or, failing that, the
+    post-update form :math:`(\partial\ell_t/\partial s_t\cdot\tilde s_t)\tilde\theta_t +
+    \partial\ell_t/\partial\theta|_{s_t}` (another unbiased estimate of the same gradient: a variant,
+    not an error). Returns the worst relative errors, ``form`` ("algorithm-1",
+    "post-update" or "neither") and whether the factors were exposed.
+    """
+    P = case.problem
+    jac = jacobians(case) if jac is None else jac
+    hook = require_noise_hook(est, CONFORMANCE)
+    r, shape = _one_draw_per_step(est, hook, P)
+    nus = _rademacher(P.T, samples, r, P.n, gen)
+    worst, exposed = _worst_errors(est, case, nus, shape, jac, samples)
+    if worst["g"] <= CONFORMANCE_BUDGET:
+        form = "algorithm-1"
+    elif worst["g_post"] <= CONFORMANCE_BUDGET:
+        form = "post-update"
+    else:
+        form = "neither"
+    out: dict[str, Any] = {
+        "g": worst["g_post"] if form == "post-update" else worst["g"],
+        "s_tilde": worst["s_tilde"] if exposed else math.nan,
+        "theta_tilde": worst["theta_tilde"] if exposed else math.nan,
+        "form": form,
+        "factors_exposed": exposed,
+        "rank": r,
+    }
+    return out
+
+
+def variant_in_expectation(est: Any, case: Case) -> tuple[bool, str]:
+    """A g̃ of another unbiased form, checked in expectation: exact enumeration (n = 2, T = 3) vs the references."""
+    E = enumerate_expectation(est, case.problem, case.theta, steps=3, max_patterns=2**12)
+    G = per_step_gradients(case.problem, case.theta)
+    err = _rel_err(E.gradients, G)
+    scale = float(E.gradients_abs.norm()) / max(float(G.norm()), 1e-300)
+    budget = 1e-13 * max(scale, 1.0) * E.coordinates
+    return err <= budget, f"exact E g~ over {E.patterns} sign patterns: rel. error {err:.2e} (budget {budget:.1e})"
+
+
+def conformance_runs(
+    ests: Sequence[tuple[int, Any]], cases: Sequence[Case], gen: torch.Generator, alpha: float
+) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Noise law (on ``cases[0]``) and formulas (on every case) of the estimators ``ests`` (rank, estimator).
+
+    Returns whether all conform (no noise-law test rejected at α/2, Bonferroni; every formula within
+    :data:`CONFORMANCE_BUDGET` in a known form), the noise-law rows and the formula rows.
+    """
+    tests = [
+        (f"rank {r}: {name}", pv, d) for r, est in ests for name, pv, d in noise_law_tests(est, cases[0].problem, gen)
+    ]
+    law_rows = [
+        {"test": name, "pvalue": pv, "rejected": pv <= alpha / (2 * len(tests)), "detail": d} for name, pv, d in tests
+    ]
+    f_rows: list[dict[str, Any]] = []
+    for case in cases:
+        jac = jacobians(case)
+        for r, est in ests:
+            w = formula_conformance(est, case, gen, jac=jac)
+            exp = [w[k] for k in ("g", "s_tilde", "theta_tilde") if not math.isnan(w[k])]
+            ok = w["form"] != "neither" and all(v <= CONFORMANCE_BUDGET for v in exp)
+            f_rows.append(
+                {"problem": case.label, "rank": r, **{f"rel_err_{k}": w[k] for k in w if k != "rank"}, "ok": ok}
+            )
+    ok = not any(r["rejected"] for r in law_rows) and all(r["ok"] for r in f_rows)
+    return ok, law_rows, f_rows
+
+
+def num_or_zero(x: Any) -> float:
+    """``x`` as a float, NaN (a quantity not exposed) as 0."""
+    v = float(x)
+    return 0.0 if math.isnan(v) else v
+
+
+def worst_row(r: dict[str, Any]) -> float:
+    """The worst relative error of one formula row (g̃, s̃, θ̃; those not exposed left out)."""
+    vals = [float(r[k]) for k in ("rel_err_g", "rel_err_s_tilde", "rel_err_theta_tilde") if not math.isnan(float(r[k]))]
+    return max(vals)
