@@ -22,6 +22,7 @@ import pkgutil
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from theory.papers import cite, cited_in
 from theory.rates import Rate
@@ -109,11 +110,13 @@ class Claim:
         return self.id.split(".", 1)[0]
 
 
+#: where the claim modules live: theory/claims/<family>[_topic].py, imported by name (they import this module)
+_CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
+
+
 def all_claims() -> dict[str, Claim]:
     """Every claim, in family order then definition order."""
-    import theory.claims as pkg
-
-    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__))
+    names = sorted(m.name for m in pkgutil.iter_modules([str(_CLAIMS_DIR)]))
     out: dict[str, Claim] = {}
     for fam in FAMILIES:
         for name in [n for n in names if n == fam or n.startswith(f"{fam}_")]:

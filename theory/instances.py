@@ -41,6 +41,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+import theory.truncation as tr
 from theory.truncation import TruncationConstants, lemma1_state_norm
 from verify.errors import InvalidArgument
 
@@ -124,8 +125,6 @@ def rnn_constant_exprs() -> dict[str, sp.Expr]:
     ``L_rho``, ``L_rho_prime`` and the 0/1 indicators ``train_W``, ``train_U``.
     The state bound :math:`B_h` is Lemma 1's (:func:`theory.truncation.lemma1_state_norm`).
     """
-    import theory.truncation as tr
-
     lam_e = Lr * nW  # §6.2: stable if ||W|| < 1/L_rho
     Lx_e = Lr * nU  # Lipschitz in x (App. A.3.1: "B_U Lipschitz in x")
     Bh = lemma1_state_norm().subs({tr.L_x: Lx_e, tr.B_x: Bx, tr.lam: lam_e})  # ||h_t|| <= B_U B_x/(1 - lambda)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.bench._timing import machine, refuse_foreign_json
+from verify.files import write_file_atomic
 
 TOOL = "verify.bench.gate"
 _SUMMARY = re.compile(r"summary: (\d+) PASS, (\d+) FAIL, (\d+) INCONCLUSIVE, (\d+) SKIPPED")
@@ -113,8 +114,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"  {label:14s} {mine['loaded'] / mine['default']:.2f}")
     result = {"tool": TOOL, "machine": machine(), "cpus": os.cpu_count(), "seed": args.seed, "rows": rows}
     if args.json:
-        from verify.files import write_file_atomic
-
         write_file_atomic(Path(args.json), json.dumps(result, indent=1).encode("utf-8"))
         print(f"wrote {args.json}")
     return result

@@ -42,7 +42,9 @@ from typing import Any
 import torch
 
 from verify.errors import ImplementationError, InvalidArgument, NotApplicable, VerifyError
-from verify.impl import DEFAULT, FAMILIES, Implementations, Source, family_class, field_names
+from verify.estimators.online import ContractViolation, check_contract
+from verify.impl import DEFAULT, FAMILIES, Implementations, Source, build, family_class, field_names
+from verify.model.builders import random_problem
 
 __all__ = [
     "ALIASES",
@@ -169,8 +171,6 @@ def load_object(target: str, spec: str, option: str = "--impl") -> tuple[Any, So
 
 # --------------------------------------------------------------- load checks
 def _small_problem() -> tuple[Any, torch.Tensor]:
-    from verify.model.builders import random_problem
-
     return random_problem("elman-tanh", n=3, d=2, T=5, generator=torch.Generator().manual_seed(0))
 
 
@@ -188,9 +188,6 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
     ``reference.adjoint`` must return a gradient of shape (p,). Other parts are
     checked by their signature only (:func:`verify.impl.coerce_part`).
     """
-    from verify.estimators.online import ContractViolation, check_contract
-    from verify.impl import build
-
     src = impls.source(target)
     spec = src.spec if src is not None else "?"
 

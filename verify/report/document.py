@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from theory.catalog import Claim
+from theory.catalog import Claim, all_claims
 from verify.files import tool_version
 from verify.report.figures import claim_figures, controls_table, normalize_figure
 from verify.schema import ResultsDocument, load_json_file, parse_results
@@ -81,8 +81,6 @@ def rerun_command(
     that skipped it would only skip it again. ``claim`` defaults to the catalog entry.
     """
     if claim is None:
-        from theory.catalog import all_claims
-
         claim = all_claims().get(claim_id)
     if claim is not None:
         if claim.profiles and profile not in claim.profiles:

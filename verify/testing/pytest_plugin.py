@@ -54,6 +54,15 @@ budget) and, re-exported from :mod:`verify.testing.assertions`, the statistical 
 ``assert_unbiased`` and ``unbiasedness_property``::
 
     from verify.testing.pytest_plugin import assert_gradient_close, assert_unbiased
+
+Imports
+-------
+pytest loads this plugin in every test session of every project where rnn-verify is
+installed, also those that never use it; so the module imports only the standard
+library and pytest at load time, and the toolkit (torch, the catalog, the checks)
+inside the hooks and fixtures that need it. These are the only imports inside functions
+of the package besides optional third-party ones (matplotlib, dask); none dodges an
+import cycle (``python -m verify.bench.house --list``).
 """
 
 from __future__ import annotations

@@ -12,13 +12,14 @@ every check against its mutants and require FAIL; the report shows the kill tabl
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from verify.impl import Implementations
+from verify.errors import InvalidArgument
+from verify.impl import DEFAULT, Implementations, family_class
 
 __all__ = ["Mutant", "all_mutants", "get"]
 
@@ -52,15 +53,11 @@ class Mutant:
         A :class:`~verify.impl.FamilyImpl` of the mutant's family (typed ``Any``: which
         subclass depends on ``family``).
         """
-        from verify.impl import family_class
-
         return family_class(self.family)().with_part(self.field, self.part)
 
     @property
     def implementations(self) -> Implementations:
         """Every family at its default except this one (for ``RunConfig(implementations=...)``)."""
-        from verify.impl import DEFAULT
-
         return DEFAULT.with_family(self.impl, label=f"mutant {self.name}")
 
 
@@ -78,10 +75,6 @@ def get(name: str) -> Mutant:
     """The mutant called ``name``; :class:`~verify.errors.InvalidArgument` naming the known ones otherwise."""
     mutants = all_mutants()
     if name not in mutants:
-        import difflib
-
-        from verify.errors import InvalidArgument
-
         near = difflib.get_close_matches(name, list(mutants), n=3, cutoff=0.4)
         raise InvalidArgument("mutant", name, f"did you mean {', '.join(near)}?" if near else "not in the catalog")
     return mutants[name]

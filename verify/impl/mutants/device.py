@@ -19,6 +19,7 @@ import dataclasses
 
 import torch
 
+from verify.errors import InvalidArgument
 from verify.gpu.parity import BPTTParity, ParityAlgorithm, ParityInputs
 from verify.impl.mutants import Mutant
 
@@ -94,6 +95,4 @@ def get(name: str) -> Mutant:
     for m in MUTANTS:
         if m.name == name:
             return m
-    from verify.errors import InvalidArgument
-
     raise InvalidArgument("mutant", name, f"known: {', '.join(m.name for m in MUTANTS)}")

@@ -17,6 +17,7 @@ from verify.oracles.bptt import (
     adjoint_gradient,
     default_loss_vjp,
     default_transition_vjp,
+    influence_matrices,
 )
 
 
@@ -98,8 +99,6 @@ def no_adjoint_propagation(problem: Problem, theta: torch.Tensor, per_step: bool
 
 def influence_perturbed_w(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
     """Reverse-mode influence matrices at W(1 + 1e-6): a relative slip far above round-off, far below O(1)."""
-    from verify.oracles.bptt import influence_matrices
-
     th2 = theta.detach().clone()
     sl = problem.layout["cell.W"].slice
     th2[sl] = th2[sl] * (1 + 1e-6)

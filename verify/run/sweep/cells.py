@@ -11,6 +11,7 @@ reported in the sweep's report instead of being lost or retried.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -19,9 +20,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from verify.errors import InvalidArgument
 from verify.run.sweep.cache import canonical_json, cell_key, code_version
 from verify.run.sweep.tasks import BUILTIN_TASKS
+from verify.verdict import to_jsonable
 
 __all__ = ["Cell", "TaskFn", "execute_cell", "task", "tasks"]
 
@@ -63,8 +67,6 @@ class Cell:
             text = canonical_json(dict(self.params))
         except (TypeError, ValueError) as exc:
             raise InvalidArgument("params", self.params, f"must be plain JSON ({exc})") from None
-        import json
-
         object.__setattr__(self, "params", json.loads(text))  # a plain, detached copy
         object.__setattr__(self, "key", cell_key(self.task, self.params))
         if not self.label:
@@ -78,11 +80,7 @@ def execute_cell(name: str, params: Mapping[str, Any], threads: int | None = Non
     ``worker`` (host:pid); ``code`` (:func:`~verify.run.sweep.cache.code_version` of the
     sources this worker runs, so the driver can refuse results of other code).
     """
-    import json
-
     if threads:
-        import torch
-
         torch.set_num_threads(int(threads))
     worker = f"{socket.gethostname()}:{os.getpid()}"
     t0 = time.perf_counter()
@@ -90,8 +88,6 @@ def execute_cell(name: str, params: Mapping[str, Any], threads: int | None = Non
         fn = tasks().get(name)
         if fn is None:
             raise InvalidArgument("task", name, f"no such task; known: {', '.join(sorted(tasks()))}")
-        from verify.verdict import to_jsonable
-
         value = json.loads(canonical_json(to_jsonable(fn(dict(params)))))
         return {"ok": True, "value": value, "wall_time": time.perf_counter() - t0, "worker": worker,
                 "code": code_version()}  # fmt: skip
