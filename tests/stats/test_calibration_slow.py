@@ -24,7 +24,7 @@ from verify.stats import (
     update_moments,
 )
 from verify.stats.bounds import norm_quantile_bound
-from verify.stats.calibration import LEVELS, MECHANISMS, Cell, run_cell, suite
+from verify.stats.calibration import LEVELS, MECHANISMS, Scenario, run_cell, suite
 from verify.stats.unbiased import _geometry
 from verify.verdict import Verdict
 
@@ -79,7 +79,7 @@ EXACT = ("exact", "roundoff-bernoulli", "roundoff-gauss")
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("cell", suite(), ids=lambda c: c.name)
-def test_adversarial_cell(cell: Cell, level: float) -> None:
+def test_adversarial_cell(cell: Scenario, level: float) -> None:
     """Every mechanism in every cell: false FAIL (unbiased) / false certificate (biased) consistent with ≤ level.
 
     Per mechanism the count must stay below ``binomial_upper_quantile(1000, level, 1e-4)``; at level 0.05

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from verify.stats import binomial_upper_quantile
-from verify.stats.calibration import MECHANISMS, Cell, build, markdown_table, run_cell, smoke_suite, summarize
+from verify.stats.calibration import MECHANISMS, Scenario, build, markdown_table, run_cell, smoke_suite, summarize
 
 pytestmark = pytest.mark.statistical
 
@@ -24,7 +24,7 @@ NEVER = {"roundoff-bernoulli", "exact"}  # no noise beyond round-off: a FAIL wou
 
 
 @pytest.mark.parametrize("cell", smoke_suite(), ids=lambda c: c.name)
-def test_smoke_cell(cell: Cell) -> None:
+def test_smoke_cell(cell: Scenario) -> None:
     results = [run_cell(cell, 0.05, mech, SEEDS) for mech in MECHANISMS]
     for r in results:
         if cell.name in NEVER:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from verify.errors import InvalidArgument
-from verify.run.sweep import Cell, CellCache, cell_key, code_version
+from verify.run.sweep import CellCache, SweepCell, cell_key, code_version
 from verify.run.sweep.cache import CACHE_MARKER
 
 
@@ -19,20 +19,20 @@ def test_keys_depend_on_task_params_and_code_only() -> None:
     assert a != cell_key("u", {"x": 1, "y": [1, 2]}, code="c1")
     assert a != cell_key("t", {"x": 1, "y": [1, 2]}, code="c2")  # new sources: a new key
     assert len(code_version()) == 16 and code_version() == code_version()
-    assert Cell("t", {"x": 1}).key == cell_key("t", {"x": 1})
+    assert SweepCell("t", {"x": 1}).key == cell_key("t", {"x": 1})
 
 
 def test_cells_refuse_parameters_that_are_not_json() -> None:
     with pytest.raises(InvalidArgument, match="params"):
-        Cell("t", {"x": object()})
+        SweepCell("t", {"x": object()})
     with pytest.raises(InvalidArgument, match="params"):
-        Cell("t", {"x": float("nan")})
+        SweepCell("t", {"x": float("nan")})
 
 
 def test_put_get_and_invalid_entries(tmp_path: Path) -> None:
     cache = CellCache(tmp_path / "c")
     assert (tmp_path / "c" / CACHE_MARKER).is_file()
-    cell = Cell("t", {"x": 1})
+    cell = SweepCell("t", {"x": 1})
     assert cache.get(cell.key, cell.task, cell.params) is None
     path = cache.put(cell.key, cell.task, cell.params, {"v": [1.5]}, 0.25, "host:1")
     hit = cache.get(cell.key, cell.task, cell.params)

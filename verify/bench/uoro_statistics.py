@@ -143,7 +143,7 @@ def calibrate(n: int, alpha: float, what: list[str], first_seed: int) -> dict[st
 
 def calibrate_adversarial(
     n: int, first_seed: int, levels: list[float], cells: list[str], jobs: int, out: Path, command: str
-) -> list[adversarial.CellResult]:
+) -> list[adversarial.ScenarioResult]:
     """Run :func:`verify.stats.calibration.run_suite` and write ``calibration.md`` / ``.json`` under ``out``."""
     suite = adversarial.suite()
     if cells:
@@ -157,7 +157,7 @@ def calibrate_adversarial(
     print(f"adversarial calibration: {len(suite)} cells x {len(levels)} levels x 3 mechanisms, {n} seeds each")
     t0 = time.perf_counter()
 
-    def progress(r: adversarial.CellResult) -> None:
+    def progress(r: adversarial.ScenarioResult) -> None:
         kind = "false cert" if r.biased else "false FAIL"
         print(
             f"{r.cell:30s} level {r.level:<6g} {r.mechanism:10s} {kind} {r.errors}/{r.seeds} "

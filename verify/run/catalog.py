@@ -32,7 +32,7 @@ from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.run.check import THREADS_PER_PROCESS, claim_params, run_check, skipped_result, torch_threads
 from verify.run.sweep.cache import code_version
-from verify.run.sweep.cells import Cell
+from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.executors import ProcessExecutor, available_cpus
 from verify.verdict import CheckResult, Verdict
 
@@ -145,7 +145,7 @@ def run_on_executor(
     by_key: dict[str, Claim] = {}
     cells = []
     for claim in todo:
-        cell = Cell("claim", claim_params(claim, cfg(claim)), label=claim.id)
+        cell = SweepCell("claim", claim_params(claim, cfg(claim)), label=claim.id)
         by_key[cell.key] = claim
         cells.append(cell)
         if progress:

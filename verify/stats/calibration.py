@@ -60,8 +60,8 @@ from verify.verdict import Verdict
 __all__ = [
     "LEVELS",
     "MECHANISMS",
-    "Cell",
-    "CellResult",
+    "Scenario",
+    "ScenarioResult",
     "build",
     "cell_seed",
     "markdown_table",
@@ -87,8 +87,11 @@ _BLOCK = 64
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One adversarial situation: a law, a spectrum, a basis, a dimension, an optional bias."""
+class Scenario:
+    """One adversarial situation (a "cell" of the published tables): a law, a spectrum, a basis, a dimension, a bias.
+
+    (Named apart from the RNN :class:`verify.model.cells.Cell` and the sweep unit :class:`verify.run.sweep.SweepCell`.)
+    """
 
     name: str
     law: str = "gauss"
@@ -115,7 +118,7 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class CellResult:
+class ScenarioResult:
     """Counts of verdicts over the seeds of one (cell, level, mechanism)."""
 
     cell: str
@@ -219,7 +222,7 @@ class _Rotation:
         return self.apply_rows(e)[0]
 
 
-def _sd(cell: Cell) -> torch.Tensor:
+def _sd(cell: Scenario) -> torch.Tensor:
     p = cell.p
     if cell.spectrum == "geometric":
         if p == 1:
@@ -253,7 +256,7 @@ def cell_seed(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest(), "little") % (2**63)
 
 
-def build(cell: Cell) -> Problem:
+def build(cell: Scenario) -> Problem:
     """The cell's truth (scaled so that the planner asks for ≈ 4000 draws at α = β = 1e-3) and sampler."""
     gen = torch.Generator().manual_seed(cell_seed(cell.name))
     p = cell.p
@@ -293,45 +296,45 @@ def build(cell: Cell) -> Problem:
 
 
 # ------------------------------------------------------------------- cells
-def suite() -> list[Cell]:
+def suite() -> list[Scenario]:
     """The adversarial suite (module docstring): 46 cells."""
-    cells: list[Cell] = []
+    cells: list[Scenario] = []
     for cond in (1.0, 1e4, 1e8, 1e12, 1e16):
         for rot in (True, False):
             if cond == 1.0 and not rot:
                 continue  # isotropic: rotation-invariant
-            cells.append(Cell(f"gauss-cond{cond:.0e}-{'rot' if rot else 'axis'}", cond=cond, rotated=rot))
+            cells.append(Scenario(f"gauss-cond{cond:.0e}-{'rot' if rot else 'axis'}", cond=cond, rotated=rot))
     for law in ("rademacher", "t3", "bounded", "scale-mixture"):
         for cond, rot in ((1.0, True), (1e8, True), (1e16, True), (1e16, False)):
-            cells.append(Cell(f"{law}-cond{cond:.0e}-{'rot' if rot else 'axis'}", law=law, cond=cond, rotated=rot))
+            cells.append(Scenario(f"{law}-cond{cond:.0e}-{'rot' if rot else 'axis'}", law=law, cond=cond, rotated=rot))
     cells += [
-        Cell("rank-half-rot", spectrum="rank-half", cond=1e4),
-        Cell("rank-half-axis", spectrum="rank-half", cond=1e4, rotated=False),
-        Cell("multiscale-rot", spectrum="multiscale"),
-        Cell("multiscale-axis", spectrum="multiscale", rotated=False),
-        Cell("case1-anomaly-rot", spectrum="case1"),
-        Cell("roundoff-bernoulli", spectrum="roundoff-bernoulli", rotated=False),
-        Cell("roundoff-gauss", spectrum="roundoff-gauss", rotated=False),
-        Cell("exact", spectrum="exact", rotated=False),
+        Scenario("rank-half-rot", spectrum="rank-half", cond=1e4),
+        Scenario("rank-half-axis", spectrum="rank-half", cond=1e4, rotated=False),
+        Scenario("multiscale-rot", spectrum="multiscale"),
+        Scenario("multiscale-axis", spectrum="multiscale", rotated=False),
+        Scenario("case1-anomaly-rot", spectrum="case1"),
+        Scenario("roundoff-bernoulli", spectrum="roundoff-bernoulli", rotated=False),
+        Scenario("roundoff-gauss", spectrum="roundoff-gauss", rotated=False),
+        Scenario("exact", spectrum="exact", rotated=False),
     ]
     for p in (1, 10, 100):
-        cells.append(Cell(f"gauss-p{p}", p=p, cond=1e4 if p > 1 else 1.0))
+        cells.append(Scenario(f"gauss-p{p}", p=p, cond=1e4 if p > 1 else 1.0))
     # large p (diagonal mode): few draws, no PASS (M < 1000): the FAIL side is measured
-    cells.append(Cell("gauss-p1000", p=1000, cond=1e4, plan=1500, draws=_LARGE_P_DRAWS))
-    cells.append(Cell("gauss-p10000", p=10_000, cond=1e4, plan=1500, draws=(100, 100, 200)))
+    cells.append(Scenario("gauss-p1000", p=1000, cond=1e4, plan=1500, draws=_LARGE_P_DRAWS))
+    cells.append(Scenario("gauss-p10000", p=10_000, cond=1e4, plan=1500, draws=(100, 100, 200)))
     cells += [
-        Cell("biased-gauss-spread", cond=1.0, bias=BIAS_FACTOR),
-        Cell("biased-gauss-top", cond=1e4, bias=BIAS_FACTOR, bias_dir="top"),
-        Cell("biased-gauss-bottom", cond=1e4, bias=BIAS_FACTOR, bias_dir="bottom"),
-        Cell("biased-t3-spread", law="t3", cond=1e4, bias=BIAS_FACTOR),
-        Cell("biased-rademacher-rot", law="rademacher", cond=1e8, bias=BIAS_FACTOR),
-        Cell("biased-bounded-top", law="bounded", cond=1e4, bias=BIAS_FACTOR, bias_dir="top"),
-        Cell("biased-gauss-p1000", p=1000, cond=1e4, bias=BIAS_FACTOR, plan=1200, draws=(1000, 1000, 4800)),
+        Scenario("biased-gauss-spread", cond=1.0, bias=BIAS_FACTOR),
+        Scenario("biased-gauss-top", cond=1e4, bias=BIAS_FACTOR, bias_dir="top"),
+        Scenario("biased-gauss-bottom", cond=1e4, bias=BIAS_FACTOR, bias_dir="bottom"),
+        Scenario("biased-t3-spread", law="t3", cond=1e4, bias=BIAS_FACTOR),
+        Scenario("biased-rademacher-rot", law="rademacher", cond=1e8, bias=BIAS_FACTOR),
+        Scenario("biased-bounded-top", law="bounded", cond=1e4, bias=BIAS_FACTOR, bias_dir="top"),
+        Scenario("biased-gauss-p1000", p=1000, cond=1e4, bias=BIAS_FACTOR, plan=1200, draws=(1000, 1000, 4800)),
     ]
     return cells
 
 
-def smoke_suite() -> list[Cell]:
+def smoke_suite() -> list[Scenario]:
     """A few cells for the default-tier smoke test (one per corner)."""
     names = {
         "gauss-cond1e+16-rot",
@@ -380,7 +383,7 @@ def run_once(problem: Problem, level: float, mechanism: str, seed: int, *, biase
     raise InvalidArgument("mechanism", mechanism, f"one of {MECHANISMS}")
 
 
-def run_cell(cell: Cell, level: float, mechanism: str, seeds: Sequence[int]) -> CellResult:
+def run_cell(cell: Scenario, level: float, mechanism: str, seeds: Sequence[int]) -> ScenarioResult:
     """Verdict counts of one mechanism at one level over ``seeds`` (seed s uses generator seed s)."""
     problem = build(cell)
     t0 = time.perf_counter()
@@ -391,7 +394,7 @@ def run_cell(cell: Cell, level: float, mechanism: str, seeds: Sequence[int]) -> 
         counts[res.verdict] = counts.get(res.verdict, 0) + 1
         draws += res.samples_used
     n = len(seeds)
-    return CellResult(
+    return ScenarioResult(
         cell.name,
         cell.describe(),
         cell.biased,
@@ -406,23 +409,23 @@ def run_cell(cell: Cell, level: float, mechanism: str, seeds: Sequence[int]) -> 
     )
 
 
-def _job(args: tuple[Cell, float, str, list[int]]) -> CellResult:
+def _job(args: tuple[Scenario, float, str, list[int]]) -> ScenarioResult:
     torch.set_num_threads(1)
     return run_cell(*args)
 
 
 def run_suite(
-    cells: Sequence[Cell],
+    cells: Sequence[Scenario],
     *,
     seeds: Sequence[int],
     levels: Sequence[float] = LEVELS,
     mechanisms: Sequence[str] = MECHANISMS,
     jobs: int = 1,
-    progress: Callable[[CellResult], None] | None = None,
-) -> list[CellResult]:
+    progress: Callable[[ScenarioResult], None] | None = None,
+) -> list[ScenarioResult]:
     """Every (cell, level, mechanism) over ``seeds``; ``jobs`` > 1 runs them in worker processes."""
     work = [(c, lv, mech, list(seeds)) for c in cells for lv in levels for mech in mechanisms]
-    out: list[CellResult] = []
+    out: list[ScenarioResult] = []
     if jobs <= 1:
         for w in work:
             r = _job(w)
@@ -441,12 +444,12 @@ def run_suite(
     return sorted(out, key=lambda r: order[(r.cell, r.level, r.mechanism)])
 
 
-def _cost(w: tuple[Cell, float, str, list[int]]) -> float:
+def _cost(w: tuple[Scenario, float, str, list[int]]) -> float:
     return float(w[0].p)
 
 
 # ------------------------------------------------------------------ report
-def summarize(results: Sequence[CellResult]) -> list[dict[str, Any]]:
+def summarize(results: Sequence[ScenarioResult]) -> list[dict[str, Any]]:
     """Worst observed error rate per (level, mechanism, kind of error)."""
     rows = []
     for lv in sorted({r.level for r in results}):
@@ -479,7 +482,7 @@ def summarize(results: Sequence[CellResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def markdown_table(results: Sequence[CellResult], *, command: str, wall_s: float, machine: str) -> str:
+def markdown_table(results: Sequence[ScenarioResult], *, command: str, wall_s: float, machine: str) -> str:
     """The calibration report: a summary per (level, mechanism) and the full per-cell table."""
     lines = [
         "# Adversarial calibration of the unbiasedness tests",

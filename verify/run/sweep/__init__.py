@@ -19,7 +19,7 @@ CLI: ``rnn-verify sweep NAME [--scale paper|full|ci] [--executor ...] [--workers
 from __future__ import annotations
 
 from verify.run.sweep.cache import CellCache, cell_key, code_version
-from verify.run.sweep.cells import Cell, execute_cell, task, tasks
+from verify.run.sweep.cells import SweepCell, execute_cell, task, tasks
 from verify.run.sweep.definitions import SweepDefinition, SweepOptions, definitions, get_definition
 from verify.run.sweep.driver import CellOutcome, SweepPlan, SweepProgress, SweepRun, run_plan
 from verify.run.sweep.executors import (
@@ -33,13 +33,13 @@ from verify.run.sweep.executors import (
 )
 
 __all__ = [
-    "Cell",
     "CellCache",
     "CellOutcome",
     "DaskExecutor",
     "Executor",
     "ProcessExecutor",
     "SerialExecutor",
+    "SweepCell",
     "SweepDefinition",
     "SweepOptions",
     "SweepPlan",

@@ -1,6 +1,6 @@
 """Cells and tasks: the unit of work of a sweep, and the functions that compute one.
 
-A :class:`Cell` is a task name and its JSON parameters (claim, seed,
+A :class:`SweepCell` is a task name and its JSON parameters (claim, seed,
 configuration, learning rate ...). A **task** is a registered function
 ``params -> JSON value`` (:func:`task`); tasks are looked up by name on the worker,
 so a cell travels as two small values and any worker with the same rnn-verify
@@ -27,7 +27,7 @@ from verify.run.sweep.cache import canonical_json, cell_key, code_version
 from verify.run.sweep.tasks import BUILTIN_TASKS
 from verify.verdict import to_jsonable
 
-__all__ = ["Cell", "TaskFn", "execute_cell", "task", "tasks"]
+__all__ = ["SweepCell", "TaskFn", "execute_cell", "task", "tasks"]
 
 TaskFn = Callable[[dict[str, Any]], Any]
 _TASKS: dict[str, TaskFn] = dict(BUILTIN_TASKS)
@@ -52,7 +52,7 @@ def tasks() -> dict[str, TaskFn]:
 
 
 @dataclass(frozen=True)
-class Cell:
+class SweepCell:
     """One unit of a sweep: ``task`` run with ``params`` (JSON: str keys, numbers, strings, lists)."""
 
     task: str

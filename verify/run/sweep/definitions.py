@@ -39,7 +39,7 @@ from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, stochasticworld_design, updates_designs
 from verify.run.check import claim_params
-from verify.run.sweep.cells import Cell
+from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
 from verify.stats.binomial import clopper_pearson
 from verify.verdict import CheckResult, Verdict
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 MergeFn = Callable[[Mapping[str, CellOutcome]], list[CheckResult]]
-Part = tuple[list[Cell], MergeFn, dict[str, Any]]
+Part = tuple[list[SweepCell], MergeFn, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -106,14 +106,14 @@ def _judged(claim_id: str, judge: Callable[[], CheckResult]) -> CheckResult:
         return CheckResult(claim_id, Verdict.FAIL, "merging the sweep's cells raised", reason=traceback.format_exc())
 
 
-_Part = tuple[list[Cell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]
+_Part = tuple[list[SweepCell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]
 
 
 def _reproduction_part(
     claim_id: str, blocks: list[Any], judge: Callable[..., CheckResult], design: Any, seed: int
 ) -> _Part:
     """Cells of a reproduction's blocks and the merge that judges them with the claim's own ``judge``."""
-    cells = [Cell("fpp.online-block", b.params(), label=_block_label(b)) for b in blocks]
+    cells = [SweepCell("fpp.online-block", b.params(), label=_block_label(b)) for b in blocks]
     by_key = {c.key: b for c, b in zip(cells, blocks, strict=True)}
 
     def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
@@ -155,7 +155,7 @@ def _block_label(b: Any) -> str:
 def _single(
     name: str,
     part: Callable[
-        [SweepOptions], tuple[list[Cell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]
+        [SweepOptions], tuple[list[SweepCell], Callable[[Mapping[str, CellOutcome]], list[CheckResult]], dict[str, Any]]
     ],
 ) -> Callable[[SweepOptions], SweepPlan]:
     def build(opts: SweepOptions) -> SweepPlan:
@@ -204,15 +204,15 @@ def _seeds(opts: SweepOptions, default: int) -> list[int]:
     return list(range(opts.seed, opts.seed + n))
 
 
-def _claim_cells(claims: list[Any], seeds: list[int], profile: str) -> dict[tuple[str, int], Cell]:
+def _claim_cells(claims: list[Any], seeds: list[int], profile: str) -> dict[tuple[str, int], SweepCell]:
     return {
-        (c.id, s): Cell("claim", claim_params(c, RunConfig(profile=profile, seed=s)), label=f"{c.id} seed {s}")
+        (c.id, s): SweepCell("claim", claim_params(c, RunConfig(profile=profile, seed=s)), label=f"{c.id} seed {s}")
         for c in claims
         for s in seeds
     }
 
 
-def _result_of(cell: Cell, outcome: CellOutcome | None, claim_id: str, seed: int) -> CheckResult:
+def _result_of(cell: SweepCell, outcome: CellOutcome | None, claim_id: str, seed: int) -> CheckResult:
     if outcome is not None and outcome.ok:
         try:
             return CheckResult.from_dict(outcome.value)
@@ -264,7 +264,7 @@ def _calibration(opts: SweepOptions) -> SweepPlan:
 
 
 def _per_claim(
-    claims: list[Any], seeds: list[int], cells: Mapping[tuple[str, int], Cell], outcomes: Mapping[str, CellOutcome]
+    claims: list[Any], seeds: list[int], cells: Mapping[tuple[str, int], SweepCell], outcomes: Mapping[str, CellOutcome]
 ) -> dict[str, list[CheckResult]]:
     """Each claim's results over ``seeds`` (a cell that did not run is a FAIL naming why)."""
     return {
@@ -276,7 +276,7 @@ def _over_seeds(
     name: str,
     claims: list[Any],
     seeds: list[int],
-    cells: Mapping[tuple[str, int], Cell],
+    cells: Mapping[tuple[str, int], SweepCell],
     merge: MergeFn,
     opts: SweepOptions,
 ) -> SweepPlan:
@@ -515,7 +515,7 @@ def family_wise_result(per_claim: Mapping[str, list[CheckResult]], seeds: list[i
 def _selftest(opts: SweepOptions) -> SweepPlan:
     seeds = _seeds(opts, 8)
     cells = [
-        Cell(
+        SweepCell(
             "sweep.selftest", {"seed": s, "sleep": opts.sleep, "fail": s in opts.fail_seeds}, label=f"selftest seed {s}"
         )
         for s in seeds

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from verify.run.sweep.cache import CellCache, code_version
-from verify.run.sweep.cells import Cell
+from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.executors import Executor
 from verify.verdict import CheckResult
 
@@ -33,7 +33,7 @@ __all__ = ["CellOutcome", "SweepPlan", "SweepRun", "run_plan"]
 class CellOutcome:
     """What became of one cell: its value (``ok``) or its error (the traceback), and where it came from."""
 
-    cell: Cell
+    cell: SweepCell
     ok: bool
     value: Any = None
     error: str = ""
@@ -62,7 +62,7 @@ class SweepPlan:
     """A sweep made concrete: its cells and how to merge their outcomes into claim results."""
 
     name: str
-    cells: tuple[Cell, ...]
+    cells: tuple[SweepCell, ...]
     merge: Merge
     description: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
@@ -150,7 +150,7 @@ def run_plan(
     t0 = time.perf_counter()
     code = code_version()
     outcomes: dict[str, CellOutcome] = {}
-    todo: list[Cell] = []
+    todo: list[SweepCell] = []
     seen: set[str] = set()
     for cell in plan.cells:
         if cell.key in seen:
@@ -185,7 +185,7 @@ def run_plan(
     )
 
 
-def _outcome(cell: Cell, raw: Mapping[str, Any], code: str) -> CellOutcome:
+def _outcome(cell: SweepCell, raw: Mapping[str, Any], code: str) -> CellOutcome:
     wall = float(raw.get("wall_time") or 0.0)
     worker = str(raw.get("worker") or "")
     if not raw.get("ok"):

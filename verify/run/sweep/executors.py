@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from verify.errors import InvalidArgument
-from verify.run.sweep.cells import Cell, execute_cell
+from verify.run.sweep.cells import SweepCell, execute_cell
 
 __all__ = [
     "EXECUTOR_KINDS",
@@ -78,7 +78,7 @@ def dask_available() -> bool:
     return True
 
 
-def _failure(cell: Cell, error: str, worker: str = "", wall: float = 0.0) -> Outcome:
+def _failure(cell: SweepCell, error: str, worker: str = "", wall: float = 0.0) -> Outcome:
     return {"ok": False, "error": error, "wall_time": wall, "worker": worker, "code": ""}
 
 
@@ -96,7 +96,7 @@ class Executor:
     def describe(self) -> str:
         return f"{self.kind} ({self.workers} worker{'s' if self.workers != 1 else ''}, {self.threads} thread(s) each)"
 
-    def map_unordered(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Outcome]]:
+    def map_unordered(self, cells: Sequence[SweepCell]) -> Iterator[tuple[SweepCell, Outcome]]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -120,7 +120,7 @@ class SerialExecutor(Executor):
     def describe(self) -> str:
         return "serial (this process)"
 
-    def map_unordered(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Outcome]]:
+    def map_unordered(self, cells: Sequence[SweepCell]) -> Iterator[tuple[SweepCell, Outcome]]:
         for cell in cells:
             yield cell, execute_cell(cell.task, cell.params, None)
 
@@ -154,13 +154,13 @@ class ProcessExecutor(Executor):
         procs = (getattr(self._pool, "_processes", None) or {}) if self._pool is not None else {}
         return [p.pid for p in procs.values() if p.pid is not None]
 
-    def map_unordered(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Outcome]]:
+    def map_unordered(self, cells: Sequence[SweepCell]) -> Iterator[tuple[SweepCell, Outcome]]:
         from concurrent.futures import FIRST_COMPLETED, Future, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        pending: deque[Cell] = deque(cells)
+        pending: deque[SweepCell] = deque(cells)
         attempts: Counter[str] = Counter()
-        running: dict[Future[Outcome], Cell] = {}
+        running: dict[Future[Outcome], SweepCell] = {}
         try:
             while pending or running:
                 if self._pool is None:
@@ -275,11 +275,11 @@ class DaskExecutor(Executor):
         """``{worker address: pid}`` of the live workers (tests kill one)."""
         return dict(self.client.run(os.getpid))
 
-    def map_unordered(self, cells: Sequence[Cell]) -> Iterator[tuple[Cell, Outcome]]:
+    def map_unordered(self, cells: Sequence[SweepCell]) -> Iterator[tuple[SweepCell, Outcome]]:
         import importlib
 
         dist: Any = importlib.import_module("distributed")
-        remaining: dict[str, Cell] = {c.key: c for c in cells}
+        remaining: dict[str, SweepCell] = {c.key: c for c in cells}
         reconnects = 0
         while remaining:
             try:
@@ -322,7 +322,7 @@ class DaskExecutor(Executor):
             return None
 
     @staticmethod
-    def _outcome(fut: Any, cell: Cell) -> Outcome | None:
+    def _outcome(fut: Any, cell: SweepCell) -> Outcome | None:
         from distributed.scheduler import KilledWorker
 
         status = getattr(fut, "status", "")
