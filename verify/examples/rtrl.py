@@ -17,7 +17,7 @@ from typing import NamedTuple
 import torch
 from torch.autograd.functional import jacobian
 
-from verify.estimators.guarantee import Guarantee
+from verify.estimators import Guarantee
 from verify.model.problem import Problem
 
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from verify.estimators.guarantee import Guarantee
+from verify.estimators import Guarantee
 from verify.model.problem import Problem
 
 

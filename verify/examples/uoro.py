@@ -17,8 +17,7 @@ from typing import NamedTuple
 import torch
 from torch.autograd.functional import jacobian
 
-from verify.estimators import NoiseSource, Rademacher
-from verify.estimators.guarantee import Guarantee
+from verify.estimators import Guarantee, NoiseSource, Rademacher
 from verify.model.problem import Problem
 
 EPS = 1e-7  # Algorithm 1's epsilon
