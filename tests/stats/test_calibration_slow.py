@@ -24,7 +24,7 @@ from verify.stats import (
     update_moments,
 )
 from verify.stats.bounds import norm_quantile_bound
-from verify.stats.calibration import LEVELS, MECHANISMS, Scenario, run_cell, suite
+from verify.stats.calibration import LEVELS, MECHANISMS, Scenario, run_scenario, suite
 from verify.stats.unbiased import _geometry
 from verify.verdict import Verdict
 
@@ -87,7 +87,7 @@ def test_adversarial_cell(cell: Scenario, level: float) -> None:
     noise beyond round-off never FAIL.
     """
     for mech in MECHANISMS:
-        r = run_cell(cell, level, mech, ADV_SEEDS)
+        r = run_scenario(cell, level, mech, ADV_SEEDS)
         _report(f"{cell.name} level {level:g} {mech} {'false cert' if r.biased else 'false FAIL'}", r.errors, r.seeds)
         assert r.errors <= binomial_upper_quantile(r.seeds, level, 1e-4), r
         if level >= 0.05:

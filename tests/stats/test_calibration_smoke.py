@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from verify.stats import binomial_upper_quantile
-from verify.stats.calibration import MECHANISMS, Scenario, build, markdown_table, run_cell, smoke_suite, summarize
+from verify.stats.calibration import MECHANISMS, Scenario, build, markdown_table, run_scenario, smoke_suite, summarize
 
 pytestmark = pytest.mark.statistical
 
@@ -25,7 +25,7 @@ NEVER = {"roundoff-bernoulli", "exact"}  # no noise beyond round-off: a FAIL wou
 
 @pytest.mark.parametrize("cell", smoke_suite(), ids=lambda c: c.name)
 def test_smoke_cell(cell: Scenario) -> None:
-    results = [run_cell(cell, 0.05, mech, SEEDS) for mech in MECHANISMS]
+    results = [run_scenario(cell, 0.05, mech, SEEDS) for mech in MECHANISMS]
     for r in results:
         if cell.name in NEVER:
             assert r.fails == 0, r
@@ -96,10 +96,10 @@ def test_cell_seeds_replay_in_any_process() -> None:
     import subprocess
     import sys
 
-    from verify.stats.calibration import cell_seed
+    from verify.stats.calibration import scenario_seed
 
     names = [c.name for c in smoke_suite()[:3]]
-    code = "import sys; from verify.stats.calibration import cell_seed; print([cell_seed(n) for n in sys.argv[1:]])"
+    code = "import sys; from verify.stats.calibration import scenario_seed as s; print([s(n) for n in sys.argv[1:]])"
     outs = {
         subprocess.run(
             [sys.executable, "-c", code, *names],
@@ -110,7 +110,38 @@ def test_cell_seeds_replay_in_any_process() -> None:
         ).stdout.strip()
         for h in (1, 2)
     }
-    assert outs == {str([cell_seed(n) for n in names])}
+    assert outs == {str([scenario_seed(n) for n in names])}
     first = build(smoke_suite()[0])
     again = build(smoke_suite()[0])
     assert torch.equal(first.truth, again.truth)
+
+
+def test_a_published_cell_replays_with_its_counts_in_two_processes() -> None:
+    """Issue 20: the published calibration replays cell by cell. A rotated cell (its problem depends on the cell's seed)
+    rerun in two fresh processes with different PYTHONHASHSEED gives the counts reports/calibration/calibration.json
+    publishes (measured on another machine and torch version; the bench's seeds 1000..1999, one torch thread)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cell, level, mechanism = "bounded-cond1e+00-rot", 0.05, "fixed"
+    published = json.loads((Path(__file__).resolve().parents[2] / "reports/calibration/calibration.json").read_text())
+    row = next(r for r in published["cells"] if (r["cell"], r["level"], r["mechanism"]) == (cell, level, mechanism))
+    code = (
+        "import torch; from verify.stats.calibration import run_scenario, suite; torch.set_num_threads(1); "
+        f"r = run_scenario(next(c for c in suite() if c.name == {cell!r}), {level}, {mechanism!r}, range(1000, 2000)); "
+        "print(r.fails, r.passes, r.inconclusive)"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(h)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for h in (1, 2)
+    }
+    assert outs == {f"{row['fails']} {row['passes']} {row['inconclusive']}"}, (outs, row)

@@ -63,10 +63,10 @@ __all__ = [
     "Scenario",
     "ScenarioResult",
     "build",
-    "cell_seed",
     "markdown_table",
-    "run_cell",
+    "run_scenario",
     "run_suite",
+    "scenario_seed",
     "smoke_suite",
     "suite",
 ]
@@ -250,7 +250,7 @@ class Problem:
     draws: tuple[int, int, int] = (FIXED_M, FIRST, MAX_SAMPLES)
 
 
-def cell_seed(name: str) -> int:
+def scenario_seed(name: str) -> int:
     """The generator seed of the calibration cell called ``name``: BLAKE2b of the name (stable across processes and
     Python versions; ``hash(str)`` is randomized per process, so a published cell could not be replayed)."""
     return int.from_bytes(hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest(), "little") % (2**63)
@@ -258,7 +258,7 @@ def cell_seed(name: str) -> int:
 
 def build(cell: Scenario) -> Problem:
     """The cell's truth (scaled so that the planner asks for ≈ 4000 draws at α = β = 1e-3) and sampler."""
-    gen = torch.Generator().manual_seed(cell_seed(cell.name))
+    gen = torch.Generator().manual_seed(scenario_seed(cell.name))
     p = cell.p
     sd = _sd(cell)
     rot = _Rotation(p, gen) if cell.rotated and p > 1 else None
@@ -383,7 +383,7 @@ def run_once(problem: Problem, level: float, mechanism: str, seed: int, *, biase
     raise InvalidArgument("mechanism", mechanism, f"one of {MECHANISMS}")
 
 
-def run_cell(cell: Scenario, level: float, mechanism: str, seeds: Sequence[int]) -> ScenarioResult:
+def run_scenario(cell: Scenario, level: float, mechanism: str, seeds: Sequence[int]) -> ScenarioResult:
     """Verdict counts of one mechanism at one level over ``seeds`` (seed s uses generator seed s)."""
     problem = build(cell)
     t0 = time.perf_counter()
@@ -411,7 +411,7 @@ def run_cell(cell: Scenario, level: float, mechanism: str, seeds: Sequence[int])
 
 def _job(args: tuple[Scenario, float, str, list[int]]) -> ScenarioResult:
     torch.set_num_threads(1)
-    return run_cell(*args)
+    return run_scenario(*args)
 
 
 def run_suite(
