@@ -121,7 +121,7 @@ def comparisons_figure(claim_id: str, data: Mapping[str, Any]) -> list[Figure]:
     if not isinstance(rows, list) or not rows:
         return []
     groups, zeros, targets, points, skipped = _comparison_points(rows)
-    series = [{"label": k, "x": v[0], "y": v[1], "style": "markers"} for k, v in groups.items()]
+    series = [{"label": k, "x": v[0], "y": v[1], "style": "markers"} for k, v in sorted(groups.items())]
     if zeros[0]:
         series.append(
             {"label": f"error exactly 0 (drawn at {_ZERO_FLOOR:g})", "x": zeros[0], "y": zeros[1], "style": "markers"}
