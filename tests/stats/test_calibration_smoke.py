@@ -92,24 +92,12 @@ def test_committed_calibration_report() -> None:
 def test_cell_seeds_replay_in_any_process() -> None:
     """Issue 20/22: a calibration cell's generator seed is a stable hash of its name, the same in processes with
     different PYTHONHASHSEED (hash() moved one published cell's rate from 0.014 to 0.040)."""
-    import os
-    import subprocess
-    import sys
 
     from verify.stats.calibration import scenario_seed
 
     names = [c.name for c in smoke_suite()[:3]]
     code = "import sys; from verify.stats.calibration import scenario_seed as s; print([s(n) for n in sys.argv[1:]])"
-    outs = {
-        subprocess.run(
-            [sys.executable, "-c", code, *names],
-            env={**os.environ, "PYTHONHASHSEED": str(h)},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        for h in (1, 2)
-    }
+    outs = _in_two_processes(code, *names)
     assert outs == {str([scenario_seed(n) for n in names])}
     first = build(smoke_suite()[0])
     again = build(smoke_suite()[0])
@@ -121,9 +109,6 @@ def test_a_published_cell_replays_with_its_counts_in_two_processes() -> None:
     rerun in two fresh processes with different PYTHONHASHSEED gives the counts reports/calibration/calibration.json
     publishes (measured on another machine and torch version; the bench's seeds 1000..1999, one torch thread)."""
     import json
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
     cell, level, mechanism = "bounded-cond1e+00-rot", 0.05, "fixed"
@@ -134,14 +119,24 @@ def test_a_published_cell_replays_with_its_counts_in_two_processes() -> None:
         f"r = run_scenario(next(c for c in suite() if c.name == {cell!r}), {level}, {mechanism!r}, range(1000, 2000)); "
         "print(r.fails, r.passes, r.inconclusive)"
     )
-    outs = {
+    outs = _in_two_processes(code)
+    assert outs == {f"{row['fails']} {row['passes']} {row['inconclusive']}"}, (outs, row)
+
+
+def _in_two_processes(code: str, *args: str) -> set[str]:
+    """The stripped standard outputs of ``python -c code args`` in two processes with PYTHONHASHSEED 1 and 2."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ}
+    return {
         subprocess.run(
-            [sys.executable, "-c", code],
-            env={**os.environ, "PYTHONHASHSEED": str(h)},
+            [sys.executable, "-c", code, *args],
+            env={**env, "PYTHONHASHSEED": str(h)},
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
         for h in (1, 2)
     }
-    assert outs == {f"{row['fails']} {row['passes']} {row['inconclusive']}"}, (outs, row)

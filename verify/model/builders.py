@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -37,6 +38,7 @@ from verify.model.problem import Problem
 __all__ = [
     "CELL_KINDS",
     "LOSS_KINDS",
+    "LabeledProblem",
     "ProblemCase",
     "clip_spectral_norm",
     "contractive_problem",
@@ -62,6 +64,17 @@ class ProblemCase(NamedTuple):
 
     def __repr__(self) -> str:  # shown by hypothesis on failure
         return f"ProblemCase({self.problem.describe()}, seed={self.seed})"
+
+
+@dataclass(frozen=True, eq=False)
+class LabeledProblem:
+    """A fixture problem with its label (kind, sizes, loss ...) and parameter vector: one case of a check's suite.
+
+    Compared and hashed by identity (``eq=False``): a case is a cache key of the computations on it."""
+
+    label: str
+    problem: Problem
+    theta: torch.Tensor
 
 
 def make_cell(kind: str, n: int, d: int) -> Cell:

@@ -16,18 +16,14 @@ from typing import NamedTuple
 
 import torch
 
-from verify.model.builders import CELL_KINDS, LOSS_KINDS, random_problem
-from verify.model.problem import Problem
+from verify.model.builders import CELL_KINDS, LOSS_KINDS, LabeledProblem, random_problem
 from verify.oracles.selfcheck import AdjointFn, Comparison, InfluenceFn, SelfCheckReport, reference_self_check
 
 __all__ = ["FamilyRun", "ReferenceParts", "SuiteCase", "SuiteSetup", "reference_suite", "run_family", "self_check"]
 
 
-@dataclass(frozen=True)
-class SuiteCase:
-    label: str
-    problem: Problem
-    theta: torch.Tensor
+#: one problem of the reference suite (label, problem, θ)
+SuiteCase = LabeledProblem
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from verify.estimators.base import OnlineEstimator
-from verify.model.builders import CELL_KINDS, LOSS_KINDS, influence_balancing_problem, random_problem
+from verify.model.builders import CELL_KINDS, LOSS_KINDS, LabeledProblem, influence_balancing_problem, random_problem
 from verify.model.problem import Problem
 from verify.oracles.bptt import (
     influence_matrices,
@@ -43,11 +43,8 @@ __all__ = [
 TARGET = 1e-11
 
 
-@dataclass(frozen=True)
-class Case:
-    label: str
-    problem: Problem
-    theta: torch.Tensor
+#: one problem of the rtrl.exact suite (label, problem, θ)
+Case = LabeledProblem
 
 
 @dataclass(frozen=True)

@@ -11,26 +11,19 @@ mutant.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import torch
 
 from verify._validate import SEED_MULTIPLIER
 from verify.estimators.sampling import reference_truths
-from verify.model.builders import random_problem
-from verify.model.problem import Problem
+from verify.model.builders import LabeledProblem, random_problem
 from verify.oracles.algorithm1 import StepJacobians, step_jacobians
 
 __all__ = ["Case", "jacobians", "problem_case", "stream", "truths"]
 
 
-@dataclass(frozen=True, eq=False)
-class Case:
-    """One fixture problem: its label (kind, n, T, input scale), the problem and θ."""
-
-    label: str
-    problem: Problem
-    theta: torch.Tensor
+#: one UORO fixture problem: its label (kind, n, T, input scale), the problem and θ
+Case = LabeledProblem
 
 
 def stream(seed: int, salt: int) -> torch.Generator:
