@@ -11,19 +11,30 @@ implementation under test (:mod:`verify.impl`, ``family.field``) the check
 exercises: the runner names them in the result, the CLI decides from them which
 claims a ``--impl`` concerns (:func:`uses`). A check with ``uses=()`` tests the
 toolkit itself (a reproduction, a kill table) whatever implementation is given.
+
+Every check builds its :class:`~verify.verdict.CheckResult` with :func:`result`, which owns the rules all
+families share (DESIGN.md "Target layout": a check sets up, computes, decides, runs its controls and builds the
+result): the seed is the run's, the wall time runs from the check's start, a control that did not come out as
+expected turns a PASS into a FAIL and is named in the summary (:data:`CONTROL_NOT_AS_EXPECTED`), and an
+INCONCLUSIVE or SKIPPED verdict without a reason takes the summary as its reason.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
-from verify.verdict import CheckResult
+from verify.verdict import CheckResult, Control, Verdict
 
-__all__ = ["CheckFn", "register", "registry", "uses"]
+__all__ = ["CONTROL_NOT_AS_EXPECTED", "CheckFn", "register", "registry", "result", "uses"]
+
+#: what a summary says after it when a control did not come out as expected (every family, one wording)
+CONTROL_NOT_AS_EXPECTED = "; CONTROL NOT AS EXPECTED: "
 
 CheckFn = Callable[[RunConfig], CheckResult]
 _REGISTRY: dict[str, CheckFn] = {}
@@ -63,3 +74,53 @@ def uses(claim_id: str) -> tuple[str, ...]:
     """The parts of the implementation under test (``family.field``) the check of ``claim_id`` exercises."""
     registry()
     return _USES.get(claim_id, ())
+
+
+def _controls_text(bad: Sequence[Control]) -> str:
+    """The controls that did not come out as expected, each with what it should have been and what it was."""
+    return CONTROL_NOT_AS_EXPECTED + ", ".join(f"{c.name} (expected {c.expected}, observed {c.observed})" for c in bad)
+
+
+def result(
+    claim_id: str,
+    config: RunConfig | int,
+    t0: float,
+    verdict: Verdict | bool,
+    summary: str,
+    *,
+    controls: Sequence[Control] = (),
+    reason: str | None = None,
+    device: str = "cpu",
+    dtype: str = "float64",
+    **fields: Any,
+) -> CheckResult:
+    """The result of the check of ``claim_id``, built by the rules every check shares.
+
+    ``config`` is the run's configuration (the result carries its seed), or the seed itself where a judge runs
+    without one (the merge of a sweep); ``t0`` is the check's ``time.perf_counter()`` at its start; ``verdict``
+    is the decision before the controls (``True``/``False``: the comparison held, PASS, or not, FAIL). A control
+    that did not come out as expected turns a PASS into a FAIL and is named after the summary; an INCONCLUSIVE
+    or SKIPPED verdict without a ``reason`` takes the summary as its reason. ``fields`` are the other fields of
+    :class:`~verify.verdict.CheckResult` (statistic, threshold, comparison, data, findings, alpha, ...).
+    """
+    if not isinstance(verdict, Verdict):
+        verdict = Verdict.PASS if verdict else Verdict.FAIL
+    bad = [c for c in controls if not c.ok]
+    if bad:
+        summary += _controls_text(bad)
+        if verdict is Verdict.PASS:
+            verdict = Verdict.FAIL
+    if verdict in (Verdict.INCONCLUSIVE, Verdict.SKIPPED) and not reason:
+        reason = summary
+    return CheckResult(
+        claim_id=claim_id,
+        verdict=verdict,
+        summary=summary,
+        seed=config if isinstance(config, int) else config.seed,
+        dtype=dtype,
+        device=device,
+        reason=reason,
+        controls=tuple(controls),
+        wall_time=time.perf_counter() - t0,
+        **fields,
+    )

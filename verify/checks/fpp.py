@@ -18,7 +18,7 @@ import torch
 
 from theory.catalog import declared_rate
 from theory.fpp_kkt import verify_prop2
-from verify.checks import register
+from verify.checks import register, result
 from verify.checks.fpp_reproduction import judge_cycleworld, judge_stochasticworld, judge_updates
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated
@@ -42,7 +42,7 @@ from verify.impl.mutants import get as get_mutant
 from verify.model.problem import Problem
 from verify.report.plots.fpp import kkt_figures, stationarity_figures
 from verify.stats.rates import decide_rate
-from verify.verdict import CheckResult, Control, Verdict
+from verify.verdict import CheckResult, Control
 
 #: the declared rates (theory.claims.fpp): decided on the fitted interval (verify.stats.rates.decide_rate)
 STATIONARITY_RATE = declared_rate("fpp.stationarity")
@@ -77,19 +77,18 @@ def check_gradient_eq7(config: RunConfig) -> CheckResult:
     res = eq7_core(config)
     mut = eq7_core(RunConfig(seed=config.seed), get_mutant("fpp.eq7-penalty-sign").impl)
     controls = (_mutant_control("fpp.eq7-penalty-sign", mut, f"worst {mut['worst']:.2e}"),)
-    ok = res["passed"] and all(c.ok for c in controls)
     n = sum(r["samples"] for r in res["rows"])
-    return CheckResult(
-        claim_id="fpp.gradient-eq7",
-        verdict=Verdict.PASS if ok else Verdict.FAIL,
-        summary=f"{n} per-sample gradients on {len(res['rows'])} problems (5 cells x 2 losses x T in {{1,2,5}}); "
+    return result(
+        "fpp.gradient-eq7",
+        config,
+        t0,
+        res["passed"],
+        f"{n} per-sample gradients on {len(res['rows'])} problems (5 cells x 2 losses x T in {{1,2,5}}); "
         f"worst relative error {res['worst']:.2e} vs {EXACT_TOL:.0e}; sign mutant worst {mut['worst']:.2e}",
+        controls=controls,
         statistic=res["worst"],
         threshold=EXACT_TOL,
-        seed=config.seed,
-        controls=controls,
         data={"comparisons": res["rows"], "mutant_worst": mut["worst"]},
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -120,20 +119,19 @@ def check_lemma3_unbiased(config: RunConfig) -> CheckResult:
         ),
         _mutant_control("fpp.eq7-penalty-sign", m2, f"worst {m2['worst']:.2e}"),
     )
-    ok = res["passed"] and all(c.ok for c in controls)
     min_p = min(r["chi2_p"] for r in res["rows"])
-    return CheckResult(
-        claim_id="fpp.lemma3-unbiased",
-        verdict=Verdict.PASS if ok else Verdict.FAIL,
-        summary=f"exact E_k[grad L_k] vs autograd grad L on {len(res['rows'])} problems: worst relative error "
+    return result(
+        "fpp.lemma3-unbiased",
+        config,
+        t0,
+        res["passed"],
+        f"exact E_k[grad L_k] vs autograd grad L on {len(res['rows'])} problems: worst relative error "
         f"{res['worst']:.2e} vs {EXACT_TOL:.0e}; sampler draws cover exactly {{T..n}}: {res['support_ok']} "
         f"(smallest chi-square p {min_p:.2g}); exclusive-endpoint sampler caught: {not m1['support_ok']}",
+        controls=controls,
         statistic=res["worst"],
         threshold=EXACT_TOL,
-        seed=config.seed,
-        controls=controls,
         data={"comparisons": res["rows"]},
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -223,7 +221,6 @@ def check_stationarity(config: RunConfig) -> CheckResult:
     res = stationarity_core(config)
     controls = (_stationarity_control(config),)
     data = res["data"]
-    ok = res["passed"] and all(c.ok for c in controls)
     gd = data["configs"][0]
     tight = max(m / b for m, b in zip(gd["mean"], gd["bound"], strict=True))
     summary = (
@@ -233,17 +230,18 @@ def check_stationarity(config: RunConfig) -> CheckResult:
         f"E||G(x_R)||^2 <= 1/N bound (tightness {tight:.2f}), last-decade slope {res['gd_slope']:.3f}"
         + _floor_text(res)
     )
-    return CheckResult(
-        claim_id="fpp.stationarity",
-        verdict=Verdict.PASS if ok else Verdict.FAIL,
-        summary=summary,
+    return result(
+        "fpp.stationarity",
+        config,
+        t0,
+        res["passed"],
+        summary,
+        controls=controls,
         statistic=tight,
         threshold=1.0,
-        seed=config.seed,
         alpha=0.05,
         samples_planned=data["replicates"],
         samples_used=data["replicates"],
-        controls=controls,
         data={
             **data,
             "floor_fit": res.get("floor_fit"),
@@ -253,7 +251,6 @@ def check_stationarity(config: RunConfig) -> CheckResult:
             "figures": stationarity_figures(data),
         },
         findings=_stationarity_findings(res),
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -301,7 +298,6 @@ def check_kkt_recovery(config: RunConfig) -> CheckResult:
     observed = "PASS" if mut["passed"] else "FAIL"
     controls = (Control("mutant fpp.multiplier-full-loss-adjoint", "FAIL", observed, detail),)
     m = res["meas"]
-    ok = res["passed"] and all(c.ok for c in controls)
     failed = [k for k, v in res["checks"].items() if not v]
     summary = (
         f"lambda 1e1..1e6 ({len(m['rows'])} solves): residual slope {m['residual_fit']['slope']:.3f} "
@@ -312,16 +308,16 @@ def check_kkt_recovery(config: RunConfig) -> CheckResult:
         f"{m['sigma_min']:.3g}; iterates converge (distance slope {m['distance_fit']['slope']:.3f})"
         + (f"; FAILED: {failed}" if failed else "")
     )
-    return CheckResult(
-        claim_id="fpp.kkt-recovery",
-        verdict=Verdict.PASS if ok else Verdict.FAIL,
-        summary=summary,
+    return result(
+        "fpp.kkt-recovery",
+        config,
+        t0,
+        res["passed"],
+        summary,
+        controls=controls,
         statistic=max(m["residual_fit"]["ci_lo"], m["multiplier_fit"]["ci_lo"]),
         threshold=KKT_RATE.expected() + KKT_RATE.tolerance,
-        seed=config.seed,
-        controls=controls,
         data={**m, "instance": res["info"], "checks": res["checks"], "figures": kkt_figures(m)},
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -347,21 +343,20 @@ def check_prop2_kkt_equivalence(config: RunConfig) -> CheckResult:
         symbolic[f"elman n={n}"] = verify_prop2(n, "elman")
     mut = prop2_core(config, get_mutant("fpp.multiplier-full-loss-adjoint").impl)
     controls = (_mutant_control("fpp.multiplier-full-loss-adjoint", mut, f"worst {mut['worst']:.2e}"),)
-    ok = res["passed"] and all(symbolic.values()) and all(c.ok for c in controls)
     lim = res["rows"][-1]
-    return CheckResult(
-        claim_id="fpp.prop2-kkt-equivalence",
-        verdict=Verdict.PASS if ok else Verdict.FAIL,
-        summary=f"numeric: worst relative KKT mismatch {res['worst']:.2e} vs {EXACT_TOL:.0e} over {len(res['rows'])} "
+    return result(
+        "fpp.prop2-kkt-equivalence",
+        config,
+        t0,
+        res["passed"] and all(symbolic.values()),
+        f"numeric: worst relative KKT mismatch {res['worst']:.2e} vs {EXACT_TOL:.0e} over {len(res['rows'])} "
         f"points (at the Thm 2 limit ||grad E|| = {lim['rnn_grad_norm']:.2e}, ||grad Lagr|| = "
         f"{lim['lagrangian_grad_norm']:.2e}); symbolic (sympy): "
         + ", ".join(f"{k}: {'0' if v else 'NONZERO'}" for k, v in symbolic.items()),
+        controls=controls,
         statistic=res["worst"],
         threshold=EXACT_TOL,
-        seed=config.seed,
-        controls=controls,
         data={"numeric": res["rows"], "symbolic": symbolic},
-        wall_time=time.perf_counter() - t0,
     )
 
 

@@ -13,6 +13,7 @@ import math
 import time
 from typing import Any
 
+from verify.checks import result
 from verify.fpp.judging import (
     PRINTED_LEVELS,
     StochasticWorldTable,
@@ -189,25 +190,25 @@ def _sw_result(
             "FPP at T = 20, 30, 40 reaches a final solution with optimal performance"]},
     }  # fmt: skip
     data["figures"] = stochasticworld_figures(data)
-    return CheckResult(
-        claim_id="fpp.stochasticworld-reproduction",
-        verdict=verdict,
-        summary=f"[{rep.scale}] Stochastic World, {rep.runs} runs x {rep.steps} steps (seed {seed}); levels "
+    return result(
+        "fpp.stochasticworld-reproduction",
+        seed,
+        t0,
+        verdict,
+        f"[{rep.scale}] Stochastic World, {rep.runs} runs x {rep.steps} steps (seed {seed}); levels "
         f"{'match' if levels_ok else 'MISMATCH'}; premise (learned at T={tab.T_max}) "
         f"{'met' if prem_ok else 'NOT MET'}; "
         + (f"paper's comparison {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
         + f"{res_txt}",
+        controls=ctrl_objs,
+        reason=reason,
         statistic=min((v["final_ci"][1] for k, v in learners.items() if v and k in tab.premise), default=None),
         threshold=memoryless,
         comparison="<",
         alpha=REPRO_ALPHA,
-        seed=seed,
         samples_used=rep.runs,
-        reason=reason,
-        controls=tuple(ctrl_objs),
         data=data,
         findings=tuple(findings),
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -281,24 +282,24 @@ def _cw_result(
         + ", ".join(f"{k} {_ci_txt(v, 'online')} (lr {v['lr']:g})" for k, v in d["learners"].items() if v)
         for d in per_p
     )
-    return CheckResult(
-        claim_id="fpp.cycleworld-reproduction",
-        verdict=verdict,
-        summary=f"[{reps[0].scale}] CycleWorld p in {[d['p'] for d in per_p]}, {reps[0].runs} runs x "
+    return result(
+        "fpp.cycleworld-reproduction",
+        seed,
+        t0,
+        verdict,
+        f"[{reps[0].scale}] CycleWorld p in {[d['p'] for d in per_p]}, {reps[0].runs} runs x "
         f"{reps[0].steps} steps (seed {seed}), online error ratio to predict-zero; premise "
         f"{'met' if prem_ok else 'NOT MET'}; "
         + (f"paper's comparison {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
         + res_txt,
+        controls=ctrl_objs,
+        reason=reason,
         statistic=max((t["p_value"] for t in tests), default=None),
         threshold=REPRO_ALPHA if tests else None,
         alpha=REPRO_ALPHA,
-        seed=seed,
         samples_used=reps[0].runs,
-        reason=reason,
-        controls=tuple(ctrl_objs),
         data=data,
         findings=tuple(findings),
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -343,23 +344,23 @@ def judge_updates(
     data = {"scale": reps[0].scale, "criteria": criteria, "tests": tests, "configs": tab.summaries,
             "designs": {r.name: design_dict(r) for r in reps}, "settings_notes": list(SETTINGS_NOTES)}  # fmt: skip
     data["figures"] = updates_figures(data)
-    return CheckResult(
-        claim_id="fpp.updates-reproduction",
-        verdict=verdict,
-        summary=f"[{reps[0].scale}] Fig. 4: {len(reps)} (env, M, B) configurations, {reps[0].runs} runs x "
+    return result(
+        "fpp.updates-reproduction",
+        seed,
+        t0,
+        verdict,
+        f"[{reps[0].scale}] Fig. 4: {len(reps)} (env, M, B) configurations, {reps[0].runs} runs x "
         f"{reps[0].steps} steps (seed {seed}); premise {'met' if prem_ok else 'NOT MET'}; "
         + (f"paper's comparisons {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
         + "; ".join(f"{t['test']} {t['better']:.3f} vs {t['other']:.3f}" for t in tests[:6]),
+        controls=ctrl_objs,
+        reason=reason,
         statistic=max((t["p"] for t in tests), default=None),
         threshold=REPRO_ALPHA if judged and tests else None,
         alpha=REPRO_ALPHA,
-        seed=seed,
         samples_used=reps[0].runs,
-        reason=reason,
-        controls=tuple(ctrl_objs),
         data=data,
         findings=tuple(findings),
-        wall_time=time.perf_counter() - t0,
     )
 
 

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from verify.checks import register
+from verify.checks import register, result
 from verify.config import RunConfig
 from verify.impl.mutants import get as get_mutant
 from verify.oracles.reference_suite import (
@@ -27,7 +27,7 @@ from verify.oracles.reference_suite import (
     self_check,
 )
 from verify.oracles.selfcheck import TARGETS
-from verify.verdict import CheckResult, Control, Verdict
+from verify.verdict import CheckResult, Control
 
 
 def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: str) -> CheckResult:
@@ -42,8 +42,6 @@ def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: s
     # negative control: the same comparison with a broken implementation must FAIL
     first = next(c for c in suite if c.problem.cell.analytic)
     controls = [_control(family, first, control_mutant, gen)] if config.option("controls", True) else []
-    all_ok = all(bool(r["passed"]) for r in rows)
-    verdict = Verdict.PASS if all_ok and all(c.ok for c in controls) else Verdict.FAIL
     max_err = max(errors)
     summary = (
         f"{len(rows)} comparisons on {len(suite) - len(skipped)} problems; worst error/budget "
@@ -52,20 +50,16 @@ def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: s
     )
     if skipped:
         summary += f"; not applicable (non-analytic): {', '.join(skipped)}"
-    if not all(c.ok for c in controls):
-        summary += f"; NEGATIVE CONTROL NOT CAUGHT: {controls[0].name}"
-    return CheckResult(
-        claim_id=claim_id,
-        verdict=verdict,
-        summary=summary,
+    return result(
+        claim_id,
+        config,
+        t0,
+        all(bool(r["passed"]) for r in rows),
+        summary,
+        controls=controls,
         statistic=worst.error,
         threshold=worst.budget,
-        seed=config.seed,
-        dtype="float64",
-        device="cpu",
-        controls=tuple(controls),
         data={"comparisons": rows, "max_ratio": worst.ratio, "target": TARGETS[family]},
-        wall_time=time.perf_counter() - t0,
     )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from theory.influence_balancing import equilibrium_derivative
-from verify.checks import register
+from verify.checks import register, result
 from verify.config import RunConfig
 from verify.impl import build
 from verify.impl.mutants import get as get_mutant
@@ -71,8 +71,6 @@ def check_exact(config: RunConfig) -> CheckResult:
         f"influence error {bad['influence_error']:.2e} (budget {bad['influence_budget']:.2e}), "
         f"gradient error {bad['gradient_error']:.2e}",
     )
-    ok = all(bool(r["passed"]) for r in rows)
-    verdict = Verdict.PASS if ok and control.ok else Verdict.FAIL
     no_infl = all(math.isnan(float(r["influence_error"])) for r in rows)
     max_err = max(max(_num(r["influence_error"]), float(r["gradient_error"])) for r in rows)
     e_i, e_g = float(worst["influence_error"]), float(worst["gradient_error"])
@@ -86,20 +84,18 @@ def check_exact(config: RunConfig) -> CheckResult:
     )
     if no_infl:
         summary += "; gradients only: the implementation under test has no influence_estimate(problem, state)"
-    if not control.ok:
-        summary += f"; NEGATIVE CONTROL NOT CAUGHT: {control.name}"
     stat = max(_num(e_i), e_g)
     thr = b_i if _num(e_i) / b_i >= e_g / b_g else b_g
-    return CheckResult(
-        claim_id="rtrl.exact",
-        verdict=verdict,
-        summary=summary,
+    return result(
+        "rtrl.exact",
+        config,
+        t0,
+        all(bool(r["passed"]) for r in rows),
+        summary,
+        controls=(control,),
         statistic=stat,
         threshold=min(thr, TARGET),
-        seed=config.seed,
-        controls=(control,),
         data={"comparisons": rows, "target": TARGET},
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -143,18 +139,16 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
         f"worst relative error {stat:.2e} in the {which} vs budget {float(worst['budget']):.2e} "
         f"({worst['problem']}, k={worst['k']})"
     )
-    if not control.ok:
-        summary += f"; NEGATIVE CONTROL NOT CAUGHT: {control.name}"
-    return CheckResult(
-        claim_id="rtrl.truncated-bptt",
-        verdict=Verdict.PASS if ok and control.ok else Verdict.FAIL,
-        summary=summary,
+    return result(
+        "rtrl.truncated-bptt",
+        config,
+        t0,
+        ok,
+        summary,
+        controls=(control,),
         statistic=stat,
         threshold=float(worst["budget"]),
-        seed=config.seed,
-        controls=(control,),
         data={"comparisons": rows},
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -242,21 +236,20 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
     )
     if sweep_failures:
         summary += "; FAILED: " + "; ".join(sweep_failures)
-    if not all(c.ok for c in controls):
-        summary += "; CONTROL NOT AS EXPECTED: " + ", ".join(c.name for c in controls if not c.ok)
     # statistic/threshold: the comparison closest to its allowance (as rtrl.exact)
     e_sw, b_sw = float(worst_sweep["abs_error"]), float(worst_sweep["budget"])
     closest_rtrl = worst_rtrl / EQUILIBRIUM_TOLERANCE >= e_sw / b_sw
     stat, thr = (worst_rtrl, EQUILIBRIUM_TOLERANCE) if closest_rtrl else (e_sw, b_sw)
     figures = influence_balancing_figures({"rtrl": rows, "tbptt_sweep": sweep, "first_k_with_right_sign": first[0]})
-    return CheckResult(
-        claim_id="rtrl.influence-balancing",
-        verdict=Verdict.PASS if ok and all(c.ok for c in controls) else Verdict.FAIL,
-        summary=summary,
+    return result(
+        "rtrl.influence-balancing",
+        config,
+        t0,
+        ok,
+        summary,
+        controls=controls,
         statistic=stat,
         threshold=thr,
-        seed=config.seed,
-        controls=controls,
         data={
             "rtrl": rows,
             "tbptt_sweep": sweep,
@@ -265,7 +258,6 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
             "theta": setup.theta,
             "figures": figures,
         },
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -295,15 +287,15 @@ def _inconclusive(
     config: RunConfig, premises: list[str], control: Control, data: dict[str, Any], t0: float
 ) -> CheckResult:
     """The evaluation floor at the teacher is too close to δ(θ₀) to resolve the factor: INCONCLUSIVE."""
-    return CheckResult(
-        claim_id="rtrl.online-convergence",
-        verdict=Verdict.INCONCLUSIVE,
-        summary="the evaluation cannot resolve the factor: " + "; ".join(premises),
-        reason="; ".join(premises),
-        seed=config.seed,
+    return result(
+        "rtrl.online-convergence",
+        config,
+        t0,
+        Verdict.INCONCLUSIVE,
+        "the evaluation cannot resolve the factor: " + "; ".join(premises),
         controls=(control,),
+        reason="; ".join(premises),
         data=data,
-        wall_time=time.perf_counter() - t0,
     )
 
 
@@ -353,20 +345,18 @@ def check_online_convergence(config: RunConfig) -> CheckResult:
     summary = f"{T} online steps, natural-gradient reduction required {FACTOR:g}: " + " | ".join(described)
     if failures:
         summary += "; FAILED: " + "; ".join(failures)
-    if not control.ok:
-        summary += f"; NEGATIVE CONTROL NOT CAUGHT: {control.name}"
-    return CheckResult(
-        claim_id="rtrl.online-convergence",
-        verdict=Verdict.PASS if not failures and control.ok else Verdict.FAIL,
-        summary=summary,
+    return result(
+        "rtrl.online-convergence",
+        config,
+        t0,
+        not failures,
+        summary,
+        controls=(control,),
         statistic=worst if math.isfinite(worst) else None,
         threshold=FACTOR,
         comparison=">=",
-        seed=config.seed,
         samples_used=T,
-        controls=(control,),
         data=data,
-        wall_time=time.perf_counter() - t0,
     )
 
 

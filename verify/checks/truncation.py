@@ -23,7 +23,7 @@ from typing import Any
 
 from theory import truncation as tt
 from theory.claims.truncation import RATE_ALPHA
-from verify.checks import register
+from verify.checks import register, result
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated
 from verify.impl import TruncationImpl
@@ -32,7 +32,7 @@ from verify.report.plots import truncation as plots
 from verify.truncation import bounds, figure1a, fixtures
 from verify.truncation.instances import InstanceEvaluation
 from verify.truncation.rate_fit import RATE_DECADES, rate_verdict
-from verify.verdict import CheckResult, Control, Verdict
+from verify.verdict import CheckResult, Control
 
 Ctl = Callable[[TruncationImpl], tuple[bool, str]]
 
@@ -81,19 +81,6 @@ def _fixture_ctl(part: str, conform_ks: Sequence[int], word: str, bound_ks: Sequ
     return ctl
 
 
-def finish(
-    claim_id: str, config: RunConfig, t0: float, ok: bool, summary: str, controls: Sequence[Control], **kw: Any
-) -> CheckResult:
-    """The result: PASS only when ``ok`` and every control came out as expected (the others are named)."""
-    controls = tuple(controls)
-    bad = [c.name for c in controls if not c.ok]
-    if bad:
-        summary += f"; CONTROL NOT AS EXPECTED: {', '.join(bad)}"
-    verdict = Verdict.PASS if ok and not bad else Verdict.FAIL
-    kw.update(seed=config.seed, dtype="float64", device="cpu", controls=controls)
-    return CheckResult(claim_id, verdict, summary, wall_time=time.perf_counter() - t0, **kw)
-
-
 def _bound_over_suite(
     evs: Sequence[InstanceEvaluation], fx: bounds.ExtremalFixture, name: str, key: str
 ) -> tuple[list[str], dict[str, float], float]:
@@ -134,8 +121,16 @@ def check_state_bound(config: RunConfig) -> CheckResult:
     rows = [e.summary_row() for e in evs]
     figs = plots.state_bound_figures(rows, fx.series["state"].as_dict())
     data = {"instances": rows, "tightness": tight, "extremal": fx.records, "figures": figs}
-    return finish(
-        "truncation.state-bound", config, t0, not fails, summary, controls, statistic=worst, threshold=1.0, data=data
+    return result(
+        "truncation.state-bound",
+        config,
+        t0,
+        not fails,
+        summary,
+        controls=controls,
+        statistic=worst,
+        threshold=1.0,
+        data=data,
     )
 
 
@@ -179,13 +174,13 @@ def check_gradient_bound(config: RunConfig) -> CheckResult:
         "gamma_printed_expr": str(tt.lemma2_gamma(printed=True)),
         "figures": plots.gradient_bound_figures(rows, {name: s.as_dict() for name, s in fx.series.items()}),
     }
-    return finish(
+    return result(
         "truncation.gradient-bound",
         config,
         t0,
         not fails,
         summary + _failing(fails),
-        controls,
+        controls=controls,
         statistic=worst,
         threshold=1.0,
         data=data,
@@ -216,13 +211,13 @@ def check_tbptt_gradient_bound(config: RunConfig) -> CheckResult:
     rows = [e.summary_row() for e in evs]
     figs = plots.tbptt_bound_figures(rows, fx.series["tbptt"].as_dict())
     data = {"instances": rows, "tightness": t, "extremal": fx.records, "figures": figs}
-    return finish(
+    return result(
         "truncation.tbptt-gradient-bound",
         config,
         t0,
         not fails,
         summary,
-        controls,
+        controls=controls,
         statistic=worst,
         threshold=1.0,
         data=data,
@@ -282,13 +277,13 @@ def check_rate(config: RunConfig) -> CheckResult:
             f"log lambda on a window where lambda^k falls by < {RATE_DECADES:g} decades)"
         )
     data = {"fits": rows, "skipped": skipped, "unadjusted_exceedances": unadjusted, "figures": plots.rate_figures(rows)}
-    return finish(
+    return result(
         "truncation.rate",
         config,
         t0,
         bool(rows) and not fails,
         summary + _failing(fails, "SLOWER THAN lambda^k"),
-        controls,
+        controls=controls,
         statistic=margin,
         threshold=0.0,
         alpha=RATE_ALPHA,
@@ -341,13 +336,13 @@ def check_figure_1a(config: RunConfig) -> CheckResult:
         if data[kind]["ci"]
     )
     stat = max(data[k]["tightness"] for k in ("linear", "elman-tanh"))
-    return finish(
+    return result(
         "truncation.figure-1a",
         config,
         t0,
         not fails,
         summary + (f"; FAILED: {', '.join(fails)}" if fails else ""),
-        [_mutant_control("truncated-gradient.block-restart", ctl)],
+        controls=[_mutant_control("truncated-gradient.block-restart", ctl)],
         statistic=stat,
         threshold=1.0,
         data=data,

@@ -20,8 +20,8 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from verify.checks import register
-from verify.checks.truncation import control, evaluations, finish
+from verify.checks import register, result
+from verify.checks.truncation import control, evaluations
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated
 from verify.impl.mutants import get as get_mutant
@@ -152,13 +152,13 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
     data: dict[str, Any] = {"setup": setup.__dict__, **res, "figures": figs}
     stat = max(max(x["max_ratio_sharp"] for x in r["schedules"]["alpha/t"]["runs"]) for r in res.values())
     found = _prop2_findings(setup, res, observed) if config.full else ()
-    return finish(
+    return result(
         "truncation.training-prop2",
         config,
         t0,
         not fails,
         summary,
-        _prop2_controls(exps, setup),
+        controls=_prop2_controls(exps, setup),
         statistic=stat,
         threshold=1.0,
         data=data,
@@ -226,13 +226,13 @@ def check_unstable_counterexample(config: RunConfig) -> CheckResult:
         + ", ".join(f"{n}: {v[0]}" for n, v in refusals.items())
     )
     data = {"errors": rows, "refusals": {n: v[1] for n, v in refusals.items()}, "figures": [plots.prop3_figure(rows)]}
-    return finish(
+    return result(
         "truncation.unstable-counterexample",
         config,
         t0,
         exact and grows and all_refused,
         summary,
-        controls,
+        controls=controls,
         statistic=float(rows[0]["error"][-1]),
         threshold=None,
         comparison="grows",
@@ -279,13 +279,13 @@ def check_gd_divergence(config: RunConfig) -> CheckResult:
     projected = [float(x) for x in it_proj[::10]]
     figs = plots.prop4_figures(logs, glogs, projected, 10)
     data = {"log10_abs_a": logs, "log10_abs_grad": glogs, "projected_a": projected, "figures": figs}
-    return finish(
+    return result(
         "truncation.gd-divergence",
         config,
         t0,
         sym_ok and num_err <= 1e-12 and div and stat,
         summary,
-        controls,
+        controls=controls,
         statistic=logs[-1],
         threshold=100.0,
         comparison=">",
@@ -331,6 +331,14 @@ def check_assumption_checker(config: RunConfig) -> CheckResult:
     ratios = [r.get("witness/lam", 0.0) for r in rows if r.get("valid") is not None]
     stat = max((x for x in ratios if math.isfinite(x)), default=0.0)
     data = {"instances": rows, "figures": [plots.certificate_table(rows)]}
-    return finish(
-        "truncation.assumption-checker", config, t0, ok, summary, controls, statistic=stat, threshold=1.0, data=data
+    return result(
+        "truncation.assumption-checker",
+        config,
+        t0,
+        ok,
+        summary,
+        controls=controls,
+        statistic=stat,
+        threshold=1.0,
+        data=data,
     )

@@ -10,17 +10,18 @@ Options (``RunConfig.options``): ``controls`` (``False`` skips the negative cont
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from theory.claims.uoro_statistics import ALPHA
+from verify.checks import result
 from verify.config import RunConfig
 from verify.impl import build
 from verify.impl.mutants.uoro import get
 from verify.stats import TestOptions
 from verify.uoro.unbiased import BETA, DELTA, claim_options
-from verify.verdict import CheckResult, Control, Verdict
+from verify.verdict import CheckResult, Verdict
 
 __all__ = ["alpha_of", "combine", "controls_on", "finish", "max_samples", "mutant", "options", "uoro_under_test"]
 
@@ -66,56 +67,11 @@ def combine(verdicts: Sequence[Verdict]) -> Verdict:
     return Verdict.INCONCLUSIVE
 
 
-def _mutant_label(config: RunConfig) -> str:
-    label = config.impls.label
-    return f" [{label} injected]" if label else ""
-
-
 def finish(
-    claim_id: str,
-    config: RunConfig,
-    t0: float,
-    verdict: Verdict,
-    summary: str,
-    *,
-    statistic: float | None = None,
-    threshold: float | None = None,
-    comparison: str = "<",
-    controls: Sequence[Control] = (),
-    data: dict[str, Any] | None = None,
-    reason: str | None = None,
-    alpha: float | None = None,
-    beta: float | None = None,
-    delta: float | None = None,
-    samples_planned: int | None = None,
-    samples_used: int | None = None,
+    claim_id: str, config: RunConfig, t0: float, verdict: Verdict, summary: str, *, comparison: str = "<", **fields: Any
 ) -> CheckResult:
-    """The result: a negative control not caught turns a PASS into a FAIL (and is named in the summary); an
-    INCONCLUSIVE or SKIPPED verdict without a reason takes the summary as its reason."""
-    bad = [c for c in controls if not c.ok]
-    if bad:
-        summary += "; NEGATIVE CONTROL NOT CAUGHT: " + ", ".join(f"{c.name} ({c.observed})" for c in bad)
-        if verdict is Verdict.PASS:
-            verdict = Verdict.FAIL
-    if verdict in (Verdict.INCONCLUSIVE, Verdict.SKIPPED) and not reason:
-        reason = summary
-    return CheckResult(
-        claim_id=claim_id,
-        verdict=verdict,
-        summary=summary + _mutant_label(config),
-        statistic=statistic,
-        threshold=threshold,
-        comparison=comparison,
-        seed=config.seed,
-        dtype="float64",
-        device="cpu",
-        alpha=alpha,
-        beta=beta,
-        delta=delta,
-        samples_planned=samples_planned,
-        samples_used=samples_used,
-        reason=reason,
-        controls=tuple(controls),
-        data=data or {},
-        wall_time=time.perf_counter() - t0,
-    )
+    """:func:`verify.checks.result` with what the UORO family adds: the comparison ``<`` unless stated, and the
+    mutant injected by the kill table (``config.impls.label``) named after the summary (not in the reason)."""
+    res = result(claim_id, config, t0, verdict, summary, comparison=comparison, **fields)
+    label = config.impls.label
+    return replace(res, summary=f"{res.summary} [{label} injected]") if label else res
