@@ -26,7 +26,7 @@ can be shown to fail):
   L_x B_x/(1-\lambda)`. Each of the k terms is therefore :math:`\lambda^{k-1}`, not
   :math:`\lambda^{k}` (the same happens in (c), whose chain of k Jacobians has only
   k − 1 factors after the first difference). The printed bound is violated by an
-  explicit scalar linear system (``verify.checks.truncation``); the corrected
+  explicit scalar linear system (``verify.truncation.fixtures.extremal_linear_problem``); the corrected
   :math:`\gamma` carries a factor :math:`1/\lambda` on the (b) and (c) parts.
 * The intermediate line of the proof of Lemma 3 that carries
   :math:`\beta_{hh} L_w\|w-w'\|/(1-\lambda)^2` should carry :math:`(T-t)/(1-\lambda)`;

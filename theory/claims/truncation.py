@@ -1,9 +1,9 @@
 """Claims of the ``truncation`` family: Miller & Hardt, "When recurrent models don't need to be recurrent".
 
 Bounds are derived in :mod:`theory.truncation` from the proofs' own terms and
-instantiated in :mod:`theory.instances`; the checks live in
-:mod:`verify.checks.truncation`. Every bound check first runs the assumption checker
-(:mod:`verify.oracles.contraction`) and refuses a non-contractive instance.
+instantiated in :mod:`theory.instances`; the checks live in :mod:`verify.checks.truncation` and
+:mod:`verify.checks.truncation_stability` (computing in :mod:`verify.truncation`). Every bound check first runs
+the assumption checker (:mod:`verify.oracles.contraction`) and refuses a non-contractive instance.
 """
 
 from __future__ import annotations
