@@ -574,7 +574,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     counts = {v: sum(r.verdict is v for r in results) for v in Verdict}
     # the chance that this selection FAILs a correct implementation, as the claims state it (Bonferroni)
     stated_rate = gate_budget(args.profile, ids={r.claim_id for r in results if r.verdict is not Verdict.SKIPPED})[0]
-    code = _exit_code(counts, args.fail_on)
+    code = _gate_code(_exit_code(counts, args.fail_on), results, impls)
     info = _run_info(args, argv, device, workers, executor, started, t0, code, stated_rate, impls, left_out)
     doc = run_document(records, info)
     stopped = _write_run_outputs(out, doc, args.fail_on, junit, json_file, pngs)
@@ -606,6 +606,34 @@ def _run_outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Pa
     junit = preflight_file(args.junit, "--junit") if args.junit else None
     json_file = preflight_file(args.json, "--json") if args.json not in (None, "-") else None
     return out, junit, json_file
+
+
+def _nothing_checked(results: Sequence[CheckResult], impls: Implementations | None) -> str | None:
+    """Why a run with ``--impl`` checked nothing of the user's parts (every claim exercising them SKIPPED), or None.
+
+    A CI gate must not pass on nothing: such a run exits 1 (:data:`EXIT_FAIL`) with this message.
+    """
+    if impls is None:
+        return None
+    given = set(impls.user_parts())
+    exercising = [r for r in results if set(uses(r.claim_id)) & given]
+    if any(r.verdict is not Verdict.SKIPPED for r in exercising):
+        return None
+    why = "; ".join(f"{r.claim_id}: {(r.reason or r.summary).splitlines()[0]}" for r in exercising[:5])
+    return (
+        f"nothing of the implementation under test ({', '.join(sorted(given))}) was checked: "
+        + (f"every claim exercising it was SKIPPED ({why})" if exercising else "no selected claim exercises it")
+        + "; exit 1 (a gate must not pass on nothing)"
+    )
+
+
+def _gate_code(code: int, results: Sequence[CheckResult], impls: Implementations | None) -> int:
+    """``code``, or :data:`EXIT_FAIL` (with the reason on stderr) where nothing of the user's parts was checked."""
+    unchecked = _nothing_checked(results, impls)
+    if unchecked is None:
+        return code
+    print(f"rnn-verify: {unchecked}", file=sys.stderr)
+    return code if code != EXIT_OK else EXIT_FAIL
 
 
 def _exit_code(counts: dict[Verdict, int], fail_on: str) -> int:

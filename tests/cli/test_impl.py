@@ -172,3 +172,36 @@ def test_sys_exit_inside_a_claim_is_a_fail_not_the_exit_status(
     assert main(argv) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "SystemExit(0)" in out
+
+
+_PROBE_ONLY = (
+    "from verify.errors import NotApplicable\n"
+    "from verify.oracles.bptt import adjoint_gradient\n"
+    "calls = []\n"
+    "def adjoint(problem, theta, per_step=False):\n"
+    "    calls.append(1)\n"
+    "    if len(calls) > 1:  # the load probe passes; every problem of the claim is 'not supported'\n"
+    "        raise NotApplicable('adjoint', 'this adjoint supports the probe problem only')\n"
+    "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
+)
+
+
+@pytest.mark.parametrize("only", [True, False])
+def test_a_run_that_checked_nothing_of_the_users_code_is_not_green(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], only: bool
+) -> None:
+    """Issue 21: every claim exercising the user's part SKIPPED -> exit 1 with the reason, never a green gate."""
+    f = tmp_path / f"probe_only_{only}.py"  # a module name of its own: the loader caches modules by name
+    f.write_text(_PROBE_ONLY)
+    argv = ["run", "--impl", f"reference={f}:adjoint", "--claims", "reference.*", "--no-report", "-q"]
+    assert main([*argv, *(["--impl-only"] if only else [])]) == 1
+    err = capsys.readouterr().err
+    assert "nothing of the implementation under test (reference.adjoint) was checked" in err
+    assert "reference.adjoint: " in err and "supports the probe problem only" in err
+
+
+def test_a_run_that_checked_the_users_code_stays_green(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "fine.py"
+    f.write_text("from verify.oracles.bptt import adjoint_gradient as adjoint\n")
+    assert main(["run", "--impl", f"reference={f}:adjoint", "--claims", "reference.adjoint", "--no-report", "-q"]) == 0
+    assert "was checked" not in capsys.readouterr().err
