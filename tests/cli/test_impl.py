@@ -205,3 +205,25 @@ def test_a_run_that_checked_the_users_code_stays_green(tmp_path: Path, capsys: p
     f.write_text("from verify.oracles.bptt import adjoint_gradient as adjoint\n")
     assert main(["run", "--impl", f"reference={f}:adjoint", "--claims", "reference.adjoint", "--no-report", "-q"]) == 0
     assert "was checked" not in capsys.readouterr().err
+
+
+def test_an_error_in_the_users_code_is_shown_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 21: a bare `assert` failing in user code was "check raised AssertionError: " with the stored
+    traceback cut before the user's frame; now the summary names the exception, that it has no message and
+    where the user's code raised it, and the reason keeps the innermost frames."""
+    f = tmp_path / "asserts_later.py"
+    f.write_text(
+        "from verify.oracles.bptt import adjoint_gradient\n"
+        "calls = []\n"
+        "def adjoint(problem, theta, per_step=False):\n"
+        "    calls.append(1)\n"
+        "    assert len(calls) < 2  # the load probe passes; the claim's first problem trips it\n"
+        "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
+    )
+    out = tmp_path / "r.json"
+    argv = ["run", "--impl", f"reference={f}:adjoint", "--claims", "reference.adjoint", "--no-report", "-q"]
+    assert main([*argv, "--json", str(out)]) == 1
+    (rec,) = json.loads(out.read_text())["claims"]
+    assert rec["verdict"] == "FAIL"
+    assert f"AssertionError: (no message) [raised at {f}:5 in adjoint]" in rec["summary"]
+    assert str(f) in rec["reason"] and "assert len(calls) < 2" in rec["reason"]

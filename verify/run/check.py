@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -34,6 +35,7 @@ from verify.verdict import CheckResult, Verdict
 __all__ = [
     "THREADS_PER_PROCESS",
     "claim_params",
+    "describe_exception",
     "run_check",
     "select_claims",
     "skipped_result",
@@ -105,18 +107,11 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
             wall_time=time.perf_counter() - t0,
         )
     except (Exception, SystemExit) as exc:  # a crashing check is a failing check; so is sys.exit() in user code
-        tb = traceback.format_exc(limit=6)
-        what = (
-            f"SystemExit({exc.code!r}): code under test called sys.exit(); a check's exit is a FAIL, never the run's "
-            "exit status"
-            if isinstance(exc, SystemExit)
-            else f"{type(exc).__name__}: {exc}"
-        )
         return CheckResult(
             claim.id,
             Verdict.FAIL,
-            f"check raised {what}",
-            reason=tb,
+            f"check raised {describe_exception(exc)}",
+            reason=traceback.format_exc(limit=-TRACEBACK_FRAMES),
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )
@@ -131,6 +126,30 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
     if result.wall_time == 0.0:
         result = replace(result, wall_time=time.perf_counter() - t0)
     return result
+
+
+#: innermost frames a crashed check's reason keeps (the raising frame -- often the user's code -- is always among them)
+TRACEBACK_FRAMES = 12
+_TOOLKIT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line: the exception, its message (or that it has none) and the innermost frame outside the toolkit
+    and torch -- where the implementation under test raised it."""
+    if isinstance(exc, SystemExit):
+        return (
+            f"SystemExit({exc.code!r}): code under test called sys.exit(); a check's exit is a FAIL, never the "
+            "run's exit status"
+        )
+    message = str(exc) or "(no message)"
+    frames = traceback.extract_tb(exc.__traceback__)
+    outside = [
+        f
+        for f in frames
+        if not Path(f.filename).resolve().is_relative_to(_TOOLKIT_ROOT) and "/torch/" not in f.filename
+    ]
+    where = f" [raised at {outside[-1].filename}:{outside[-1].lineno} in {outside[-1].name}]" if outside else ""
+    return f"{type(exc).__name__}: {message}{where}"
 
 
 def skipped_result(claim: Claim, config: RunConfig, reason: str) -> CheckResult:
