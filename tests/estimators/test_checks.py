@@ -14,6 +14,7 @@ from verify.checks.rtrl import check_influence_balancing
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.impl import RTRLImpl
+from verify.impl.mutants import get as get_mutant
 from verify.impl.mutants.estimators import get as get_mutant
 from verify.report.figures import claim_figures
 from verify.report.plots import WITHOUT_FIGURE
@@ -168,3 +169,12 @@ def test_stationarity_refuses_other_losses() -> None:
     P, th = random_problem("elman-tanh", n=2, d=1, T=5, k=2, loss="cross-entropy", generator=torch.Generator())
     with pytest.raises(InvalidArgument):
         online.stationarity(P, th, burn_in=0)
+
+
+def test_a_continuous_noise_law_skips_exact_enumeration_with_the_reason() -> None:
+    """Issue 21: a UORO with a continuous noise law hit `assert support is not None` (a FAIL "AssertionError"); the
+    enumeration cannot run on it, so the claim is SKIPPED naming the law, and the statistical claims test it."""
+    m = get_mutant("uoro.noise-gaussian-variance")
+    res = run_check(all_claims()["uoro.exact-expectation"], RunConfig(implementations=m.implementations))
+    assert res.verdict is Verdict.SKIPPED, res.summary
+    assert res.reason is not None and "no finite support" in res.reason and "Gaussian" in res.reason

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from verify.errors import NotApplicable
 from verify.estimators.enumerate import Enumerable, EnumeratedExpectation, enumerate_expectation
 from verify.model.builders import random_problem
 from verify.model.problem import Problem
@@ -59,7 +60,13 @@ def enumerable_steps(est: Enumerable, problem: Problem, limit: int) -> int:
     """The largest number of steps (≤ T) whose patterns fit in ``limit``."""
     per = math.prod(est.noise_shape(problem))
     support = est.noise.support
-    assert support is not None
+    if support is None:
+        name = getattr(est, "name", type(est).__name__)
+        raise NotApplicable(
+            "uoro.exact-expectation",
+            f"the noise law of {name} ({type(est.noise).__name__}) has no finite support (a continuous law): its "
+            "expectation cannot be enumerated; the statistical unbiasedness claims test it",
+        )
     best = 0
     for t in range(1, problem.T + 1):
         if len(support) ** (est.noise_draws(t) * per) <= limit:
