@@ -14,7 +14,6 @@ from verify.checks.rtrl import check_influence_balancing
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.impl import RTRLImpl
-from verify.impl.mutants import get as get_mutant
 from verify.impl.mutants.estimators import get as get_mutant
 from verify.report.figures import claim_figures
 from verify.report.plots import WITHOUT_FIGURE
