@@ -227,3 +227,17 @@ def test_an_error_in_the_users_code_is_shown_whole(tmp_path: Path, capsys: pytes
     assert rec["verdict"] == "FAIL"
     assert f"AssertionError: (no message) [raised at {f}:5 in adjoint]" in rec["summary"]
     assert str(f) in rec["reason"] and "assert len(calls) < 2" in rec["reason"]
+
+
+def test_a_factory_forwarding_kwargs_it_cannot_take_is_not_applicable() -> None:
+    """Issue 21: a class that forwards **kwargs FAILed with a TypeError; the claim needing rank-r is SKIPPED naming it."""
+    from verify.errors import NotApplicable
+    from verify.examples.uoro import MyUORO
+    from verify.impl import build
+
+    def forwarding(**kw: object) -> object:
+        return MyUORO(**kw)  # type: ignore[arg-type]
+
+    assert isinstance(build(forwarding, "uoro.unbiased"), MyUORO)
+    with pytest.raises(NotApplicable, match=r"forwards \(rank=2\) to code that does not take it.*'rank'"):
+        build(forwarding, "uoro.rank-unbiased (rank-r UORO)", rank=2)

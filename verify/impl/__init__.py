@@ -133,15 +133,22 @@ def build(factory: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> 
         sig = inspect.signature(factory)
     except (TypeError, ValueError):  # builtins, some C callables: just try
         sig = None
+    given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
     if sig is not None:
         try:
             sig.bind(*args, **kwargs)
         except TypeError as exc:
-            given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
             raise NotApplicable(
                 what, f"{part_label(factory)} does not take ({given}): {exc} -- the claim needs it"
             ) from None
-    return factory(*args, **kwargs)
+    try:
+        return factory(*args, **kwargs)
+    except TypeError as exc:  # a factory that forwards **kwargs to something that does not take them
+        if not any(f"'{k}'" in str(exc) for k in kwargs):
+            raise
+        raise NotApplicable(
+            what, f"{part_label(factory)} forwards ({given}) to code that does not take it: {exc} -- the claim needs it"
+        ) from None
 
 
 def part_label(obj: object) -> str:
