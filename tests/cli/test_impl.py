@@ -230,7 +230,7 @@ def test_an_error_in_the_users_code_is_shown_whole(tmp_path: Path, capsys: pytes
 
 
 def test_a_factory_forwarding_kwargs_it_cannot_take_is_not_applicable() -> None:
-    """Issue 21: a class that forwards **kwargs FAILed with a TypeError; the claim needing rank-r is SKIPPED naming it."""
+    """Issue 21: a class forwarding **kwargs FAILed with a TypeError; a claim needing rank-r is SKIPPED naming it."""
     from verify.errors import NotApplicable
     from verify.examples.uoro import MyUORO
     from verify.impl import build
