@@ -284,8 +284,7 @@ def _variance_anomaly(rows: Sequence[dict[str, Any]]) -> str:
         parts.append(f"{r['statistic']}: E q {r['ratio']:.3g}x Algorithm 1's (CI [{lo:.3g}, {hi:.3g}], {way})")
     return (
         "VARIANCE ANOMALY (the second moment differs from Algorithm 1's; a normalizer change that keeps unbiasedness "
-        "shows only here -- whether the mean is off too is for the unbiasedness claims to say): "
-        + "; ".join(parts)
+        "shows only here -- whether the mean is off too is for the unbiasedness claims to say): " + "; ".join(parts)
     )
 
 
