@@ -193,7 +193,7 @@ CLAIMS: tuple[Claim, ...] = (
             "fixture where the normalizers matter: elman-tanh n=3, T=6, inputs x5",
             "negative control: uoro.rho1-constant (unbiased, different variance)",
         ),
-        check="verify.checks.uoro_variance.check_variance_matches",
+        check="verify.checks.uoro_variance_matches.check_variance_matches",
         kind="statistical",
         alpha=ALPHA,
         control_beta=2 * VARIANCE_CONTROL_BETA,

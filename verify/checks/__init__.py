@@ -29,6 +29,7 @@ from typing import Any
 
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
+from verify.impl.capabilities import Coverage
 from verify.verdict import CheckResult, Control, Verdict
 
 __all__ = ["CONTROL_NOT_AS_EXPECTED", "CheckFn", "register", "registry", "result", "uses"]
@@ -92,6 +93,7 @@ def result(
     reason: str | None = None,
     device: str = "cpu",
     dtype: str = "float64",
+    coverage: Coverage | None = None,
     **fields: Any,
 ) -> CheckResult:
     """The result of the check of ``claim_id``, built by the rules every check shares.
@@ -102,7 +104,12 @@ def result(
     that did not come out as expected turns a PASS into a FAIL and is named after the summary; an INCONCLUSIVE
     or SKIPPED verdict without a ``reason`` takes the summary as its reason. ``fields`` are the other fields of
     :class:`~verify.verdict.CheckResult` (statistic, threshold, comparison, data, findings, alpha, ...).
+    ``coverage`` (:class:`~verify.impl.capabilities.Coverage`): the fixture problems the implementation under test
+    supported; what it left out is named in the summary and stored in ``data["coverage"]``.
     """
+    if coverage is not None:
+        summary += coverage.note()
+        fields["data"] = {**(fields.get("data") or {}), "coverage": coverage.data()}
     if not isinstance(verdict, Verdict):
         verdict = Verdict.PASS if verdict else Verdict.FAIL
     bad = [c for c in controls if not c.ok]

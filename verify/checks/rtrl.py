@@ -24,6 +24,7 @@ from theory.influence_balancing import equilibrium_derivative
 from verify.checks import register, result
 from verify.config import RunConfig
 from verify.impl import build
+from verify.impl.capabilities import cover
 from verify.impl.mutants import get as get_mutant
 from verify.report.plots.rtrl import influence_balancing_figures
 from verify.rtrl import influence_balancing as balancing
@@ -60,7 +61,9 @@ def check_exact(config: RunConfig) -> CheckResult:
     """
     t0 = time.perf_counter()
     cases = suite(config.generator(salt=31), SuiteSetup(full=config.full))
-    rows = [compare_rtrl(_part(config.impls.rtrl.rtrl, "rtrl.exact"), c) for c in cases]
+    make = _part(config.impls.rtrl.rtrl, "rtrl.exact")
+    cases, coverage = cover("rtrl.exact", cases, lambda c: (c.label, make(), c.problem, c.theta))
+    rows = [compare_rtrl(make, c) for c in cases]
     worst = max(rows, key=lambda r: float(r["ratio"]))
     mutant = get_mutant("rtrl.no-immediate-term")
     bad = compare_rtrl(_part(mutant.impl.rtrl, "rtrl.exact"), cases[0])
@@ -93,6 +96,7 @@ def check_exact(config: RunConfig) -> CheckResult:
         all(bool(r["passed"]) for r in rows),
         summary,
         controls=(control,),
+        coverage=coverage,
         statistic=stat,
         threshold=min(thr, TARGET),
         data={"comparisons": rows, "target": TARGET},

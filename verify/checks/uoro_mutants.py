@@ -25,6 +25,7 @@ from verify.checks.uoro_common import alpha_of, controls_on, finish, options
 from verify.config import RunConfig
 from verify.errors import NotApplicable
 from verify.impl import build, part_label
+from verify.impl.capabilities import cover
 from verify.impl.mutants import Mutant
 from verify.impl.mutants.uoro import MUST_NOT_FAIL, MUTANTS, get
 from verify.report.plots.uoro import kill_table_figure, power_figure
@@ -142,6 +143,7 @@ def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
     # in the kill table rank 2 alone: its formulas contain rank 1's, and it tests the pairs
     ranks = (2,) if quick else (1, 2)
     ests, missing = _estimators(factory, ranks)
+    cases, coverage = cover(CONFORMANCE, cases, lambda c: (c.label, ests[0][1], c.problem, c.theta))
     ok, law_rows, f_rows = conformance_runs(ests, cases, gen, alpha)
     variants = sorted({str(r["rel_err_form"]) for r in f_rows if r["rel_err_form"] == "post-update"})
     variant_note = ""
@@ -161,6 +163,7 @@ def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
         threshold=CONFORMANCE_BUDGET,
         comparison="<=",
         controls=controls,
+        coverage=coverage,
         data={"formulas": f_rows, "noise_law": law_rows, "variant": variants[0] if variants else None},
         alpha=alpha,
     )

@@ -40,6 +40,7 @@ from verify.checks.uoro_common import (
 from verify.config import RunConfig
 from verify.estimators.base import OnlineEstimator
 from verify.impl import build
+from verify.impl.capabilities import Coverage, cover
 from verify.report.plots.uoro import planned_draws_table, preactivation_variance_figure, sequential_looks_figure
 from verify.stats import TestOptions, UnbiasednessResult, compare_second_moments
 from verify.uoro.cases import Case, problem_case
@@ -99,7 +100,13 @@ def _unbiased_summary(
 
 
 def _unbiased_claim(
-    claim_id: str, config: RunConfig, t0: float, runs: Sequence[_Run], control: Callable[[], Control], what: str
+    claim_id: str,
+    config: RunConfig,
+    t0: float,
+    runs: Sequence[_Run],
+    control: Callable[[], Control],
+    what: str,
+    coverage: Coverage | None = None,
 ) -> CheckResult:
     """Shared driver: one sequential family test per (problem, estimator) with α, β split over the runs."""
     opts = options(config, split=len(runs))
@@ -125,6 +132,7 @@ def _unbiased_claim(
         threshold=opts.delta,
         controls=controls,
         data=data,
+        coverage=coverage,
         reason=reason,
         alpha=opts.alpha * len(runs),
         beta=opts.beta * len(runs),
@@ -175,8 +183,10 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
         bad = mutant("uoro.theta-tilde-scaled", "control")
         return _unbiased_control(bad, case, steps, options(config), config, 402, "uoro.theta-tilde-scaled")
 
-    what = "UORO Prop. 1 (influence, per-step and total gradient) on elman-tanh, lstm, gru"
-    return _unbiased_claim("uoro.unbiased-statistical", config, t0, runs, control, what)
+    runs, coverage = cover("uoro.unbiased-statistical", runs, lambda r: (r[0].label, r[1], r[0].problem, r[0].theta))
+    kinds = ", ".join(r[0].label.split("(")[0] for r in runs)
+    what = f"UORO Prop. 1 (influence, per-step and total gradient) on {kinds}"
+    return _unbiased_claim("uoro.unbiased-statistical", config, t0, runs, control, what, coverage)
 
 
 @register("uoro.truncated-unbiased", uses=("uoro.uoro",))

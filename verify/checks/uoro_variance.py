@@ -23,7 +23,7 @@ from typing import Any
 from scipy import stats
 
 from theory.catalog import declared_rate
-from theory.claims.uoro_statistics import NO_BASELINE_RATE, VARIANCE_CONTROL_BETA
+from theory.claims.uoro_statistics import NO_BASELINE_RATE
 from theory.rates import Rate
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish, mutant, uoro_under_test
@@ -31,25 +31,14 @@ from verify.config import RunConfig
 from verify.estimators.base import OnlineEstimator
 from verify.impl import build
 from verify.impl.mutants.uoro import get
-from verify.oracles.algorithm1 import NORMALIZERS
 from verify.report.plots.uoro import (
-    normalizers_table,
     rank_variance_figure,
     reinforce_link_figure,
     variance_growth_figure,
 )
 from verify.stats.rates import RateFit, decide_rate
 from verify.uoro.cases import problem_case
-from verify.uoro.normalizers import (
-    PAPER,
-    FixtureSetup,
-    VarianceFixture,
-    candidate_q,
-    compare_to_algorithm1,
-    normalizer_alternatives,
-    ref_q,
-    variance_fixture,
-)
+from verify.uoro.conformance import gtilde_form
 from verify.uoro.reinforce_link import reinforce_fits
 from verify.uoro.variance import Growth, exact_vs_measured, rank_slope, variance_growth
 from verify.verdict import CheckResult, Control, Verdict
@@ -58,17 +47,7 @@ from verify.verdict import CheckResult, Control, Verdict
 RANK_RATE = declared_rate("uoro.rank-variance")
 LINK_RATE = declared_rate("uoro.reinforce-link")
 
-__all__ = ["check_rank_variance", "check_reinforce_link", "check_variance_growth", "check_variance_matches"]
-
-#: miss probability allowed to each alternative the variance comparison must see (a control not caught FAILs
-#: correct code: part of the gate's budget)
-CONTROL_BETA = VARIANCE_CONTROL_BETA
-#: the variance fixture per profile: (n, T) with n*T = 15 signs in ci, 2^15 patterns enumerated exactly (~0.2 s
-#: per rule); fewest and most draws per side; 8 candidate problems tried before the check gives up (INCONCLUSIVE)
-VARIANCE_SETUP = {
-    "ci": FixtureSetup((3, 5), (3000, 20_000), CONTROL_BETA),
-    "full": FixtureSetup((3, 6), (20_000, 200_000), CONTROL_BETA),
-}
+__all__ = ["check_rank_variance", "check_reinforce_link", "check_variance_growth"]
 
 
 def _ranked(factory: Callable[..., Any], ranks: Sequence[int]) -> list[tuple[int, OnlineEstimator]]:
@@ -144,9 +123,21 @@ def _agrees(rows: Sequence[dict[str, Any]], alpha: float) -> bool:
     return all(abs(r["z"]) <= zc for r in rows)
 
 
-def _growth_summary(g: Growth, T: int, rows: Sequence[dict[str, Any]]) -> str:
+def _growth_summary(
+    g: Growth, T: int, rows: Sequence[dict[str, Any]], verdict: Verdict, form: tuple[str | None, str]
+) -> str:
     fit_n, fit_t = g.fit_n, g.fit_t
-    return (
+    worst = max(rows, key=lambda r: abs(r["z"]))
+    head = ""
+    if verdict is Verdict.FAIL:
+        head = (
+            f"VARIANCE differs from Algorithm 1's exact variance: at t={worst['t']} measured relative variance "
+            f"{worst['measured']:.3g} vs exact {worst['exact']:.3g} ({worst['measured'] / worst['exact']:.3g}x, "
+            f"z = {worst['z']:.1f}); "
+        )
+    if form[0] == "post-update":
+        head += f"g~ in the post-update form ({form[1]}): compared with that variant of Algorithm 1; "
+    return head + (
         f"relative variance of g~_T (T={T}): "
         + ", ".join(f"n={n}: {v[-1]:.3g}" for n, v in g.growth.items())
         + f"; growth exponent of the t-averaged relative variance in n {fit_n.slope:.2f} "
@@ -181,7 +172,10 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
     g = variance_growth(runs, T, draws, config.generator(461))
     # exact variance by enumeration (n = 2, t <= 6), compared with an independent measurement
     small = problem_case("elman-tanh", 2, 6, config.seed, 469)
-    rows = exact_vs_measured(uoro_under_test(config, "uoro.variance-growth"), small, config.generator(462))
+    est = uoro_under_test(config, "uoro.variance-growth")
+    form, how = gtilde_form(est, small, config.generator(463))
+    post = form == "post-update"
+    rows = exact_vs_measured(est, small, config.generator(462), post=post)
     verdict = Verdict.PASS if _agrees(rows, alpha) else Verdict.FAIL
     controls = []
     if controls_on(config):
@@ -200,12 +194,13 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
     data["growth_in_n"] = {"slope": fit_n.slope, "ci": list(fit_n.ci)}
     data["growth_in_t"] = {"n": g.big, "slope": fit_t.slope, "ci": list(fit_t.ci)}
     data["exact_vs_measured"] = rows
+    data["gtilde_form"] = {"form": form, "how": how}
     return finish(
         "uoro.variance-growth",
         config,
         t0,
         verdict,
-        _growth_summary(g, T, rows),
+        _growth_summary(g, T, rows, verdict, (form, how)),
         statistic=max(abs(r["z"]) for r in rows),
         threshold=float(stats.norm.isf(alpha / 10)),
         controls=controls,
@@ -270,115 +265,4 @@ def check_reinforce_link(config: RunConfig) -> CheckResult:
         data=data,
         alpha=alpha,
         samples_used=2 * draws * len(sigmas),
-    )
-
-
-def _variance_anomaly(rows: Sequence[dict[str, Any]]) -> str:
-    """Name a rejected second-moment comparison: which statistic, by what factor, in which direction."""
-    parts = []
-    for r in rows:
-        if not r["rejected_any"]:
-            continue
-        lo, hi = r["ratio_ci"]
-        way = "above" if lo > 1 else ("below" if hi < 1 else "a different law than")
-        parts.append(f"{r['statistic']}: E q {r['ratio']:.3g}x Algorithm 1's (CI [{lo:.3g}, {hi:.3g}], {way})")
-    return (
-        "VARIANCE ANOMALY (the second moment differs from Algorithm 1's; a normalizer change that keeps unbiasedness "
-        "shows only here -- whether the mean is off too is for the unbiasedness claims to say): " + "; ".join(parts)
-    )
-
-
-def _variance_summary(
-    fx: VarianceFixture,
-    rows: Sequence[dict[str, Any]],
-    rejected: bool,
-    alt_rows: Sequence[dict[str, Any]],
-    alpha: float,
-) -> str:
-    summary = (
-        (_variance_anomaly(rows) + "; " if rejected else "")
-        + f"UORO under test vs independent Algorithm 1 on {fx.case.label} ({fx.draws} draws each, alpha = {alpha:g} "
-        "over 4 tests; draws planned from the exact moments (2^nT patterns) to tell "
-        + ", ".join(f"{k} ({v:.0f} needed)" for k, v in fx.needed.items())
-        + f" from Algorithm 1 with power 1 - {CONTROL_BETA:g}"
-        + (f"; {fx.tried} earlier candidate problem(s) could not" if fx.tried else "")
-        + "): "
-        + "; ".join(
-            f"{r['statistic']}: E q ratio {r['ratio']:.3g} [{r['ratio_ci'][0]:.3g}, {r['ratio_ci'][1]:.3g}], "
-            f"Welch p {r['pvalue']:.2g}, rank p {r['rank_pvalue']:.2g}"
-            for r in rows
-        )
-    )
-    if alt_rows:
-        summary += "; alternatives' E q / paper's: " + ", ".join(
-            f"{r['normalizers']} {r['variance_ratio_vs_paper']:.3g}" for r in alt_rows
-        )
-    return summary
-
-
-def _fixture_data(fx: VarianceFixture) -> dict[str, Any]:
-    return {
-        "problem": fx.case.label,
-        "draws": fx.draws,
-        "needed": fx.needed,
-        "exact_moments": {k: {"mean": list(m), "var": list(v)} for k, (m, v) in fx.exact.items()},
-        "control_beta": CONTROL_BETA,
-        "rejected_candidates": fx.tried,
-    }
-
-
-@register("uoro.variance-matches-algorithm-1", uses=("uoro.uoro",))
-def check_variance_matches(config: RunConfig) -> CheckResult:
-    r"""The UORO under test has Algorithm 1's variance, not only its mean (Tallec & Ollivier, Algorithm 1's ρ₀, ρ₁;
-    App. A: unbiasedness is invariant to them, so only the variance can tell them apart).
-
-    Two independent samples on the same problem (Elman-tanh with inputs × 5, where the
-    normalizers matter): the implementation under test (``config.impls.uoro``; a user's UORO
-    needs no noise hook here) and the toolkit's Algorithm 1, :func:`algorithm1_reference`
-    (dense Jacobians, paper's ρ₀, ρ₁). For the squared errors q = ‖ĝ − g‖² of the total
-    gradient and of g̃_T: Welch's z on E q (ratio with its CI) and the Mann–Whitney rank test
-    on the law of q (four tests, Bonferroni, false-fail rate α = 5e-5; FAIL if any rejects,
-    named a *variance anomaly*). Also reports E q of the alternatives to the paper's
-    normalizers (ρ₀ ≡ 1, ρ₁ ≡ 1, both, ρ₀ inverted, ρ₁ without sqrt) relative to the paper's.
-    Negative control: ``uoro.rho1-constant`` (ρ₁ ≡ 1, unbiased) must FAIL.
-    """
-    t0 = time.perf_counter()
-    alpha = alpha_of(config)
-    claim = "uoro.variance-matches-algorithm-1"
-    fx = variance_fixture(config.seed, VARIANCE_SETUP[config.profile], alpha)
-    ref = ref_q(fx, config.generator(491), NORMALIZERS[PAPER])
-    est = build(config.impls.uoro.uoro, claim)
-    rejected, rows, first = compare_to_algorithm1(candidate_q(est, fx, config.generator(492)), ref, alpha)
-    # the paper's normalizers vs the alternatives (reference implementation, same draws count); report data,
-    # the kill table does not need it
-    alt_rows = (
-        [] if config.option("kill_table") else normalizer_alternatives(fx, ref, lambda: config.generator(493), alpha)
-    )
-    controls = []
-    if controls_on(config):
-        bad = build(get("uoro.rho1-constant").part, claim)
-        bad_rej, bad_rows, _ = compare_to_algorithm1(candidate_q(bad, fx, config.generator(494)), ref, alpha)
-        controls.append(
-            Control(
-                "mutant uoro.rho1-constant",
-                "FAIL",
-                "FAIL" if bad_rej else "PASS",
-                ", ".join(f"{r['statistic']}: ratio {r['ratio']:.3g}, z {r['z']:.1f}" for r in bad_rows),
-            )
-        )
-    data = {"comparisons_two_sample": rows, "fixture": _fixture_data(fx), "normalizers": alt_rows}
-    data["figures"] = [normalizers_table(alt_rows)]
-    return finish(
-        claim,
-        config,
-        t0,
-        Verdict.FAIL if rejected else Verdict.PASS,
-        _variance_summary(fx, rows, rejected, alt_rows, alpha),
-        statistic=first.z,
-        threshold=float(stats.norm.isf(alpha / 8)),
-        comparison="|z| <=",
-        controls=controls,
-        data=data,
-        alpha=alpha,
-        samples_used=2 * fx.draws,
     )

@@ -30,6 +30,7 @@ __all__ = [
     "CONFORMANCE_BUDGET",
     "conformance_runs",
     "formula_conformance",
+    "gtilde_form",
     "noise_law_tests",
     "num_or_zero",
     "variant_in_expectation",
@@ -168,6 +169,30 @@ def formula_conformance(
         "rank": r,
     }
     return out
+
+
+#: the forms of g̃ a UORO may use: declared (``gtilde = "pre" | "post"``) -> as :func:`formula_conformance` names them
+GTILDE_FORMS = {"pre": "algorithm-1", "post": "post-update"}
+
+
+def gtilde_form(est: Any, case: Case, gen: torch.Generator) -> tuple[str | None, str]:
+    r"""Where the UORO ``est`` forms g̃: ``("algorithm-1" | "post-update" | "neither" | None, how it is known)``.
+
+    Declared (an attribute ``gtilde = "pre"`` -- Algorithm 1's
+    :math:`(\delta s\cdot\tilde s_{t-1})\tilde\theta_{t-1} + \delta\theta` -- or ``"post"``, from the updated
+    :math:`\tilde s_t, \tilde\theta_t`), else found under tabulated noise (:func:`formula_conformance` on
+    ``case``: needs the noise hook), else unknown (``None``).
+    Both forms are unbiased (Tallec & Ollivier 2017, App. A) and have different variances: a variance
+    comparison must use the matching reference.
+    """
+    declared = getattr(est, "gtilde", None)
+    if declared in GTILDE_FORMS:
+        return GTILDE_FORMS[declared], f"declared gtilde={declared!r}"
+    try:
+        form = str(formula_conformance(est, case, gen, samples=2)["form"])
+    except NotApplicable as exc:
+        return None, f"not declared and not detectable ({exc.reason})"
+    return form, "found under tabulated noise"
 
 
 def variant_in_expectation(est: Any, case: Case) -> tuple[bool, str]:

@@ -29,10 +29,22 @@ __all__ = [
     "compare_enumeration",
     "enumerable_steps",
     "enumeration_suite",
+    "row_thresholds",
 ]
 
 #: DESIGN.md target for the enumerated expectation vs the references (relative)
 TARGET = 1e-12
+#: cancellation κ (E|g̃| / |E g̃|) above which a row is judged by its round-off budget alone, not the 1e-12 target
+CANCELLING = 1e3
+
+
+def row_thresholds(r: dict[str, Any]) -> tuple[float, float]:
+    """(gradient, influence) thresholds a row of :func:`compare_enumeration` was judged by."""
+    cancel = float(r["kappa_noise"]) > CANCELLING
+    g, i = float(r["gradient_budget"]), float(r["influence_budget"])
+    return (g, i) if cancel else (min(g, TARGET), min(i, TARGET))
+
+
 #: ceiling on the patterns of one enumeration (ci, the first problem)
 MAX_PATTERNS = 4096
 #: the problems of the suite: (cell, loss, batch shape); n = 2 (LSTM: H = 1), d = 1, k = 2
@@ -142,7 +154,10 @@ def compare_enumeration(est: Enumerable, case: EnumerationCase, refs: References
     e_g = _rel(E.gradients, G)
     e_i = 0.0 if E.influence is None else _rel(E.influence, I_at)
     within = e_g <= b_g and e_i <= b_i
-    ok = within and e_g <= TARGET and e_i <= TARGET
+    # DESIGN "Numerical policy": exactness is judged against the predicted budget; the 1e-12 target is for
+    # well-conditioned sums. An unbiased estimator whose patterns cancel strongly (kappa_noise >> 1: e.g. a
+    # normalizer of another step) may exceed the target within its budget -- no evidence of bias, not a FAIL
+    ok = within and (max(e_g, e_i) <= TARGET or max(k_g, k_i) > CANCELLING)
     return {
         "case": case.label,
         "estimator": est.name,

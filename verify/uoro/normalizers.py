@@ -132,12 +132,16 @@ def variance_fixture(seed: int, setup: FixtureSetup, alpha: float) -> VarianceFi
     )
 
 
-def ref_q(fx: VarianceFixture, gen: torch.Generator, rules: tuple[Rule, Rule]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Squared errors of the total gradient and of g̃_T under Algorithm 1 with normalizers ``rules`` (ρ₀, ρ₁)."""
+def ref_q(
+    fx: VarianceFixture, gen: torch.Generator, rules: tuple[Rule, Rule], *, post: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Squared errors of the total gradient and of g̃_T under Algorithm 1 with normalizers ``rules`` (ρ₀, ρ₁);
+    ``post``: of its post-update variant (g̃ from the updated s̃_t, θ̃_t; unbiased too, another variance)."""
     jac = fx.jac
     T, n = jac.J_s.shape[0], jac.J_s.shape[1]
     run = algorithm1_reference(jac, _rademacher(T, fx.draws, 1, n, gen), rho0=rules[0], rho1=rules[1])
-    return squared_errors(run.g.sum(0), fx.g_tot), squared_errors(run.g[-1], fx.g_T)
+    g = run.g_post if post else run.g
+    return squared_errors(g.sum(0), fx.g_tot), squared_errors(g[-1], fx.g_T)
 
 
 def candidate_q(est: OnlineEstimator, fx: VarianceFixture, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -173,15 +177,21 @@ def compare_to_algorithm1(
 
 
 def normalizer_alternatives(
-    fx: VarianceFixture, ref: tuple[torch.Tensor, torch.Tensor], gen: Callable[[], torch.Generator], alpha: float
+    fx: VarianceFixture,
+    ref: tuple[torch.Tensor, torch.Tensor],
+    gen: Callable[[], torch.Generator],
+    alpha: float,
+    *,
+    post: bool = False,
 ) -> list[dict[str, Any]]:
     """E q (total gradient) of every alternative to the paper's normalizers relative to ``ref`` (Algorithm 1's),
-    each drawn from a fresh ``gen()`` (the same ν for every alternative)."""
+    each drawn from a fresh ``gen()`` (the same ν for every alternative), and of the other form of g̃ (post-update
+    where ``post`` is False, Algorithm 1's where it is True) with the paper's normalizers."""
     rows: list[dict[str, Any]] = []
-    for name, rules in NORMALIZERS.items():
-        if name.startswith("paper"):
-            continue
-        q = ref_q(fx, gen(), rules)
+    forms = [(name, rules, post) for name, rules in NORMALIZERS.items() if not name.startswith("paper")]
+    forms.append(("g~ in Algorithm 1's order" if post else "g~ post-update", NORMALIZERS[PAPER], not post))
+    for name, rules, post_form in forms:
+        q = ref_q(fx, gen(), rules, post=post_form)
         c = compare_second_moments(q[0], ref[0], alpha=alpha)
         rows.append({"normalizers": name, "variance_ratio_vs_paper": c.ratio, "ci": list(c.ratio_ci)})
     return rows

@@ -16,10 +16,11 @@ import torch
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.estimators.enumerate import sign_patterns
 from verify.estimators.uoro import UORO, Tabulated
+from verify.oracles.algorithm1 import algorithm1_reference
 from verify.oracles.bptt import per_step_gradients
 from verify.stats import log_mean_with_se, squared_errors
 from verify.stats.rates import RateFit, fit_rate
-from verify.uoro.cases import Case
+from verify.uoro.cases import Case, jacobians
 
 __all__ = [
     "Growth",
@@ -102,10 +103,12 @@ def variance_growth(
 
 
 def exact_vs_measured(
-    est: OnlineEstimator, case: Case, gen: torch.Generator, draws: int = 4000
+    est: OnlineEstimator, case: Case, gen: torch.Generator, draws: int = 4000, *, post: bool = False
 ) -> list[dict[str, Any]]:
     """The relative variance of g̃_t measured on ``est`` (``draws`` from ``gen``) against its exact value under
     Algorithm 1 (enumeration over the 2^{nT} sign patterns of ``case``, n = 2, T = 6): z-scores for t = 2..T.
+    ``post``: against Algorithm 1's post-update variant (g̃ from the updated s̃_t, θ̃_t), evaluated by the
+    independent oracle :func:`~verify.oracles.algorithm1.algorithm1_reference`.
     """
     P, th = case.problem, case.theta
     T, n = P.T, P.n
@@ -113,8 +116,11 @@ def exact_vs_measured(
     pats = sign_patterns((-1.0, 1.0), n * T)
     Mp = pats.shape[0]
     tab = pats.reshape(Mp, T, 1, n).transpose(0, 1).contiguous()
-    exact_est = UORO(noise=Tabulated(tab, (-1.0, 1.0)))  # Algorithm 1 enumerated: the reference
-    X = run_estimator(exact_est, P, th, torch.Generator().manual_seed(0), samples=Mp)
+    if post:
+        X = algorithm1_reference(jacobians(case), tab).g_post
+    else:
+        exact_est = UORO(noise=Tabulated(tab, (-1.0, 1.0)))  # Algorithm 1 enumerated: the reference
+        X = run_estimator(exact_est, P, th, torch.Generator().manual_seed(0), samples=Mp)
     meas = relative_variances(est, case, draws, gen)
     rows = []
     for t in range(2, T + 1):
