@@ -101,13 +101,25 @@ def has_noise_hook(estimator: object) -> bool:
 
 
 def require_noise_hook(estimator: object, claim: str) -> NoiseHook:
-    """``estimator`` as a :class:`NoiseHook`, or :class:`~verify.errors.NotApplicable` naming what is missing."""
+    """``estimator`` as a :class:`NoiseHook`, or :class:`~verify.errors.NotApplicable` naming what is missing.
+
+    An estimator that declares ``random_start = True`` (random s̃₀, θ̃₀: a legitimate variant, unbiased where
+    E[s̃₀ θ̃₀ᵀ] = 0 -- Tallec & Ollivier 2017, App. A) is NotApplicable too: given tabulated ν its results are not
+    the ones Algorithm 1 determines, so the claims that need tabulated noise cannot judge it.
+    """
+    name = getattr(estimator, "name", type(estimator).__name__)
+    if getattr(estimator, "random_start", False):
+        raise NotApplicable(
+            claim,
+            f"{name} declares random_start = True (a random s~_0, theta~_0: a variant, unbiased where "
+            "E[s~_0 theta~_0^T] = 0): under tabulated noise its results are not determined by the table, so this "
+            "claim cannot run; the statistical claims still do",
+        )
     if has_noise_hook(estimator):
         return estimator  # type: ignore[return-value]
     missing = [m for m in ("noise_shape", "noise_draws", "with_noise") if not callable(getattr(estimator, m, None))]
     if not isinstance(getattr(estimator, "noise", None), NoiseSource):
         missing.insert(0, "noise (a NoiseSource)")
-    name = getattr(estimator, "name", type(estimator).__name__)
     raise NotApplicable(
         claim,
         f"{name} has no noise hook (missing: {', '.join(missing)}): tabulated draws cannot be handed to it, so this "
@@ -139,7 +151,8 @@ def factors(estimator: Any, problem: Problem, state: Any, samples: int) -> tuple
         raise InvalidArgument(
             "s_tilde/theta_tilde",
             f"shapes {tuple(s_t.shape)}, {tuple(th_t.shape)}",
-            f"expected (M, [r,] n) and (M, [r,] p) with M={samples}, n={n}, p={p}",
+            f"expected (M, [r,] n) and (M, [r,] p) with M={samples}, n={n}, p={p}: theta~ spans all of theta in its "
+            f"layout ({', '.join(e.name for e in problem.layout.entries)}), the readout's columns included (zero)",
         )
     r = s_t.numel() // (samples * n)
     return s_t.reshape(samples, r, n), th_t.reshape(samples, r, p)

@@ -188,7 +188,9 @@ class Batch1:
     reason); ``noise_hook=True`` promises that the object draws ν only through ``ctx.noise()``, once per
     step (then the toolkit can hand it tabulated signs: exact expectation, formula conformance); ``gtilde``
     declares where UORO's g̃ is formed (``"pre"``: Algorithm 1, before the update of s̃, θ̃; ``"post"``: from
-    the updated s̃_t, θ̃_t) and ``guarantee`` what the estimator promises (:class:`~verify.estimators.Guarantee`).
+    the updated s̃_t, θ̃_t), ``random_start=True`` that ``make`` starts s̃₀, θ̃₀ at random (from ``ctx.rng``: the
+    claims that need tabulated noise are then SKIPPED with that reason) and ``guarantee`` what the estimator
+    promises (:class:`~verify.estimators.Guarantee`).
     """
 
     make: Callable[[Context], Any]
@@ -203,6 +205,7 @@ class Batch1:
     noise_hook: bool = False
     noise: NoiseSource = field(default_factory=Rademacher)
     gtilde: str | None = None
+    random_start: bool = False
     guarantee: Guarantee | None = None
     name: str = "batch-1 adapter"
 
@@ -375,6 +378,7 @@ _FIELDS = (
     "noise_hook",
     "noise",
     "gtilde",
+    "random_start",
     "guarantee",
     "name",
 )

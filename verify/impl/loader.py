@@ -42,8 +42,10 @@ from typing import Any
 import torch
 
 from verify.errors import ImplementationError, InvalidArgument, NotApplicable, VerifyError
+from verify.estimators.noise import check_leak, factors, has_noise_hook
 from verify.estimators.online import ContractViolation, check_contract
 from verify.impl import DEFAULT, FAMILIES, Implementations, Source, build, family_class, field_names
+from verify.impl.capabilities import unsupported
 from verify.model.builders import random_problem
 
 __all__ = [
@@ -180,6 +182,31 @@ def _estimator_args(target: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return (), {}
 
 
+def _probe_uoro(est: Any, P: Any, th: torch.Tensor) -> None:
+    """UORO-specific load probes: the factors' layout (s̃ over the n state coordinates, θ̃ over all p parameters in
+    θ's layout -- readout columns included, zero) and, with a noise hook, no randomness outside it unless the
+    estimator declares ``random_start = True``. Mistakes raise :class:`~verify.errors.InvalidArgument`."""
+    if unsupported(est, P, th) is not None:  # an estimator that does not run this problem: nothing to probe here
+        return
+    state = est.init(P, th, torch.Generator().manual_seed(0), samples=2)
+    state, _ = est.step(P, th, state, 1, torch.Generator().manual_seed(0))
+    factors(est, P, state, 2)  # InvalidArgument naming s_tilde/theta_tilde and the shapes expected
+    if has_noise_hook(est) and not getattr(est, "random_start", False):
+        shape = tuple(est.noise_shape(P))
+        table = (
+            2.0 * torch.randint(0, 2, (est.noise_draws(3), 4, *shape), generator=torch.Generator().manual_seed(1)) - 1.0
+        ).to(P.dtype)
+        try:
+            check_leak(est, P, th, table, 3, what="the claims on tabulated noise")
+        except InvalidArgument as exc:
+            raise InvalidArgument(
+                exc.argument,
+                exc.value,
+                f"{exc.reason}; or, where a random start s~_0, theta~_0 is meant, declare "
+                "random_start = True (those claims are then SKIPPED with the reason)",
+            ) from None
+
+
 def validate_part(impls: Implementations, target: str, option: str = "--impl") -> None:
     """Exercise ``impls``'s part ``target`` once on a small problem; :class:`ImplementationError` if it breaks.
 
@@ -206,6 +233,8 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
             raise err(f"building the estimator raised {_describe(exc)}") from None
         try:
             check_contract(est, P, th, samples=2, steps=3)
+            if target in ("uoro.uoro", "uoro.preactivation"):
+                _probe_uoro(est, P, th)
         except ContractViolation as exc:
             raise err(f"violates the online-estimator contract: {exc}") from None
         except VerifyError as exc:
