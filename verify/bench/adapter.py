@@ -55,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def direct() -> None:
         for m in range(a.samples):
-            est = NumpyUORO(p["Wx"], p["Wh"], p["bh"], p["Wy"], p["by"], h0=P.s0.numpy(), rng=np.random.default_rng(m))
+            est = NumpyUORO(p["Wx"], p["Wh"], p["bh"], p["Wy"], p["by"], h0=P.s0.numpy(), rng=np.random.default_rng(m))  # type: ignore[no-untyped-call]
             for t in range(a.T):
-                est.step(xs[t], ys[t])
+                est.step(xs[t], ys[t])  # type: ignore[no-untyped-call]
 
     def adapted() -> None:
         run_estimator(MyNumpyUORO, P, th, torch.Generator().manual_seed(0), samples=a.samples)
