@@ -95,3 +95,16 @@ def test_kill_tables_equal_on_the_whole_catalog(tmp_path: Path) -> None:
         if v != "FAIL" and not (v == "SKIPPED" and "cuda" in all_claims()[c].requires)
     }
     assert not missed, missed
+
+
+def test_kill_table_runs_every_statistical_claim_a_mutant_is_visible_to() -> None:
+    """A check module split off (e.g. uoro_variance_matches) must stay in the kill table, not drop out of it quietly."""
+    from verify.checks import registry
+    from verify.checks.uoro_mutants import STATISTICAL_MODULES
+    from verify.impl.mutants.uoro import MUTANTS
+
+    checks = registry()
+    for m in MUTANTS:
+        for cid in m.visible_to:
+            mod = checks[cid].__module__
+            assert mod == "verify.checks.uoro" or mod in STATISTICAL_MODULES, (m.name, cid, mod)

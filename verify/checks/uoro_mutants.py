@@ -44,7 +44,12 @@ from verify.verdict import CheckResult, Control, Verdict
 __all__ = ["CONFORMANCE_BUDGET", "POWER_MUTANTS", "check_algorithm1_conformance", "check_mutants_caught"]
 
 #: the check modules whose claims the kill table runs (this one included)
-STATISTICAL_MODULES = ("verify.checks.uoro_statistics", "verify.checks.uoro_variance", __name__)
+STATISTICAL_MODULES = (
+    "verify.checks.uoro_statistics",
+    "verify.checks.uoro_variance",
+    "verify.checks.uoro_variance_matches",
+    __name__,
+)
 #: draws per problem of a must-not-FAIL run: a false FAIL would show at any look, a PASS is not required
 _NOT_FAIL_BUDGET = {"ci": 2_000, "full": 50_000}
 #: the kill table's first look of a sequential unbiasedness test (a biased mutant FAILs there; claims: 1000)
