@@ -104,7 +104,7 @@ def _variance_summary(
 ) -> str:
     against = "Algorithm 1"
     if form[0] == "post-update":
-        against = f"the post-update variant of Algorithm 1 (g~ from the updated s~_t, theta~_t; {form[1]})"
+        against = f"post-update variant of Algorithm 1 (g~ from the updated s~_t, theta~_t; {form[1]})"
     summary = (
         (_variance_anomaly(rows) + _likely_cause(rows, alt_rows) + "; " if rejected else "")
         + f"UORO under test vs the independent {against} on {fx.case.label} ({fx.draws} draws each, alpha = {alpha:g} "
