@@ -15,6 +15,10 @@ a caller can catch the toolkit's errors without catching programming mistakes.
 * :class:`NotApplicable` -- the implementation under test does not declare what a
   claim needs (rank-r UORO asked of an estimator without ``rank=``, tabulated
   noise asked of one without the noise hook): the claim is SKIPPED with the reason.
+* :class:`ContractViolation` -- the implementation under test returned or chose a value its
+  contract forbids (a non-finite estimate, a truncation window outside [t-k, t-1]): the toolkit's
+  validation caught what the implementation did wrong. A check that meets it is a FAIL of the
+  implementation, worded as such (:func:`verify.run.check.run_check`), not a crash of the check.
 * :class:`ImplementationError` -- an implementation given with ``--impl`` (or the
   plugin's ``--rnn-verify-impl``) cannot be used: no such module or attribute, a
   wrong signature, a contract violation. It names the implementation (exit 2).
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 __all__ = [
     "AssumptionViolated",
+    "ContractViolation",
     "DerivationError",
     "ImplementationError",
     "InvalidArgument",
@@ -77,6 +82,22 @@ class AssumptionViolated(VerifyError):
 def _short(value: object, limit: int = 120) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class ContractViolation(InvalidArgument):
+    """The implementation under test broke its contract: ``argument`` names what it returned or chose
+    (``tbptt(k=1).window_start(1)``), ``value`` the value, ``reason`` what the contract asks for.
+
+    An :class:`InvalidArgument` (the value is bad input to the rest of the computation), worded as what
+    the implementation did: ``tbptt(k=1).window_start(1) = 1: ...``.
+    """
+
+    def __init__(self, argument: str, value: object, reason: str) -> None:
+        super().__init__(argument, value, reason)
+        self.args = (f"{argument} = {_short(value, 80)}: {reason}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class InvalidFile(InvalidArgument):

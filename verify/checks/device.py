@@ -107,17 +107,20 @@ def _parity_summary(comparisons: list[ParityComparison], by_alg: dict[str, float
     """The worst comparison, the worst ratio per algorithm, the candidate's runner and what went over budget."""
     worst = max(comparisons, key=lambda c: c.ratio)
     failed = [c for c in comparisons if not c.passed]
+    # a comparison whose candidate broke (raised) has no error and no budget: say what it did instead
+    what = f"no result: {worst.note}" if worst.note else f"error {worst.error:.3g} vs budget {worst.budget:.3g}"
     summary = (
         f"{len(comparisons)} comparisons ({len(by_alg)} algorithms): worst measured/budget "
-        f"{worst.ratio:.3g} ({worst.algorithm} on {worst.problem} [{worst.arithmetic}, {worst.order}]: error "
-        f"{worst.error:.3g} vs budget {worst.budget:.3g}); per algorithm "
-        + ", ".join(f"{a} {r:.2g}" for a, r in by_alg.items())
+        f"{worst.ratio:.3g} ({worst.algorithm} on {worst.problem} [{worst.arithmetic}, {worst.order}]: {what}); "
+        "per algorithm " + ", ".join(f"{a} {r:.2g}" for a, r in by_alg.items())
     )
     if mutant:
         summary += f"; candidate computed by {mutant}"
     if failed:
         broken = [c for c in failed if c.note]
-        summary += f"; {len(failed)} over budget" + (f" ({len(broken)}: {broken[0].note})" if broken else "")
+        summary += f"; {len(failed) - len(broken)} over budget" + (
+            f", {len(broken)} without a result ({broken[0].note})" if broken else ""
+        )
     return summary
 
 

@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from verify._validate import require_positive_int
-from verify.errors import InvalidArgument
+from verify.errors import ContractViolation, InvalidArgument
 from verify.model.problem import Problem
 
 __all__ = ["OnlineEstimator", "run_estimator"]
@@ -77,13 +77,13 @@ def run_estimator(
         state, est = estimator.step(problem, theta, state, t, rng)
         if not isinstance(est, torch.Tensor) or tuple(est.shape) != (samples, problem.p):
             shape = tuple(est.shape) if isinstance(est, torch.Tensor) else type(est).__name__
-            raise InvalidArgument(
+            raise ContractViolation(
                 f"{getattr(estimator, 'name', 'estimator')}.step(...) estimate",
                 f"shape {shape} at t={t}",
                 f"expected (samples, p) = ({samples}, {problem.p})",
             )
         if not bool(torch.isfinite(est).all()):
-            raise InvalidArgument(
+            raise ContractViolation(
                 f"{getattr(estimator, 'name', 'estimator')}.step(...) estimate",
                 f"non-finite values at t={t}",
                 "an estimator must return finite estimates",

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import torch
 
 from verify._validate import require_positive_int
-from verify.errors import InvalidArgument
+from verify.errors import ContractViolation, InvalidArgument
 from verify.estimators import kernels
 from verify.estimators.guarantee import Guarantee
 from verify.estimators.online import (
@@ -106,8 +106,13 @@ class TBPTT(_Named):
         win = shared("state.window", state.window)  # win[j] = s_{t-k+j}, j = 0..k-1
         start = self.window_start(t)
         offset = k - (t - start)  # position of s_start in the window
-        if not 0 <= offset < k:
-            raise InvalidArgument("window_start(t)", start, f"must lie in [t-k, t-1] = [{t - k}, {t - 1}]")
+        if not 0 <= offset < k:  # the window (its own window_start, overridable) must hold min(k, t) transitions
+            raise ContractViolation(
+                f"{self.name}.window_start({t})",
+                start,
+                f"the window must start in [t-k, t-1] = [{t - k}, {t - 1}] so that min(k, t) = {min(k, t)} "
+                f"transitions are differentiated; this start gives {t - start}",
+            )
         if kernels.use_fast(self.path, problem, self.name):
             _, g, _ = kernels.window_loss_gradient(problem, theta, win[offset], start, t)
         else:

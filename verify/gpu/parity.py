@@ -50,7 +50,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import torch
 
 from verify._validate import require_positive, require_positive_int
-from verify.errors import InvalidArgument, VerifyError
+from verify.errors import ContractViolation, InvalidArgument, VerifyError
 from verify.estimators import (
     RTRL,
     TBPTT,
@@ -810,7 +810,8 @@ def compare(
         out = _run_candidate(run, alg, cand_in, arithmetic)
     except (VerifyError, RuntimeError) as exc:
         # non-finite estimates, or an operation the device/dtype cannot run: the candidate does not agree
-        return _broken(reference, arithmetic, permutation, label, f"the candidate raised {type(exc).__name__}: {exc}")
+        did = "broke its contract" if isinstance(exc, ContractViolation) else f"raised {type(exc).__name__}"
+        return _broken(reference, arithmetic, permutation, label, f"the candidate {did}: {exc}")
     wall = time.perf_counter() - t0
     out = _candidate_rows(out, reference, permutation)
     mags = reference.magnitudes

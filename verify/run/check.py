@@ -3,7 +3,9 @@
 A check that raises :class:`~verify.errors.AssumptionViolated` becomes
 INCONCLUSIVE with the premise as its reason (never PASS); one that raises
 :class:`~verify.errors.NotApplicable` (the implementation under test does not declare
-what the claim needs) becomes SKIPPED with the reason; any other exception in a
+what the claim needs) becomes SKIPPED with the reason; one that raises
+:class:`~verify.errors.ContractViolation` (the implementation returned or chose a value its contract
+forbids) is a FAIL worded as what the implementation did wrong; any other exception in a
 check -- ``SystemExit`` from code under test included -- is a FAIL naming the
 exception: a crashed check must not let a CI gate through. Every result names the
 implementation under test of the parts its check uses (``CheckResult.implementation``).
@@ -29,7 +31,7 @@ import torch
 from theory.catalog import Claim, all_claims
 from verify.checks import registry, uses
 from verify.config import RunConfig
-from verify.errors import AssumptionViolated, InvalidArgument, NotApplicable
+from verify.errors import AssumptionViolated, ContractViolation, InvalidArgument, NotApplicable
 from verify.verdict import CheckResult, Verdict
 
 __all__ = [
@@ -103,6 +105,15 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
             Verdict.INCONCLUSIVE,
             f"premise not met: {exc}",
             reason=str(exc),
+            seed=config.seed,
+            wall_time=time.perf_counter() - t0,
+        )
+    except ContractViolation as exc:  # the toolkit's validation caught the implementation: its FAIL, not a crash
+        return CheckResult(
+            claim.id,
+            Verdict.FAIL,
+            f"the implementation under test broke its contract: {exc}",
+            reason=traceback.format_exc(limit=-TRACEBACK_FRAMES),
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )

@@ -117,6 +117,7 @@ class ExtremalCheck:
         return {
             "holds": self.holds,
             "tightness": self.series.tightness,
+            "allowance": self.series.allowance,
             "closed_form_ok": self.conforms,
             "closed_form_ratio": self.ratio,
         }
@@ -178,6 +179,7 @@ def gradient_extremal_fixture(impl: TruncationParts) -> ExtremalFixture:
         records[str(lam)] = {
             "holds": s["model"].holds,
             "tightness_proof": s["model"].tightness,
+            "allowance": s["model"].allowance,
             "tightness_gamma": s["model:gamma"].tightness,
             "printed_proof_ratio": s["model:printed-proof"].tightness,
             "printed_gamma_ratio": s["model:printed-gamma"].tightness,

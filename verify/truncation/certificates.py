@@ -173,7 +173,8 @@ def checker_suite(gen: torch.Generator) -> list[CheckerCase]:
 
 
 def _certificate_row(label: str, cert: ContractionCertificate, wit: float, expected: bool | None) -> dict[str, Any]:
-    valid = wit <= cert.lam * (1 + 1e-9) + 1e-12  # a certified factor must bound every observed ratio
+    limit = cert.lam * (1 + 1e-9) + 1e-12  # a certified factor must bound every observed ratio (up to round-off)
+    valid = wit <= limit
     decided_ok = expected is None or cert.contractive == expected
     return {
         "instance": label,
@@ -183,6 +184,7 @@ def _certificate_row(label: str, cert: ContractionCertificate, wit: float, expec
         "iterations": cert.iterations,
         "witness": wit,
         "witness/lam": wit / cert.lam if cert.lam > 0 else math.nan,
+        "limit/lam": limit / cert.lam if cert.lam > 0 else math.nan,  # the largest valid witness/lam
         "valid": valid,
         "ok": valid and decided_ok,
         "method": cert.method,

@@ -134,6 +134,15 @@ class BoundSeries:
         return max((self.errors[i] / self.bounds[i] for i in idx), default=math.nan)
 
     @property
+    def allowance(self) -> float:
+        """budget/bound where the tightness is largest: there ``holds`` means tightness <= 1 + allowance."""
+        idx = self.informative
+        if not idx:
+            return 0.0
+        i = max(idx, key=lambda j: self.errors[j] / self.bounds[j])
+        return self.budget / self.bounds[i]
+
+    @property
     def worst(self) -> tuple[int, float, float]:
         """(k, error, bound) of the largest error/(bound + budget)."""
         i = max(range(len(self.ks)), key=lambda j: self.errors[j] / (self.bounds[j] + self.budget))
