@@ -55,7 +55,10 @@ naming it. The report header, ``results.json`` (``run.implementations``) and eve
 claim (``implementation``) name what was under test, with the file and its SHA-256.
 Claims that exercise none of the given parts run on the toolkit's own
 implementations, or, with ``--impl-only``, are left out (a note says how many;
-``run.impl_only_left_out`` lists them).
+``run.impl_only_left_out`` lists them). With ``--workers N`` or ``--executor`` every
+worker process loads the specs again (from the run's folder and ``sys.path``, without
+the probe, which ran once here); one that does not load there, or loads a file whose
+SHA-256 differs, FAILs the claims it ran with that reason.
 """
 
 from __future__ import annotations
@@ -256,7 +259,7 @@ def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="run checks in N processes, one torch thread each (default: the CPUs available; at most those and "
-        "the claims to run; 1 with --impl). Verdicts do not depend on N",
+        "the claims to run; with --impl each loads it again). Verdicts do not depend on N",
     )
     run.add_argument(
         "--executor",
@@ -537,14 +540,17 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         impls = load_implementations(args.impl)
     claims, skip, left_out = _select_run_claims(args, impls)
     device = _run_device(args, claims, skip)
-    workers = _run_workers(args, impls)
+    workers = _run_workers(args)
     # a background figure process costs a torch import (a few s of CPU): worth it for long runs only
     n_run = sum(c.id not in skip for c in claims)
     workers = max(1, min(workers, n_run))  # never more processes than claims to run
     out, junit, json_file = _run_outputs(args)  # every output location is checked before any compute
     to_stdout = args.json == "-"
-    config = RunConfig(profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls)
-    executor = _run_executor(args, impls, workers)
+    specs = tuple(args.impl)  # what each worker process loads again
+    config = RunConfig(
+        profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls, impl_specs=specs
+    )
+    executor = _run_executor(args, workers)
     stream = sys.stderr if to_stdout else sys.stdout
     progress = _Progress(len(claims), stream, args.quiet)
     record_of = _claim_recorder(args, claims)
@@ -684,15 +690,13 @@ def _run_device(args: argparse.Namespace, claims: Sequence[Claim], skip: dict[st
     return device
 
 
-def _run_workers(args: argparse.Namespace, impls: Implementations | None) -> int:
-    """``--workers`` (default: the CPUs available), 1 with ``--impl``, capped at the CPUs (with a note)."""
+def _run_workers(args: argparse.Namespace) -> int:
+    """``--workers`` (default: the CPUs available), capped at the CPUs (with a note).
+
+    With ``--impl`` every worker loads the specs again (:func:`verify.run.check.implementations_from_params`).
+    """
     cpus = available_cpus()
     workers = cpus if args.workers is None else args.workers
-    if impls is not None and workers > 1:  # a part loaded from a file cannot be sent to a spawned worker
-        if args.workers is not None:
-            note = "rnn-verify: note: --workers 1 with --impl (the loaded implementations run in this process)"
-            print(note, file=sys.stderr)
-        workers = 1
     if workers > cpus:
         print(
             f"rnn-verify: note: --workers {workers} capped at {cpus}, the CPUs available to this process",
@@ -702,13 +706,10 @@ def _run_workers(args: argparse.Namespace, impls: Implementations | None) -> int
     return workers
 
 
-def _run_executor(args: argparse.Namespace, impls: Implementations | None, workers: int) -> Executor | None:
+def _run_executor(args: argparse.Namespace, workers: int) -> Executor | None:
     """The executor ``--executor`` names (None: the runner's own serial or process pool)."""
     executor = None
-    if args.executor is not None and impls is not None:  # loaded parts cannot be sent to other processes
-        print("rnn-verify: note: --executor ignored with --impl (the loaded implementations run in this process)",
-              file=sys.stderr)  # fmt: skip
-    elif args.executor is not None:
+    if args.executor is not None:
         kind, address = parse_executor(args.executor)
         if kind == "auto":
             kind = "dask" if _dask() else "process"
