@@ -37,6 +37,12 @@ from verify.checks.uoro_common import (
     options,
     uoro_under_test,
 )
+from verify.checks.uoro_plans import (
+    plan_preactivation,
+    plan_rank_unbiased,
+    plan_truncated_unbiased,
+    plan_unbiased_statistical,
+)
 from verify.config import RunConfig
 from verify.estimators.base import OnlineEstimator
 from verify.impl import build
@@ -152,7 +158,7 @@ def _prop1_cells(config: RunConfig) -> list[tuple[str, int, int]]:
 
 
 # ============================================================== the checks
-@register("uoro.unbiased-statistical", uses=("uoro.uoro",))
+@register("uoro.unbiased-statistical", uses=("uoro.uoro",), plan=plan_unbiased_statistical)
 def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     """UORO is unbiased (Tallec & Ollivier, Prop. 1, App. A; Algorithm 1): a statistical test per cell.
 
@@ -179,7 +185,7 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     return _unbiased_claim("uoro.unbiased-statistical", config, t0, runs, control, what)
 
 
-@register("uoro.truncated-unbiased", uses=("uoro.uoro",))
+@register("uoro.truncated-unbiased", uses=("uoro.uoro",), plan=plan_truncated_unbiased)
 def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     """UORO-T is unbiased (Tallec & Ollivier §3: Algorithm 1 applied to F^T, the last T steps exact).
 
@@ -202,7 +208,7 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     return _unbiased_claim("uoro.truncated-unbiased", config, t0, runs, control, f"UORO-T (T={block})")
 
 
-@register("uoro.rank-unbiased", uses=("uoro.uoro",))
+@register("uoro.rank-unbiased", uses=("uoro.uoro",), plan=plan_rank_unbiased)
 def check_rank_unbiased(config: RunConfig) -> CheckResult:
     """Rank-r UORO is unbiased (Tallec & Ollivier §3: r independent pairs of Algorithm 1, averaged).
 
@@ -236,7 +242,7 @@ def _preactivation_verdict(res: UnbiasednessResult, ratio_ci: tuple[float, float
     return Verdict.INCONCLUSIVE
 
 
-@register("uoro.preactivation", uses=("uoro.preactivation",))
+@register("uoro.preactivation", uses=("uoro.preactivation",), plan=plan_preactivation)
 def check_preactivation(config: RunConfig) -> CheckResult:
     """Preactivation-space UORO is unbiased and has lower variance than UORO (Cooijmans & Martens,
     uoro-variance-cooijmans-martens.md § "Projecting in preactivation space": the H̃_t / ã_t recursion).

@@ -27,6 +27,12 @@ from theory.claims.uoro_statistics import NO_BASELINE_RATE, VARIANCE_CONTROL_BET
 from theory.rates import Rate
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish, mutant, uoro_under_test
+from verify.checks.uoro_plans import (
+    plan_rank_variance,
+    plan_reinforce_link,
+    plan_variance_growth,
+    plan_variance_matches,
+)
 from verify.config import RunConfig
 from verify.estimators.base import OnlineEstimator
 from verify.impl import build
@@ -86,7 +92,7 @@ def _slope_control(name: str, fit: RateFit, rate: Rate, positive: bool) -> Contr
     )
 
 
-@register("uoro.rank-variance", uses=("uoro.uoro",))
+@register("uoro.rank-variance", uses=("uoro.uoro",), plan=plan_rank_variance)
 def check_rank_variance(config: RunConfig) -> CheckResult:
     r"""Rank-r UORO's variance falls as 1/r (Tallec & Ollivier §3: r independent pairs averaged).
 
@@ -156,7 +162,7 @@ def _growth_summary(g: Growth, T: int, rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
-@register("uoro.variance-growth", uses=("uoro.uoro",))
+@register("uoro.variance-growth", uses=("uoro.uoro",), plan=plan_variance_growth)
 def check_variance_growth(config: RunConfig) -> CheckResult:
     r"""UORO's variance grows with t and with the state size n (measured; Cooijmans & Martens,
     uoro-variance-cooijmans-martens.md § "Variance reduction through iterative rescaling" and § "Theoretical
@@ -215,7 +221,7 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
     )
 
 
-@register("uoro.reinforce-link", uses=("uoro.reinforce",))
+@register("uoro.reinforce-link", uses=("uoro.reinforce",), plan=plan_reinforce_link)
 def check_reinforce_link(config: RunConfig) -> CheckResult:
     r"""REINFORCE on the state-perturbed RNN approaches UORO as σ → 0; without a baseline its variance grows as 1/σ²
     (Cooijmans & Martens, uoro-variance-cooijmans-martens.md § "A link to REINFORCE": the Taylor expansion of
@@ -327,7 +333,7 @@ def _fixture_data(fx: VarianceFixture) -> dict[str, Any]:
     }
 
 
-@register("uoro.variance-matches-algorithm-1", uses=("uoro.uoro",))
+@register("uoro.variance-matches-algorithm-1", uses=("uoro.uoro",), plan=plan_variance_matches)
 def check_variance_matches(config: RunConfig) -> CheckResult:
     r"""The UORO under test has Algorithm 1's variance, not only its mean (Tallec & Ollivier, Algorithm 1's ρ₀, ρ₁;
     App. A: unbiasedness is invariant to them, so only the variance can tell them apart).
