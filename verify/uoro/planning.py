@@ -77,25 +77,34 @@ class Pilot:
         }
 
 
+def _line(small: tuple[int, float], big: tuple[int, float]) -> tuple[float, float]:
+    """``(per_call, per_draw)`` of the line time = per_call + m·per_draw through a small and a big batch."""
+    (m1, t1), (m2, t2) = small, big
+    per_draw = max((t2 - t1) / (m2 - m1), 0.0) if m2 > m1 else t2 / max(m2, 1)
+    return max(t1 - per_draw * m1, 0.0), per_draw
+
+
 def speed(draw: Callable[[int], object], budget_s: float, most: int = 4000) -> tuple[float, float, int, float]:
-    """Time ``draw(m)`` at m = PROBE, 4·PROBE, ... within ``budget_s`` (a first untimed call warms caches):
-    ``(per_call, per_draw, draws, seconds)`` from the last two batches (time = per_call + m·per_draw)."""
+    """Time ``draw(m)`` at m = PROBE (the faster of two calls, after an untimed one that warms caches), then at
+    4·PROBE, 16·PROBE, ... within ``budget_s``: ``(per_call, per_draw, draws, seconds)``, the line through the
+    smallest and the largest batch (a wide spread of m: the line is not at the mercy of one noisy timing)."""
     t_start = time.perf_counter()
     draw(PROBE)
-    points: list[tuple[int, float]] = []
-    m = PROBE
-    while True:
-        t0 = time.perf_counter()
-        draw(m)
-        points.append((m, time.perf_counter() - t0))
-        spent = time.perf_counter() - t_start
-        if len(points) >= 2 and (m >= most or spent + 5 * points[-1][1] > budget_s):
-            break
+    small = (PROBE, min(_timed(draw, PROBE) for _ in range(2)))
+    big, m, drawn = small, PROBE, 3 * PROBE
+    # at least one batch of 4·PROBE (a line needs two sizes), more while the budget lasts
+    while m < most and (m == PROBE or time.perf_counter() - t_start + 5 * big[1] <= budget_s):
         m = min(most, 4 * m)
-    (m1, t1), (m2, t2) = points[-2], points[-1]
-    per_draw = max((t2 - t1) / (m2 - m1), 0.0) if m2 > m1 else t2 / m2
-    per_call = max(t2 - per_draw * m2, 0.0)
-    return per_call, per_draw, sum(p[0] for p in points) + PROBE, time.perf_counter() - t_start
+        big = (m, _timed(draw, m))
+        drawn += m
+    per_call, per_draw = _line(small, big)
+    return per_call, per_draw, drawn, time.perf_counter() - t_start
+
+
+def _timed(draw: Callable[[int], object], m: int) -> float:
+    t0 = time.perf_counter()
+    draw(m)
+    return time.perf_counter() - t0
 
 
 def timed_pilot(
@@ -138,9 +147,16 @@ def unbiased_pilot(
     """
     sampler, refs, _ = family_sampler(est, case, steps, influence_steps)
     t_start = time.perf_counter()
-    a, b, m, _ = speed(lambda k: sampler(k, torch.Generator().manual_seed(0)), budget_s / 2, FIRST)
-    n_plan = max(PROBE, min(FIRST, int(budget_s / 2 / max(b, 1e-9))))
-    plan = pilot_plan(sampler, refs, options=opts, generator=gen, pilot=n_plan)
+
+    def planned(m: int, g: torch.Generator) -> object:  # draws and folds them into moments, as the test does
+        return pilot_plan(sampler, refs, options=opts, generator=g, pilot=m)
+
+    a, b, m, _ = speed(lambda k: planned(k, torch.Generator().manual_seed(0)), budget_s / 3, FIRST)
+    small = (PROBE, _timed(lambda k: planned(k, torch.Generator().manual_seed(0)), PROBE))
+    n_plan = max(4 * PROBE, min(FIRST, int((budget_s / 2 - a) / max(b, 1e-9))))
+    t0 = time.perf_counter()
+    plan = pilot_plan(sampler, refs, options=opts, generator=gen, pilot=n_plan)  # the check's first draws
+    a, b = _line(small, (n_plan, time.perf_counter() - t0))
     draws = plan.samples if plan is not None else n_plan
     sec = time.perf_counter() - t_start
     return Pilot(label, draws, plan is not None, sequential_calls(draws), a, b, m + n_plan, sec, case.problem.T)
