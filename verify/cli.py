@@ -7,7 +7,7 @@ Commands::
                        [--strict-device] [--dtype float64|float32] [--out DIR | --no-report]
                        [--json [FILE]] [--junit FILE] [--fail-on fail|inconclusive] [--workers N] [--quiet]
                        [--executor auto|serial|process|dask[=ADDRESS]]
-                       [--impl FAMILY=SPEC ...] [--impl-only]
+                       [--impl FAMILY=SPEC ...] [--impl-only] [--plan]
     rnn-verify sweep   NAME [--scale paper|full|ci] [--seed N] [--seeds N] [--claims ID ...] [--profile ci|full]
                        [--executor auto|serial|process|dask[=ADDRESS]] [--workers N] [--threads N] [--split-lrs]
                        [--cache DIR | --no-cache] [--out DIR | --no-report] [--json FILE] [--fail-on ...] [--quiet]
@@ -55,7 +55,17 @@ naming it. The report header, ``results.json`` (``run.implementations``) and eve
 claim (``implementation``) name what was under test, with the file and its SHA-256.
 Claims that exercise none of the given parts run on the toolkit's own
 implementations, or, with ``--impl-only``, are left out (a note says how many;
-``run.impl_only_left_out`` lists them).
+``run.impl_only_left_out`` lists them). With ``--workers N`` or ``--executor`` every
+worker process loads the specs again (from the run's folder and ``sys.path``, without
+the probe, which ran once here); one that does not load there, or loads a file whose
+SHA-256 differs, FAILs the claims it ran with that reason.
+
+``run --plan`` runs nothing and writes nothing: per selected claim it prints the kind,
+the draws and the estimated seconds with their basis -- *measured* by a pilot of at
+most ~1 s of the implementation under test where the check registered a planner (the
+statistical UORO claims: the draws the sample-size planner asks for), else *recorded*
+for the toolkit's implementation (:mod:`verify.run.plan`) -- and a total; ``--json -``
+prints it as JSON. Exit 0, or 2 on bad input.
 """
 
 from __future__ import annotations
@@ -108,6 +118,7 @@ from verify.report import (
 from verify.report.figures import normalize_figure
 from verify.run.catalog import run_claims
 from verify.run.check import select_claims
+from verify.run.plan import plan_claims, plan_document, plan_table
 from verify.run.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
 from verify.run.sweep.driver import CellOutcome, SweepPlan, SweepRun, failed_cells_text
 from verify.run.sweep.executors import Executor, available_cpus, dask_available, parse_executor, stop_processes
@@ -256,7 +267,7 @@ def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="run checks in N processes, one torch thread each (default: the CPUs available; at most those and "
-        "the claims to run; 1 with --impl). Verdicts do not depend on N",
+        "the claims to run; with --impl each loads it again). Verdicts do not depend on N",
     )
     run.add_argument(
         "--executor",
@@ -266,6 +277,12 @@ def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
         "--workers processes) or dask=ADDRESS (an existing scheduler, e.g. dask=tcp://10.0.0.5:8786)",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+    run.add_argument(
+        "--plan",
+        action="store_true",
+        help="run nothing: print per claim what it would do (draws, estimated seconds, and whether measured by a "
+        "short pilot of the implementation under test or recorded) and a total; writes nothing (--json - for JSON)",
+    )
     run.add_argument(
         "--impl",
         action="append",
@@ -537,14 +554,19 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         impls = load_implementations(args.impl)
     claims, skip, left_out = _select_run_claims(args, impls)
     device = _run_device(args, claims, skip)
-    workers = _run_workers(args, impls)
+    workers = _run_workers(args)
+    if args.plan:
+        return _cmd_plan(args, argv, claims, skip, device, impls, workers)
     # a background figure process costs a torch import (a few s of CPU): worth it for long runs only
     n_run = sum(c.id not in skip for c in claims)
     workers = max(1, min(workers, n_run))  # never more processes than claims to run
     out, junit, json_file = _run_outputs(args)  # every output location is checked before any compute
     to_stdout = args.json == "-"
-    config = RunConfig(profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls)
-    executor = _run_executor(args, impls, workers)
+    specs = tuple(args.impl)  # what each worker process loads again
+    config = RunConfig(
+        profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls, impl_specs=specs
+    )
+    executor = _run_executor(args, workers)
     stream = sys.stderr if to_stdout else sys.stdout
     progress = _Progress(len(claims), stream, args.quiet)
     record_of = _claim_recorder(args, claims)
@@ -589,6 +611,36 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return code
 
 
+def _cmd_plan(
+    args: argparse.Namespace,
+    argv: Sequence[str],
+    claims: Sequence[Claim],
+    skip: dict[str, str],
+    device: str,
+    impls: Implementations | None,
+    workers: int,
+) -> int:
+    """``run --plan``: the plan of every selected claim (pilots of at most ~1 s each), as a table or JSON; writes
+    nothing."""
+    config = RunConfig(
+        profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls,
+        impl_specs=tuple(args.impl),
+    )  # fmt: skip
+    t0 = time.perf_counter()
+    plans = plan_claims(claims, config, skip)
+    kinds = {c.id: c.kind for c in claims}
+    n_run = max(1, sum(c.id not in skip for c in claims))
+    if args.json == "-":
+        info = {"command": "rnn-verify " + shlex.join(argv), "profile": args.profile, "seed": args.seed,
+                "device": device, "workers": min(workers, n_run), "plan_wall_time": time.perf_counter() - t0,
+                **({"implementations": [s.as_dict() for s in impls.sources]} if impls is not None else {})}  # fmt: skip
+        sys.stdout.write(json.dumps(plan_document(plans, kinds, info), indent=2, allow_nan=False) + "\n")
+    else:
+        print(plan_table(plans, kinds, min(workers, n_run)))
+        print(f"plan made in {time.perf_counter() - t0:.1f}s; nothing was run or written")
+    return EXIT_OK
+
+
 def _check_run_args(args: argparse.Namespace) -> None:
     """``run``'s arguments that argparse cannot check: exit 2 naming the argument."""
     validate_seed("--seed", args.seed)
@@ -596,6 +648,10 @@ def _check_run_args(args: argparse.Namespace) -> None:
         raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
     if args.impl_only and not args.impl:
         raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
+    if args.plan and (args.junit or args.json not in (None, "-") or args.out):
+        given = "--junit" if args.junit else ("--out" if args.out else "--json")
+        value = args.junit or args.out or args.json
+        raise InvalidArgument(given, value, "--plan writes nothing; use --plan --json - for the plan as JSON")
 
 
 def _run_outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Path | None]:
@@ -684,15 +740,13 @@ def _run_device(args: argparse.Namespace, claims: Sequence[Claim], skip: dict[st
     return device
 
 
-def _run_workers(args: argparse.Namespace, impls: Implementations | None) -> int:
-    """``--workers`` (default: the CPUs available), 1 with ``--impl``, capped at the CPUs (with a note)."""
+def _run_workers(args: argparse.Namespace) -> int:
+    """``--workers`` (default: the CPUs available), capped at the CPUs (with a note).
+
+    With ``--impl`` every worker loads the specs again (:func:`verify.run.check.implementations_from_params`).
+    """
     cpus = available_cpus()
     workers = cpus if args.workers is None else args.workers
-    if impls is not None and workers > 1:  # a part loaded from a file cannot be sent to a spawned worker
-        if args.workers is not None:
-            note = "rnn-verify: note: --workers 1 with --impl (the loaded implementations run in this process)"
-            print(note, file=sys.stderr)
-        workers = 1
     if workers > cpus:
         print(
             f"rnn-verify: note: --workers {workers} capped at {cpus}, the CPUs available to this process",
@@ -702,13 +756,10 @@ def _run_workers(args: argparse.Namespace, impls: Implementations | None) -> int
     return workers
 
 
-def _run_executor(args: argparse.Namespace, impls: Implementations | None, workers: int) -> Executor | None:
+def _run_executor(args: argparse.Namespace, workers: int) -> Executor | None:
     """The executor ``--executor`` names (None: the runner's own serial or process pool)."""
     executor = None
-    if args.executor is not None and impls is not None:  # loaded parts cannot be sent to other processes
-        print("rnn-verify: note: --executor ignored with --impl (the loaded implementations run in this process)",
-              file=sys.stderr)  # fmt: skip
-    elif args.executor is not None:
+    if args.executor is not None:
         kind, address = parse_executor(args.executor)
         if kind == "auto":
             kind = "dask" if _dask() else "process"

@@ -30,7 +30,10 @@ class RunConfig:
     ``options`` carries check-specific overrides (documented by each check).
     ``implementations`` is the implementation under test of every family
     (:class:`verify.impl.Implementations`; ``None``: the toolkit's own); checks read
-    it as :attr:`impls`.
+    it as :attr:`impls`. ``impl_specs`` are the ``FAMILY=SPEC`` texts ``implementations`` was loaded from
+    (:func:`verify.impl.loader.load_implementations`): what a worker process loads again to run the very same
+    implementations (:func:`verify.run.check.claim_params`); empty for the defaults and for values built in code,
+    which cannot leave this process.
     """
 
     profile: str = "ci"
@@ -39,6 +42,7 @@ class RunConfig:
     dtype: str = "float64"
     options: tuple[tuple[str, Any], ...] = ()
     implementations: Implementations | None = None
+    impl_specs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -46,6 +50,10 @@ class RunConfig:
         validate_seed("seed", self.seed)
         if self.dtype not in ("float64", "float32"):
             raise InvalidArgument("dtype", self.dtype, "must be 'float64' or 'float32'")
+        if self.impl_specs and self.implementations is None:
+            raise InvalidArgument(
+                "impl_specs", list(self.impl_specs), "given without the implementations loaded from them"
+            )
 
     @property
     def full(self) -> bool:

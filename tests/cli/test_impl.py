@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import verify.cli as cli_mod
+import verify.run.catalog as catalog_mod
 from verify.cli import main
 from verify.errors import ImplementationError, InvalidArgument
 from verify.impl import DEFAULT
@@ -127,7 +129,7 @@ def test_broken_user_adjoint_fails_the_claim(tmp_path: Path, capsys: pytest.Capt
     assert "FAIL" in out and "reference.adjoint" in out
 
 
-def test_derived_parts_carry_the_source_and_workers_are_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_derived_parts_carry_the_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     impls = load_implementations(["tbptt=verify.examples.tbptt:MyTBPTT"])
     # the truncation bounds judge the last-step estimate of the user's TBPTT: named with the same source
     assert set(impls.user_parts()) == {"truncation.tbptt", "truncation.tbptt_gradient"}
@@ -135,8 +137,7 @@ def test_derived_parts_carry_the_source_and_workers_are_one(tmp_path: Path, caps
     assert src is not None and src.spec == "verify.examples.tbptt:MyTBPTT" and len(src.sha256) == 64
     out = tmp_path / "r.json"
     argv = ["run", "--impl", "tbptt=verify.examples.tbptt:MyTBPTT", "--claims", "rtrl.truncated-bptt", "--workers"]
-    assert main([*argv, "2", "--no-report", "-q", "--json", str(out)]) == 0
-    assert "--workers 1 with --impl" in capsys.readouterr().err
+    assert main([*argv, "1", "--no-report", "-q", "--json", str(out)]) == 0
     (rec,) = json.loads(out.read_text())["claims"]
     assert rec["implementation"]["truncation.truncated_model"].startswith("toolkit default")
     assert "verify.examples.tbptt:MyTBPTT" in rec["implementation"]["truncation.tbptt"]
@@ -241,3 +242,81 @@ def test_a_factory_forwarding_kwargs_it_cannot_take_is_not_applicable() -> None:
     assert isinstance(build(forwarding, "uoro.unbiased"), MyUORO)
     with pytest.raises(NotApplicable, match=r"forwards \(rank=2\) to code that does not take it.*'rank'"):
         build(forwarding, "uoro.rank-unbiased (rank-r UORO)", rank=2)
+
+
+_USER_RTRL = "from verify.examples.rtrl import MyRTRL\n\n\nclass FileRTRL(MyRTRL):\n    name = 'file-rtrl'\n"
+_RTRL_CLAIMS = ["--claims", "rtrl.exact", "rtrl.influence-balancing"]
+
+
+def _two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two worker processes even on a one-CPU machine (the run caps --workers at the CPUs)."""
+    monkeypatch.setattr(cli_mod, "available_cpus", lambda: 2)
+    monkeypatch.setattr(catalog_mod, "_cpus", lambda: 2)
+
+
+def test_workers_load_the_users_file_and_give_the_same_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: --impl with --workers 2 runs the user's file in both worker processes (loaded again there from
+    the relative spec), with the verdicts, statistics and provenance of the one-process run."""
+    _two_cpus(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    Path("my_rtrl.py").write_text(_USER_RTRL)
+    docs = {}
+    for n in ("1", "2"):
+        argv = ["run", "--impl", "rtrl=my_rtrl.py:FileRTRL", *_RTRL_CLAIMS, "--workers", n, "--no-report", "-q"]
+        assert main([*argv, "--json", f"r{n}.json"]) == 0
+        docs[n] = json.loads(Path(f"r{n}.json").read_text())
+    assert docs["1"]["run"]["executor"] == "serial" and docs["2"]["run"]["executor"] == "process"
+    assert docs["1"]["run"]["implementations"] == docs["2"]["run"]["implementations"]
+    (src,) = docs["2"]["run"]["implementations"]
+    assert Path(src["file"]) == (tmp_path / "my_rtrl.py").resolve() and len(src["sha256"]) == 64
+    keys = ("id", "verdict", "summary", "statistic", "threshold", "samples_used", "implementation", "controls")
+    for one, two in zip(docs["1"]["claims"], docs["2"]["claims"], strict=True):
+        assert {k: one[k] for k in keys} == {k: two[k] for k in keys}
+    assert docs["2"]["claims"][0]["verdict"] == "PASS" and "file-rtrl" not in capsys.readouterr().err
+
+
+def test_a_spec_that_does_not_load_in_a_worker_is_a_clear_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Loaded and probed here, but the worker cannot load it: every claim it ran FAILs naming the spec and why."""
+    _two_cpus(monkeypatch)
+    f = tmp_path / "main_only.py"
+    f.write_text(
+        "import multiprocessing\n"
+        "if multiprocessing.current_process().name != 'MainProcess':\n"
+        "    raise RuntimeError('this module loads in the main process only')\n" + _USER_RTRL
+    )
+    out = tmp_path / "r.json"
+    argv = ["run", "--impl", f"rtrl={f}:FileRTRL", *_RTRL_CLAIMS, "--workers", "2", "--no-report", "-q"]
+    assert main([*argv, "--json", str(out)]) == 1
+    for rec in json.loads(out.read_text())["claims"]:
+        assert rec["verdict"] == "FAIL"
+        assert f"--impl rtrl.rtrl={f}:FileRTRL: cannot be loaded in worker process" in rec["summary"]
+        assert "this module loads in the main process only" in rec["summary"]
+
+
+def test_implementations_sent_to_a_worker_must_load_as_validated(tmp_path: Path) -> None:
+    """The worker side: a file whose SHA-256 changed since the run's process loaded it is named, not run; values
+    built in code (a mutant) cannot be sent at all."""
+    from dataclasses import replace as dc_replace
+
+    from theory.catalog import all_claims
+    from verify.config import RunConfig
+    from verify.impl.mutants import get
+    from verify.run.check import claim_params, implementations_from_params
+
+    f = tmp_path / "changing.py"
+    f.write_text(_USER_RTRL)
+    spec = f"rtrl={f}:FileRTRL"
+    config = RunConfig(implementations=load_implementations([spec]), impl_specs=(spec,))
+    claim = all_claims()["rtrl.exact"]
+    block = claim_params(claim, config)["impls"]
+    assert implementations_from_params(block).source("rtrl.rtrl") == config.impls.source("rtrl.rtrl")
+    block["sources"][0]["sha256"] = "0" * 64  # as if the file had changed after the run's process loaded it
+    with pytest.raises(ImplementationError, match=r"but the run's process validated file .* sha256 0000"):
+        implementations_from_params(block)
+    mutant = get("uoro.theta-tilde-scaled").implementations
+    with pytest.raises(InvalidArgument, match="cannot be sent to a worker process"):
+        claim_params(claim, dc_replace(config, implementations=mutant, impl_specs=()))

@@ -11,6 +11,9 @@ implementation under test (:mod:`verify.impl`, ``family.field``) the check
 exercises: the runner names them in the result, the CLI decides from them which
 claims a ``--impl`` concerns (:func:`uses`). A check with ``uses=()`` tests the
 toolkit itself (a reproduction, a kill table) whatever implementation is given.
+``register(..., plan=fn)`` also gives the claim a *planner*: ``fn(config, budget_s) ->``
+:class:`ClaimPlan`, what the check would do and for how long, from a pilot of at most
+``budget_s`` seconds (``rnn-verify run --plan``, :mod:`verify.run.plan`; :func:`planners`).
 
 Every check builds its :class:`~verify.verdict.CheckResult` with :func:`result`, which owns the rules all
 families share (DESIGN.md "Target layout": a check sets up, computes, decides, runs its controls and builds the
@@ -25,6 +28,7 @@ import importlib
 import pkgutil
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from verify.config import RunConfig
@@ -32,18 +36,58 @@ from verify.errors import InvalidArgument
 from verify.impl.capabilities import Coverage
 from verify.verdict import CheckResult, Control, Verdict
 
-__all__ = ["CONTROL_NOT_AS_EXPECTED", "CheckFn", "register", "registry", "result", "uses"]
+__all__ = [
+    "CONTROL_NOT_AS_EXPECTED",
+    "CheckFn",
+    "ClaimPlan",
+    "PlanFn",
+    "planners",
+    "register",
+    "registry",
+    "result",
+    "uses",
+]
 
 #: what a summary says after it when a control did not come out as expected (every family, one wording)
 CONTROL_NOT_AS_EXPECTED = "; CONTROL NOT AS EXPECTED: "
 
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """What a claim's check would do, said before it runs: ``draws`` (None: not a sampling check), the estimated
+    ``seconds`` and their ``basis`` in words; ``measured``: the seconds come from a pilot of the implementation
+    under test (else from a recorded timing or an assumption); ``pieces``: the pilot of each part of the work."""
+
+    claim_id: str
+    seconds: float
+    basis: str
+    draws: int | None = None
+    measured: bool = False
+    pilot_seconds: float = 0.0
+    pieces: tuple[dict[str, Any], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.claim_id,
+            "draws": self.draws,
+            "seconds": self.seconds,
+            "measured": self.measured,
+            "basis": self.basis,
+            "pilot_seconds": self.pilot_seconds,
+            "pieces": list(self.pieces),
+        }
+
+
 CheckFn = Callable[[RunConfig], CheckResult]
+PlanFn = Callable[[RunConfig, float], ClaimPlan]
 _REGISTRY: dict[str, CheckFn] = {}
 _USES: dict[str, tuple[str, ...]] = {}
+_PLANS: dict[str, PlanFn] = {}
 
 
-def register(claim_id: str, uses: tuple[str, ...] = ()) -> Callable[[CheckFn], CheckFn]:
-    """Decorator: register ``fn`` as the check of catalog claim ``claim_id``, exercising ``uses`` (``family.field``)."""
+def register(claim_id: str, uses: tuple[str, ...] = (), plan: PlanFn | None = None) -> Callable[[CheckFn], CheckFn]:
+    """Decorator: register ``fn`` as the check of catalog claim ``claim_id``, exercising ``uses`` (``family.field``),
+    planned by ``plan`` (``rnn-verify run --plan``; none: the runner's recorded timing stands in)."""
 
     def deco(fn: CheckFn) -> CheckFn:
         old = _REGISTRY.get(claim_id)
@@ -58,6 +102,8 @@ def register(claim_id: str, uses: tuple[str, ...] = ()) -> Callable[[CheckFn], C
             )
         _REGISTRY[claim_id] = fn
         _USES[claim_id] = tuple(uses)
+        if plan is not None:
+            _PLANS[claim_id] = plan
         return fn
 
     return deco
@@ -69,6 +115,12 @@ def registry() -> dict[str, CheckFn]:
         if not mod.name.startswith("_"):
             importlib.import_module(f"{__name__}.{mod.name}")
     return dict(_REGISTRY)
+
+
+def planners() -> dict[str, PlanFn]:
+    """The planner of every claim that registered one (imports all families)."""
+    registry()
+    return dict(_PLANS)
 
 
 def uses(claim_id: str) -> tuple[str, ...]:

@@ -37,6 +37,13 @@ from verify.checks.uoro_common import (
     options,
     uoro_under_test,
 )
+from verify.checks.uoro_plans import (
+    plan_preactivation,
+    plan_rank_unbiased,
+    plan_truncated_unbiased,
+    plan_unbiased_statistical,
+    prop1_cells,
+)
 from verify.config import RunConfig
 from verify.estimators.base import OnlineEstimator
 from verify.impl import build
@@ -153,14 +160,12 @@ def _unbiased_claim(
 # influence entries. So the problems are long and narrow: ~2·10⁵ draws per problem, seconds with the
 # fused sampler (:mod:`verify.estimators.fused`). The influence is tested at t = T (the longest
 # chain), the gradients at t ∈ {2, ⌊(T+1)/2⌋+1, T} and the total.
-def _prop1_cells(config: RunConfig) -> list[tuple[str, int, int]]:
-    if config.full:
-        return [("elman-tanh", 4, 64), ("lstm", 2, 64), ("gru", 4, 64)]
-    return [("elman-tanh", 4, 16), ("lstm", 2, 16), ("gru", 2, 32)]
+# the problems: one definition, :func:`verify.checks.uoro_plans.prop1_cells` (the planner pilots the same)
+_prop1_cells = prop1_cells
 
 
 # ============================================================== the checks
-@register("uoro.unbiased-statistical", uses=("uoro.uoro",))
+@register("uoro.unbiased-statistical", uses=("uoro.uoro",), plan=plan_unbiased_statistical)
 def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     """UORO is unbiased (Tallec & Ollivier, Prop. 1, App. A; Algorithm 1): a statistical test per cell.
 
@@ -189,7 +194,7 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     return _unbiased_claim("uoro.unbiased-statistical", config, t0, runs, control, what, coverage)
 
 
-@register("uoro.truncated-unbiased", uses=("uoro.uoro",))
+@register("uoro.truncated-unbiased", uses=("uoro.uoro",), plan=plan_truncated_unbiased)
 def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     """UORO-T is unbiased (Tallec & Ollivier §3: Algorithm 1 applied to F^T, the last T steps exact).
 
@@ -212,7 +217,7 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
     return _unbiased_claim("uoro.truncated-unbiased", config, t0, runs, control, f"UORO-T (T={block})")
 
 
-@register("uoro.rank-unbiased", uses=("uoro.uoro",))
+@register("uoro.rank-unbiased", uses=("uoro.uoro",), plan=plan_rank_unbiased)
 def check_rank_unbiased(config: RunConfig) -> CheckResult:
     """Rank-r UORO is unbiased (Tallec & Ollivier §3: r independent pairs of Algorithm 1, averaged).
 
@@ -246,7 +251,7 @@ def _preactivation_verdict(res: UnbiasednessResult, ratio_ci: tuple[float, float
     return Verdict.INCONCLUSIVE
 
 
-@register("uoro.preactivation", uses=("uoro.preactivation",))
+@register("uoro.preactivation", uses=("uoro.preactivation",), plan=plan_preactivation)
 def check_preactivation(config: RunConfig) -> CheckResult:
     """Preactivation-space UORO is unbiased and has lower variance than UORO (Cooijmans & Martens,
     uoro-variance-cooijmans-martens.md § "Projecting in preactivation space": the H̃_t / ã_t recursion).

@@ -27,6 +27,11 @@ from theory.claims.uoro_statistics import NO_BASELINE_RATE
 from theory.rates import Rate
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish, mutant, uoro_under_test
+from verify.checks.uoro_plans import (
+    plan_rank_variance,
+    plan_reinforce_link,
+    plan_variance_growth,
+)
 from verify.config import RunConfig
 from verify.estimators.base import OnlineEstimator
 from verify.impl import build
@@ -65,7 +70,7 @@ def _slope_control(name: str, fit: RateFit, rate: Rate, positive: bool) -> Contr
     )
 
 
-@register("uoro.rank-variance", uses=("uoro.uoro",))
+@register("uoro.rank-variance", uses=("uoro.uoro",), plan=plan_rank_variance)
 def check_rank_variance(config: RunConfig) -> CheckResult:
     r"""Rank-r UORO's variance falls as 1/r (Tallec & Ollivier §3: r independent pairs averaged).
 
@@ -147,7 +152,7 @@ def _growth_summary(
     )
 
 
-@register("uoro.variance-growth", uses=("uoro.uoro",))
+@register("uoro.variance-growth", uses=("uoro.uoro",), plan=plan_variance_growth)
 def check_variance_growth(config: RunConfig) -> CheckResult:
     r"""UORO's variance grows with t and with the state size n (measured; Cooijmans & Martens,
     uoro-variance-cooijmans-martens.md § "Variance reduction through iterative rescaling" and § "Theoretical
@@ -210,7 +215,7 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
     )
 
 
-@register("uoro.reinforce-link", uses=("uoro.reinforce",))
+@register("uoro.reinforce-link", uses=("uoro.reinforce",), plan=plan_reinforce_link)
 def check_reinforce_link(config: RunConfig) -> CheckResult:
     r"""REINFORCE on the state-perturbed RNN approaches UORO as σ → 0; without a baseline its variance grows as 1/σ²
     (Cooijmans & Martens, uoro-variance-cooijmans-martens.md § "A link to REINFORCE": the Taylor expansion of

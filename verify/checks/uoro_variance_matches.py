@@ -16,6 +16,7 @@ from scipy import stats
 from theory.claims.uoro_statistics import VARIANCE_CONTROL_BETA
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish
+from verify.checks.uoro_plans import plan_variance_matches, variance_setup
 from verify.config import RunConfig
 from verify.impl import build
 from verify.impl.mutants.uoro import get
@@ -24,7 +25,6 @@ from verify.report.plots.uoro import normalizers_table
 from verify.uoro.conformance import gtilde_form
 from verify.uoro.normalizers import (
     PAPER,
-    FixtureSetup,
     VarianceFixture,
     candidate_q,
     compare_to_algorithm1,
@@ -40,11 +40,9 @@ __all__ = ["CONTROL_BETA", "VARIANCE_SETUP", "check_variance_matches"]
 #: correct code: part of the gate's budget)
 CONTROL_BETA = VARIANCE_CONTROL_BETA
 #: the variance fixture per profile: (n, T) with n*T = 15 signs in ci, 2^15 patterns enumerated exactly (~0.2 s
-#: per rule); fewest and most draws per side; 8 candidate problems tried before the check gives up (INCONCLUSIVE)
-VARIANCE_SETUP = {
-    "ci": FixtureSetup((3, 5), (3000, 20_000), CONTROL_BETA),
-    "full": FixtureSetup((3, 6), (20_000, 200_000), CONTROL_BETA),
-}
+#: per rule); fewest and most draws per side; 8 candidate problems tried before the check gives up (INCONCLUSIVE).
+#: One definition, :func:`verify.checks.uoro_plans.variance_setup` (the planner pilots the same)
+VARIANCE_SETUP = {p: variance_setup(RunConfig(profile=p)) for p in ("ci", "full")}
 
 
 def _variance_anomaly(rows: Sequence[dict[str, Any]]) -> str:
@@ -137,7 +135,7 @@ def _fixture_data(fx: VarianceFixture) -> dict[str, Any]:
     }
 
 
-@register("uoro.variance-matches-algorithm-1", uses=("uoro.uoro",))
+@register("uoro.variance-matches-algorithm-1", uses=("uoro.uoro",), plan=plan_variance_matches)
 def check_variance_matches(config: RunConfig) -> CheckResult:
     r"""The UORO under test has Algorithm 1's variance, not only its mean (Tallec & Ollivier, Algorithm 1's ρ₀, ρ₁;
     App. A: unbiasedness is invariant to them, so only the variance can tell them apart).

@@ -133,8 +133,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def load_object(target: str, spec: str, option: str = "--impl") -> tuple[Any, Source]:
-    """Import what ``spec`` names; returns it with its :class:`~verify.impl.Source` (file and SHA-256)."""
+def load_object(target: str, spec: str, option: str = "--impl", root: str | None = None) -> tuple[Any, Source]:
+    """Import what ``spec`` names; returns it with its :class:`~verify.impl.Source` (file and SHA-256).
+
+    A relative ``path/to/file.py`` is read from ``root`` where given (a worker process loading the specs of a run
+    started in another folder), else from the current folder.
+    """
 
     def err(reason: str) -> ImplementationError:
         return ImplementationError(target, spec, reason, option=option)
@@ -143,7 +147,8 @@ def load_object(target: str, spec: str, option: str = "--impl") -> tuple[Any, So
     if not colon or not where or not attr or (len(where) == 1 and where.isalpha()):  # "C:\x.py" has no ":name"
         raise err("expected module.path:Name or path/to/file.py:name (the object after the last ':')")
     if _is_file_spec(where):
-        module = _import_file(Path(where), err)
+        path = Path(where)
+        module = _import_file(Path(root) / path if root and not path.is_absolute() else path, err)
         modname = f"file {where}"
     else:
         try:
@@ -252,9 +257,16 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
 
 
 def load_implementations(
-    args: Sequence[str], base: Implementations = DEFAULT, option: str = "--impl", validate: bool = True
+    args: Sequence[str],
+    base: Implementations = DEFAULT,
+    option: str = "--impl",
+    validate: bool = True,
+    root: str | None = None,
 ) -> Implementations:
-    """``base`` with every ``FAMILY=SPEC`` of ``args`` loaded into its part (and checked, see :func:`validate_part`)."""
+    """``base`` with every ``FAMILY=SPEC`` of ``args`` loaded into its part (and checked, see :func:`validate_part`).
+
+    ``root``: the folder relative file specs are read from (default: the current one; see :func:`load_object`).
+    """
     impls = base
     seen: dict[str, str] = {}
     for text in args:
@@ -262,7 +274,7 @@ def load_implementations(
         if target in seen:
             raise InvalidArgument(option, text, f"{target} is already given ({seen[target]})")
         seen[target] = text
-        obj, source = load_object(target, spec, option)
+        obj, source = load_object(target, spec, option, root)
         fam, _, fld = target.partition(".")
         try:
             impls = impls.with_part(fam, fld, obj, source=source)

@@ -19,6 +19,10 @@ from __future__ import annotations
 import contextlib
 import difflib
 import fnmatch
+import json
+import os
+import socket
+import sys
 import time
 import traceback
 from collections.abc import Iterator, Sequence
@@ -31,13 +35,16 @@ import torch
 from theory.catalog import Claim, all_claims
 from verify.checks import registry, uses
 from verify.config import RunConfig
-from verify.errors import AssumptionViolated, ContractViolation, InvalidArgument, NotApplicable
+from verify.errors import AssumptionViolated, ContractViolation, ImplementationError, InvalidArgument, NotApplicable
+from verify.impl import Implementations
+from verify.impl.loader import load_implementations
 from verify.verdict import CheckResult, Verdict
 
 __all__ = [
     "THREADS_PER_PROCESS",
     "claim_params",
     "describe_exception",
+    "implementations_from_params",
     "run_check",
     "select_claims",
     "skipped_result",
@@ -170,8 +177,14 @@ def skipped_result(claim: Claim, config: RunConfig, reason: str) -> CheckResult:
 
 
 def claim_params(claim: Claim, config: RunConfig) -> dict[str, Any]:
-    """The parameters of the sweep task ``claim`` (:mod:`verify.run.sweep.tasks`) for one claim and config."""
-    return {
+    """The parameters of the sweep task ``claim`` (:mod:`verify.run.sweep.tasks`) for one claim and config.
+
+    A user's implementations travel as what they were loaded from (``impls``: the ``FAMILY=SPEC`` texts of
+    ``config.impl_specs``, this process's folder and ``sys.path``, and the provenance of every part); the worker
+    loads them again (:func:`implementations_from_params`). Implementations built in code (a mutant, a value made
+    with ``with_part``) cannot be sent: :class:`InvalidArgument`.
+    """
+    params: dict[str, Any] = {
         "claim": claim.id,
         "profile": config.profile,
         "seed": config.seed,
@@ -179,6 +192,62 @@ def claim_params(claim: Claim, config: RunConfig) -> dict[str, Any]:
         "dtype": config.dtype,
         "options": {str(k): v for k, v in config.options},
     }
+    if config.impl_specs:
+        params["impls"] = {
+            "specs": list(config.impl_specs),
+            "root": os.getcwd(),
+            "path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path],
+            "sources": [s.as_dict() for s in config.impls.sources],
+        }
+    elif config.implementations is not None and (config.impls.user_parts() or config.impls.label):
+        raise InvalidArgument(
+            "implementations",
+            config.impls.label or ", ".join(config.impls.user_parts()),
+            "built in code, they cannot be sent to a worker process: run the claims in this process (workers=1), "
+            "or give them as FAMILY=SPEC texts (load_implementations, RunConfig.impl_specs)",
+        )
+    return params
+
+
+#: the implementations loaded in this (worker) process, by what was sent: loaded once per process
+_LOADED: dict[str, Implementations] = {}
+
+
+def implementations_from_params(block: dict[str, Any]) -> Implementations:
+    """The implementations :func:`claim_params` sent (``params["impls"]``), loaded in this process (cached).
+
+    They were validated in the run's process; here they are loaded without the validation probe
+    (``validate=False``), with the run's folder for relative file specs and its ``sys.path`` entries appended
+    where missing. A spec that does not load, or loads something whose provenance (file, SHA-256) differs from
+    what the run's process loaded, is an :class:`~verify.errors.ImplementationError` naming the spec and this
+    process.
+    """
+    key = json.dumps(block, sort_keys=True)
+    if key in _LOADED:
+        return _LOADED[key]
+    where = f"worker process {os.getpid()} on {socket.gethostname()}"
+    for entry in block.get("path") or []:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    try:
+        impls = load_implementations(list(block["specs"]), validate=False, root=block.get("root"))
+    except ImplementationError as exc:
+        raise ImplementationError(
+            exc.name, exc.spec, f"cannot be loaded in {where}, where the claim runs: {exc.reason}", option=exc.option
+        ) from None
+    sent = {s["name"]: s for s in block.get("sources") or []}
+    for src in impls.sources:
+        them = sent.get(src.name)
+        if them != src.as_dict():
+            was = f"file {them['file']} sha256 {them['sha256']}" if them else "nothing"
+            raise ImplementationError(
+                src.name,
+                src.spec,
+                f"loaded in {where} it is file {src.file} sha256 {src.sha256}, but the run's process validated "
+                f"{was} (did the file change, or does this machine have other sources?)",
+            )
+    _LOADED[key] = impls
+    return impls
 
 
 #: torch intra-op threads of a process that runs checks (this one serially, each worker in parallel). The

@@ -147,6 +147,7 @@ __all__ = [
     "TestOptions",
     "UnbiasednessResult",
     "fixed_sample_test",
+    "pilot_plan",
     "planned_test",
     "sequential_test",
     "validate_seed",
@@ -1044,6 +1045,38 @@ def _evaluate_planned(
             for j in range(J)
         ]
     )
+
+
+def pilot_plan(
+    sampler: Sampler,
+    truth: torch.Tensor | Sequence[torch.Tensor],
+    *,
+    options: TestOptions | None = None,
+    generator: torch.Generator,
+    pilot: int,
+    reference_norm: float | Sequence[float] | None = None,
+) -> SamplePlan | None:
+    """The fixed-sample plan :func:`sequential_test` reports as ``samples_planned``, from ``pilot`` draws only.
+
+    The same plan as the sequential test's after a first batch of ``pilot`` draws from the same generator (equal
+    α, β split over the quantities, :func:`~verify.stats.planner.plan_from_pilot`), without its looks: what
+    ``rnn-verify run --plan`` asks before any test runs. None when the pilot's moments overflow float64.
+    """
+    opts = options or TestOptions()
+    generator = _check_generator(generator)
+    truths, norms = _prepare_truths(truth, reference_norm)
+    require_positive_int("pilot", pilot, minimum=2)
+    J = len(truths)
+    ch = _default_chunk(sum(g.numel() for g in truths))
+    dirs = [_directions(g.numel(), opts.directions, generator) for g in truths]
+    a_js, b_js = _weighted_bonferroni(opts, None, J)
+    acc = _draw(
+        sampler, pilot, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch
+    )
+    if any(_overflow(a.mom) for a in acc):
+        return None
+    plans = [_plan(acc[j], norms[j], opts, a_js[j], b_js[j], opts.miss_rate / J, 2) for j in range(J)]
+    return max(plans, key=lambda pl: pl.samples)
 
 
 def sequential_test(

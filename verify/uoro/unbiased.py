@@ -15,10 +15,11 @@ import torch
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.fused import sampler_for
 from verify.stats import TestOptions, UnbiasednessResult, sequential_test
+from verify.stats.unbiased import Sampler
 from verify.uoro.cases import Case, truths
 from verify.verdict import Verdict
 
-__all__ = ["BETA", "DELTA", "claim_options", "unbiased_family", "unbiased_runs"]
+__all__ = ["BETA", "DELTA", "claim_options", "family_sampler", "unbiased_family", "unbiased_runs"]
 
 #: miss probability of a bias certificate, and the bias (relative to ‖g‖) it certifies against
 BETA = 1e-3
@@ -30,20 +31,13 @@ def claim_options(alpha: float, beta: float = BETA, delta: float = DELTA, *, spl
     return TestOptions(alpha=alpha / split, beta=beta / split, delta=delta)
 
 
-def unbiased_family(
-    est: OnlineEstimator,
-    case: Case,
-    steps: Sequence[int],
-    opts: TestOptions,
-    gen: torch.Generator,
-    max_samples: int,
-    *,
-    influence_steps: Sequence[int] | None = None,
-    first: int = 1000,
-) -> UnbiasednessResult:
-    """Sequential test of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) for one problem.
+def family_sampler(
+    est: OnlineEstimator, case: Case, steps: Sequence[int], influence_steps: Sequence[int] | None = None
+) -> tuple[Sampler, list[torch.Tensor], list[str]]:
+    """The sampler of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) on ``case``, their float64
+    references and names: what :func:`unbiased_family` tests (and a plan's pilot draws).
 
-    The influence is tested only where the estimator has ``influence_estimate`` (optional).
+    The influence is drawn only where the estimator has ``influence_estimate`` (optional).
     """
     P, th = case.problem, case.theta
     isteps = tuple(steps if influence_steps is None else influence_steps)
@@ -61,16 +55,35 @@ def unbiased_family(
         out = both(m, rng)  # one run of the estimator yields every quantity
         return [out[i] for i in idx]
 
+    return sampler, [truths_all[i] for i in idx], [names_all[i] for i in idx]
+
+
+def unbiased_family(
+    est: OnlineEstimator,
+    case: Case,
+    steps: Sequence[int],
+    opts: TestOptions,
+    gen: torch.Generator,
+    max_samples: int,
+    *,
+    influence_steps: Sequence[int] | None = None,
+    first: int = 1000,
+) -> UnbiasednessResult:
+    """Sequential test of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) for one problem.
+
+    The influence is tested only where the estimator has ``influence_estimate`` (optional).
+    """
+    sampler, refs, names = family_sampler(est, case, steps, influence_steps)
     return sequential_test(
         sampler,
-        [truths_all[i] for i in idx],
+        refs,
         options=opts,
         generator=gen,
         max_samples=max_samples,
         first=first,
         growth=1.1,
         min_step=4000,  # the estimators are ~2x faster per draw in batches of >= 4000 than of 1000
-        names=[names_all[i] for i in idx],
+        names=names,
     )
 
 

@@ -22,24 +22,31 @@ from theory.catalog import all_claims
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import Block, run_block
-from verify.run.check import run_check
+from verify.run.check import implementations_from_params, run_check
 
 __all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "selftest"]
 
 
 def claim_task(params: dict[str, Any]) -> dict[str, Any]:
-    """``{"claim", "profile", "seed", "options"?, "device"?, "dtype"?}`` -> the check's result as a dict."""
+    """``{"claim", "profile", "seed", "options"?, "device"?, "dtype"?, "impls"?}`` -> the check's result as a dict.
+
+    ``impls``: a user's implementations as :func:`~verify.run.check.claim_params` sent them, loaded once per
+    worker process (:func:`~verify.run.check.implementations_from_params`).
+    """
     claims = all_claims()
     cid = params.get("claim")
     if cid not in claims:
         raise InvalidArgument("claim", cid, "not a catalog claim id")
     options = tuple(sorted((str(k), v) for k, v in dict(params.get("options") or {}).items()))
+    block = params.get("impls")  # a user's implementations, as the run's process loaded them
     config = RunConfig(
         profile=str(params.get("profile", "ci")),
         seed=int(params.get("seed", 0)),
         device=str(params.get("device", "cpu")),
         dtype=str(params.get("dtype", "float64")),
         options=options,
+        implementations=implementations_from_params(block) if block else None,
+        impl_specs=tuple(block["specs"]) if block else (),
     )
     return run_check(claims[str(cid)], config).to_dict()
 

@@ -1,0 +1,142 @@
+"""Plan a run before it runs (``rnn-verify run --plan``): per claim what its check would do and how long.
+
+A claim whose check registered a planner (``register(..., plan=fn)``, :func:`verify.checks.planners`) is planned
+by a short pilot of the implementation under test (at most :data:`PILOT_SECONDS` of it): the statistical UORO
+claims say how many draws the sample-size planner asks for and how long those take at the measured speed
+(*measured*). Every other claim gets the time recorded for the toolkit's own implementation in the profile
+(:data:`RECORDED_SECONDS`, *recorded*), or 0.5 s where none was recorded (*assumed*); where it exercises a part of
+the user's implementation, the basis says that its speed was not measured. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from theory.catalog import Claim
+from verify.checks import ClaimPlan, planners, uses
+from verify.config import RunConfig
+from verify.errors import NotApplicable
+from verify.run.check import describe_exception, torch_threads
+
+__all__ = ["PILOT_SECONDS", "RECORDED_SECONDS", "plan_claims", "plan_document", "plan_table"]
+
+#: the pilot budget of one claim's planner, seconds
+PILOT_SECONDS = 1.0
+
+#: wall seconds per claim of the toolkit's own implementations, as recorded: ``ci`` by ``rnn-verify run --profile
+#: ci --workers 1`` on a 2-core x86 machine shared with other work (torch 2.13, 2026-11), ``full`` from the
+#: published report ``reports/latest`` (``--profile full``, 1 worker)
+RECORDED_SECONDS: dict[str, dict[str, float]] = {
+    "ci": {
+        "reference.adjoint": 1.2, "reference.influence": 0.5, "reference.complex-step": 0.4,
+        "reference.finite-difference": 0.5, "rtrl.exact": 0.4, "rtrl.truncated-bptt": 0.4,
+        "rtrl.influence-balancing": 0.6, "rtrl.online-convergence": 1.5, "uoro.exact-expectation": 0.4,
+        "uoro.unbiased-statistical": 15.4, "uoro.truncated-unbiased": 3.3, "uoro.rank-unbiased": 2.7,
+        "uoro.rank-variance": 0.1, "uoro.preactivation": 2.4, "uoro.variance-growth": 0.2,
+        "uoro.reinforce-link": 0.3, "uoro.algorithm-1-conformance": 0.1, "uoro.variance-matches-algorithm-1": 1.1,
+        "uoro.mutants-caught": 4.2, "fpp.gradient-eq7": 0.3, "fpp.lemma3-unbiased": 0.4, "fpp.stationarity": 2.3,
+        "fpp.kkt-recovery": 1.4, "fpp.prop2-kkt-equivalence": 0.6, "fpp.cycleworld-reproduction": 2.0,
+        "fpp.stochasticworld-reproduction": 1.1, "fpp.updates-reproduction": 1.2, "truncation.state-bound": 3.3,
+        "truncation.gradient-bound": 0.7, "truncation.tbptt-gradient-bound": 0.8, "truncation.rate": 0.05,
+        "truncation.training-prop2": 1.2, "truncation.unstable-counterexample": 0.4, "truncation.gd-divergence": 0.4,
+        "truncation.assumption-checker": 0.1, "truncation.figure-1a": 0.6, "device.float32-standin": 0.5,
+    },
+    "full": {
+        "reference.adjoint": 16.3, "reference.influence": 16.5, "reference.complex-step": 13.5,
+        "reference.finite-difference": 16.8, "rtrl.exact": 15.4, "rtrl.truncated-bptt": 66.1,
+        "rtrl.influence-balancing": 14.8, "rtrl.online-convergence": 89.2, "uoro.exact-expectation": 1.6,
+        "uoro.unbiased-statistical": 52.5, "uoro.truncated-unbiased": 9.6, "uoro.rank-unbiased": 11.0,
+        "uoro.rank-variance": 4.0, "uoro.preactivation": 11.4, "uoro.variance-growth": 9.1,
+        "uoro.reinforce-link": 7.0, "uoro.algorithm-1-conformance": 0.6, "uoro.variance-matches-algorithm-1": 5.8,
+        "uoro.mutants-caught": 88.2, "fpp.gradient-eq7": 0.9, "fpp.lemma3-unbiased": 1.2, "fpp.stationarity": 27.8,
+        "fpp.kkt-recovery": 5.5, "fpp.prop2-kkt-equivalence": 2.6, "fpp.cycleworld-reproduction": 43.4,
+        "fpp.stochasticworld-reproduction": 345.7, "fpp.updates-reproduction": 150.2,
+        "truncation.state-bound": 302.6, "truncation.gradient-bound": 1.4, "truncation.tbptt-gradient-bound": 1.8,
+        "truncation.rate": 0.4, "truncation.training-prop2": 92.1, "truncation.unstable-counterexample": 0.8,
+        "truncation.gd-divergence": 0.8, "truncation.assumption-checker": 0.3, "truncation.figure-1a": 41.4,
+        "device.float32-standin": 22.5,
+    },
+}  # fmt: skip
+_ASSUMED = 0.5
+
+
+def _recorded(claim: Claim, config: RunConfig, note: str = "") -> ClaimPlan:
+    """The recorded timing of the toolkit's implementation (or the assumed 0.5 s); ``note`` says what else."""
+    sec = RECORDED_SECONDS.get(config.profile, {}).get(claim.id)
+    mine = [u for u in uses(claim.id) if u in set(config.impls.user_parts())]
+    basis = (
+        f"recorded: {config.profile} profile, toolkit's implementation" if sec is not None else "assumed (not recorded)"
+    )
+    if mine:
+        basis += f"; the speed of your {', '.join(mine)} is not measured for this claim"
+    return ClaimPlan(claim.id, _ASSUMED if sec is None else sec, basis + note)
+
+
+def plan_claims(
+    claims: Sequence[Claim], config: RunConfig, skip: Mapping[str, str] | None = None, budget_s: float = PILOT_SECONDS
+) -> list[ClaimPlan]:
+    """The plan of every claim in ``claims`` (catalog order): a pilot where the check has a planner, else the
+    recorded timing; a claim in ``skip`` (or one its planner finds not applicable) is 0 s with the reason."""
+    skip = dict(skip or {})
+    fns = planners()
+    out = []
+    with torch_threads(1):  # as the checks run: one torch thread per process
+        for claim in claims:
+            if claim.id in skip:
+                out.append(ClaimPlan(claim.id, 0.0, f"SKIPPED: {skip[claim.id]}"))
+                continue
+            fn = fns.get(claim.id)
+            if fn is None:
+                out.append(_recorded(claim, config))
+                continue
+            t0 = time.perf_counter()
+            try:
+                out.append(fn(config, budget_s))
+            except NotApplicable as exc:
+                out.append(ClaimPlan(claim.id, 0.0, f"SKIPPED: not applicable: {exc}", measured=True))
+            except Exception as exc:  # the pilot broke: say so; the check itself will decide
+                why = f"; the pilot raised {describe_exception(exc)} (the run would FAIL or SKIP it)"
+                plan = _recorded(claim, config, why)
+                out.append(ClaimPlan(claim.id, plan.seconds, plan.basis, pilot_seconds=time.perf_counter() - t0))
+    return out
+
+
+def _fmt_seconds(s: float) -> str:
+    if s >= 3600:
+        return f"{s / 3600:.1f} h"
+    if s >= 120:
+        return f"{s / 60:.1f} min"
+    return f"{s:.1f} s"
+
+
+def plan_table(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], workers: int) -> str:
+    """The plan as a text table (claim, kind, draws, seconds (est.), basis) and a total."""
+    rows = [("claim", "kind", "draws", "seconds (est.)", "basis")]
+    for p in plans:
+        draws = f"{p.draws:,}" if p.draws is not None else "-"
+        rows.append((p.claim_id, kinds.get(p.claim_id, "?"), draws, _fmt_seconds(p.seconds), p.basis))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+
+    def line(r: tuple[str, ...]) -> str:
+        cells = [c.rjust(w) if i == 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r[:4], widths, strict=True))]
+        return "  ".join([*cells, r[4]])
+
+    lines = [line(r) for r in rows]
+    total = sum(p.seconds for p in plans)
+    measured = sum(p.seconds for p in plans if p.measured)
+    pilots = sum(p.pilot_seconds for p in plans)
+    lines.append(
+        f"total: {_fmt_seconds(total)} of checks in one process ({_fmt_seconds(measured)} measured by pilots of the "
+        f"implementation under test, the rest recorded or assumed); with {workers} worker(s) the wall time is "
+        f"about {_fmt_seconds(max(total / max(workers, 1), max((p.seconds for p in plans), default=0.0)))} "
+        f"at best; pilots took {pilots:.1f} s"
+    )
+    return "\n".join(lines)
+
+
+def plan_document(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], info: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan as JSON: ``run`` (``info``), ``claims`` (one record per claim) and ``total_seconds``."""
+    claims = [{**p.as_dict(), "kind": kinds.get(p.claim_id, "?")} for p in plans]
+    return {"run": dict(info), "claims": claims, "total_seconds": sum(p.seconds for p in plans)}
