@@ -12,6 +12,7 @@ as the toolkit), the float64 references and the statistics.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -21,8 +22,9 @@ from verify.checks.uoro_common import alpha_of, options, uoro_under_test
 from verify.config import RunConfig
 from verify.estimators.uoro import UORO
 from verify.impl import build, part_label
+from verify.impl.capabilities import Coverage, cover
 from verify.stats import TestOptions
-from verify.uoro.cases import problem_case
+from verify.uoro.cases import Case, problem_case
 from verify.uoro.normalizers import FixtureSetup
 from verify.uoro.planning import Pilot, draws_pilot, timed_pilot, unbiased_pilot
 
@@ -81,14 +83,23 @@ def _steps(T: int) -> tuple[int, ...]:
     return tuple(sorted({2, (T + 1) // 2 + 1, T}))
 
 
-def plan_unbiased_statistical(config: RunConfig, budget_s: float) -> ClaimPlan:
-    """``uoro.unbiased-statistical``: the planner's draws per problem (Elman-tanh, LSTM, GRU)."""
-    cells = prop1_cells(config)
-    opts, gen, pilots = options(config, split=len(cells)), config.generator(401), []
-    for i, (kind, n, T) in enumerate(cells):
+def prop1_runs(config: RunConfig) -> tuple[list[tuple[Case, Any, tuple[int, ...], tuple[int, ...]]], Coverage]:
+    """``uoro.unbiased-statistical``'s runs (problem, estimator, gradient steps, influence steps) on the problems the
+    implementation under test supports, and the :class:`~verify.impl.capabilities.Coverage`; NotApplicable when
+    it supports none. The influence is tested at t = T (the longest chain)."""
+    runs = []
+    for i, (kind, n, T) in enumerate(prop1_cells(config)):
         case = problem_case(kind, n, T, config.seed, 410 + i)
-        est = uoro_under_test(config, "uoro.unbiased-statistical")
-        pilots.append(unbiased_pilot(case.label, est, case, _steps(T), (T,), opts, gen, budget_s / len(cells)))
+        runs.append((case, uoro_under_test(config, "uoro.unbiased-statistical"), _steps(T), (T,)))
+    return cover("uoro.unbiased-statistical", runs, lambda r: (r[0].label, r[1], r[0].problem, r[0].theta))
+
+
+def plan_unbiased_statistical(config: RunConfig, budget_s: float) -> ClaimPlan:
+    """``uoro.unbiased-statistical``: the planner's draws per problem it covers (Elman-tanh, LSTM, GRU)."""
+    runs, _ = prop1_runs(config)
+    opts, gen, pilots = options(config, split=len(runs)), config.generator(401), []
+    for case, est, steps, infl in runs:
+        pilots.append(unbiased_pilot(case.label, est, case, steps, infl, opts, gen, budget_s / len(runs)))
     return _plan("uoro.unbiased-statistical", part_label(config.impls.uoro.uoro), pilots)
 
 

@@ -43,11 +43,12 @@ from verify.checks.uoro_plans import (
     plan_truncated_unbiased,
     plan_unbiased_statistical,
     prop1_cells,
+    prop1_runs,
 )
 from verify.config import RunConfig
 from verify.estimators.base import OnlineEstimator
 from verify.impl import build
-from verify.impl.capabilities import Coverage, cover
+from verify.impl.capabilities import Coverage
 from verify.report.plots.uoro import planned_draws_table, preactivation_variance_figure, sequential_looks_figure
 from verify.stats import TestOptions, UnbiasednessResult, compare_second_moments
 from verify.uoro.cases import Case, problem_case
@@ -176,19 +177,13 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     ``uoro.theta-tilde-scaled`` must FAIL.
     """
     t0 = time.perf_counter()
-    runs: list[_Run] = []
-    for i, (kind, n, T) in enumerate(_prop1_cells(config)):
-        case = problem_case(kind, n, T, config.seed, 410 + i)
-        steps = tuple(sorted({2, (T + 1) // 2 + 1, T}))
-        est = uoro_under_test(config, "uoro.unbiased-statistical")
-        runs.append((case, est, steps, (T,)))  # the influence at the end of the run (the longest chain)
+    runs, coverage = prop1_runs(config)  # the problems the implementation supports (NotApplicable: none)
 
     def control() -> Control:
         case, _, steps, _ = runs[0]
         bad = mutant("uoro.theta-tilde-scaled", "control")
         return _unbiased_control(bad, case, steps, options(config), config, 402, "uoro.theta-tilde-scaled")
 
-    runs, coverage = cover("uoro.unbiased-statistical", runs, lambda r: (r[0].label, r[1], r[0].problem, r[0].theta))
     kinds = ", ".join(r[0].label.split("(")[0] for r in runs)
     what = f"UORO Prop. 1 (influence, per-step and total gradient) on {kinds}"
     return _unbiased_claim("uoro.unbiased-statistical", config, t0, runs, control, what, coverage)
