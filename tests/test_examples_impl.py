@@ -120,10 +120,13 @@ def test_example_passes_every_claim_of_its_family(
 @pytest.mark.parametrize(
     ("impl", "skippable"),
     [
-        ("uoro=verify.examples.numpy_uoro:MyNumpyUORO", {"uoro.truncated-unbiased", "uoro.rank-unbiased", "uoro.rank-variance", "device.gpu-unbiasedness"}),
+        (
+            "uoro=verify.examples.numpy_uoro:MyNumpyUORO",
+            {"uoro.truncated-unbiased", "uoro.rank-unbiased", "uoro.rank-variance", "device.gpu-unbiasedness"},
+        ),
         ("rtrl=verify.examples.numpy_rtrl:MyNumpyRTRL", {"rtrl.influence-balancing", "rtrl.online-convergence"}),
     ],
-)  # fmt: skip
+)
 def test_numpy_batch1_example_passes_what_it_supports(
     impl: str, skippable: set[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
