@@ -183,6 +183,15 @@ def test_seeded_bugs_fail_naming_the_quantity(variant: str, claim: str, words: s
     assert res.verdict is Verdict.FAIL and words in res.summary, res.summary
 
 
+def test_gaussian_noise_is_a_known_variant() -> None:
+    from verify.estimators import UORO, Gaussian
+
+    res = _check("uoro.variance-matches-algorithm-1", "uoro", "uoro", lambda: UORO(noise=Gaussian()))
+    assert res.verdict is Verdict.PASS and "with Gaussian nu" in res.summary, res.summary
+    assert res.data["noise_law"]["law"] == "gaussian"
+    assert any(r["normalizers"] == "nu random signs" for r in res.data["normalizers"])
+
+
 def test_rho0_lag_is_unbiased_so_exact_expectation_does_not_accuse_it() -> None:
     res = _check("uoro.exact-expectation", "uoro", "uoro", numpy_uoro.MyNumpyUORORho0Lag)
     assert res.verdict is Verdict.PASS, res.summary

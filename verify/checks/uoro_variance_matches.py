@@ -22,7 +22,7 @@ from verify.impl import build
 from verify.impl.mutants.uoro import get
 from verify.oracles.algorithm1 import NORMALIZERS
 from verify.report.plots.uoro import normalizers_table
-from verify.uoro.conformance import gtilde_form
+from verify.uoro.conformance import gtilde_form, noise_law
 from verify.uoro.normalizers import (
     PAPER,
     VarianceFixture,
@@ -61,7 +61,7 @@ def _variance_anomaly(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _against_matching_form(
-    est: Any, fx: VarianceFixture, config: RunConfig, alpha: float, form: tuple[str | None, str]
+    est: Any, fx: VarianceFixture, config: RunConfig, alpha: float, form: tuple[str | None, str], law: str
 ) -> tuple[Any, bool, list[dict[str, Any]], Any, tuple[str | None, str]]:
     """Compare ``est``'s second moments with Algorithm 1 in the form of g̃ it uses (declared or found under
     tabulated noise). Where the form is unknown (no declaration, no noise hook) and Algorithm 1's order is
@@ -69,10 +69,10 @@ def _against_matching_form(
     (both forms are unbiased, Tallec & Ollivier App. A), not an anomaly."""
     post = form[0] == "post-update"
     cand = candidate_q(est, fx, config.generator(492))
-    ref = ref_q(fx, config.generator(491), NORMALIZERS[PAPER], post=post)
+    ref = ref_q(fx, config.generator(491), NORMALIZERS[PAPER], post=post, law=law)
     rejected, rows, first = compare_to_algorithm1(cand, ref, alpha / (2 if form[0] is None else 1))
     if rejected and form[0] is None:  # two references tried: each at alpha/2 (Bonferroni)
-        ref_p = ref_q(fx, config.generator(496), NORMALIZERS[PAPER], post=True)
+        ref_p = ref_q(fx, config.generator(496), NORMALIZERS[PAPER], post=True, law=law)
         rej_p, rows_p, first_p = compare_to_algorithm1(cand, ref_p, alpha / 2)
         if not rej_p:
             how = "not declared; Algorithm 1's order rejected, the post-update variant's variance matches"
@@ -99,10 +99,13 @@ def _variance_summary(
     alt_rows: Sequence[dict[str, Any]],
     alpha: float,
     form: tuple[str | None, str],
+    law: tuple[str, str],
 ) -> str:
     against = "Algorithm 1"
     if form[0] == "post-update":
         against = f"post-update variant of Algorithm 1 (g~ from the updated s~_t, theta~_t; {form[1]})"
+    if law[0] == "gaussian":
+        against += f" with Gaussian nu ({law[1]})"
     summary = (
         (_variance_anomaly(rows) + _likely_cause(rows, alt_rows) + "; " if rejected else "")
         + f"UORO under test vs the independent {against} on {fx.case.label} ({fx.draws} draws each, alpha = {alpha:g} "
@@ -155,15 +158,15 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
     claim = "uoro.variance-matches-algorithm-1"
     fx = variance_fixture(config.seed, VARIANCE_SETUP[config.profile], alpha)
     est = build(config.impls.uoro.uoro, claim)
-    form = gtilde_form(est, fx.case, config.generator(495))
-    ref, rejected, rows, first, form = _against_matching_form(est, fx, config, alpha, form)
+    form, law = gtilde_form(est, fx.case, config.generator(495)), noise_law(est)
+    ref, rejected, rows, first, form = _against_matching_form(est, fx, config, alpha, form, law[0])
     # the paper's normalizers vs the alternatives (reference implementation, same draws count); report data,
     # the kill table does not need it
     post = form[0] == "post-update"
     alt_rows = (
         []
         if config.option("kill_table")
-        else normalizer_alternatives(fx, ref, lambda: config.generator(493), alpha, post=post)
+        else normalizer_alternatives(fx, ref, lambda: config.generator(493), alpha, post=post, law=law[0])
     )
     controls = []
     if controls_on(config):
@@ -179,13 +182,14 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
         )
     data = {"comparisons_two_sample": rows, "fixture": _fixture_data(fx), "normalizers": alt_rows}
     data["gtilde_form"] = {"form": form[0], "how": form[1]}
+    data["noise_law"] = {"law": law[0], "how": law[1]}
     data["figures"] = [normalizers_table(alt_rows)]
     return finish(
         claim,
         config,
         t0,
         Verdict.FAIL if rejected else Verdict.PASS,
-        _variance_summary(fx, rows, rejected, alt_rows, alpha, form),
+        _variance_summary(fx, rows, rejected, alt_rows, alpha, form, law),
         statistic=first.z,
         threshold=float(stats.norm.isf(alpha / 8)),
         comparison="|z| <=",

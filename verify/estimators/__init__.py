@@ -15,6 +15,7 @@ from verify.estimators.rtrl import RTRL, RTRLState
 from verify.estimators.tbptt import TBPTT, TBPTTState, TruncatedModel, TruncatedModelState
 from verify.estimators.uoro import (
     UORO,
+    Gaussian,
     NoiseSource,
     NormalizerInputs,
     PreactivationUORO,
@@ -33,6 +34,7 @@ __all__ = [
     "UORO",
     "ContractViolation",
     "EnumeratedExpectation",
+    "Gaussian",
     "Guarantee",
     "NoiseSource",
     "NormalizerInputs",

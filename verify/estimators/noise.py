@@ -61,10 +61,11 @@ import numpy as np
 import torch
 
 from verify.errors import InvalidArgument, NotApplicable
-from verify.estimators.uoro import IIDNoise, NoiseSource, Rademacher, Tabulated, WrappedNoise
+from verify.estimators.uoro import Gaussian, IIDNoise, NoiseSource, Rademacher, Tabulated, WrappedNoise
 from verify.model.problem import Problem
 
 __all__ = [
+    "Gaussian",
     "IIDNoise",
     "NoiseHook",
     "NoiseSource",

@@ -87,6 +87,7 @@ from verify.model.problem import Problem
 
 __all__ = [
     "UORO",
+    "Gaussian",
     "IIDNoise",
     "NoiseSource",
     "Normalizer",
@@ -184,6 +185,17 @@ class Rademacher(IIDNoise):
 
     def sample(self, rng: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
         return 2 * torch.randint(0, 2, shape, generator=rng, device=rng.device) - 1
+
+
+@dataclass(frozen=True)
+class Gaussian(IIDNoise):
+    """Independent standard normal ν: not Algorithm 1's law, but E[ν νᵀ] = I keeps UORO unbiased (Tallec & Ollivier
+    2017, App. A); a known variant with another variance (continuous: it cannot be enumerated)."""
+
+    support: tuple[float, ...] | None = None
+
+    def sample(self, rng: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.randn(shape, generator=rng, device=rng.device, dtype=torch.float64)
 
 
 @dataclass(frozen=True, eq=False)

@@ -189,7 +189,8 @@ class Batch1:
     step (then the toolkit can hand it tabulated signs: exact expectation, formula conformance); ``gtilde``
     declares where UORO's g̃ is formed (``"pre"``: Algorithm 1, before the update of s̃, θ̃; ``"post"``: from
     the updated s̃_t, θ̃_t), ``random_start=True`` that ``make`` starts s̃₀, θ̃₀ at random (from ``ctx.rng``: the
-    claims that need tabulated noise are then SKIPPED with that reason) and ``guarantee`` what the estimator
+    claims that need tabulated noise are then SKIPPED with that reason), ``noise_law="gaussian"`` that ν is standard
+    normal (a variant, unbiased; the variance claims compare with it) and ``guarantee`` what the estimator
     promises (:class:`~verify.estimators.Guarantee`).
     """
 
@@ -206,6 +207,7 @@ class Batch1:
     noise: NoiseSource = field(default_factory=Rademacher)
     gtilde: str | None = None
     random_start: bool = False
+    noise_law: str | None = None
     guarantee: Guarantee | None = None
     name: str = "batch-1 adapter"
 
@@ -379,6 +381,7 @@ _FIELDS = (
     "noise",
     "gtilde",
     "random_start",
+    "noise_law",
     "guarantee",
     "name",
 )

@@ -30,6 +30,7 @@ __all__ = [
     "StepJacobians",
     "algorithm1_reference",
     "exact_squared_error_moments",
+    "gaussian",
     "rademacher",
     "step_jacobians",
 ]
@@ -150,6 +151,12 @@ def algorithm1_reference(
         ts.append(tt)
         gp.append(((st @ jac.dl_ds[t]).unsqueeze(-1) * tt).mean(1) + jac.dl_dth[t])  # E[s~ x th~] = ds_t/dth too
     return ReferenceRun(torch.stack(gs), torch.stack(ss), torch.stack(ts), torch.stack(gp))
+
+
+def gaussian(T: int, M: int, r: int, n: int, gen: torch.Generator) -> torch.Tensor:
+    """(T, M, r, n) independent standard normal ν (float64) from ``gen``: a known variant of Algorithm 1's law
+    (E[ν νᵀ] = I: unbiased, another variance)."""
+    return torch.randn(T, M, r, n, generator=gen, dtype=torch.float64)
 
 
 def rademacher(T: int, M: int, r: int, n: int, gen: torch.Generator) -> torch.Tensor:

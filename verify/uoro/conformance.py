@@ -19,6 +19,7 @@ from scipy import stats
 from verify.errors import NotApplicable
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.noise import factors, require_noise_hook, tabulated
+from verify.estimators.uoro import Gaussian
 from verify.model.problem import Problem
 from verify.oracles.algorithm1 import StepJacobians, algorithm1_reference
 from verify.oracles.algorithm1 import rademacher as _rademacher
@@ -31,6 +32,7 @@ __all__ = [
     "conformance_runs",
     "formula_conformance",
     "gtilde_form",
+    "noise_law",
     "noise_law_tests",
     "num_or_zero",
     "variant_in_expectation",
@@ -193,6 +195,17 @@ def gtilde_form(est: Any, case: Case, gen: torch.Generator) -> tuple[str | None,
     except NotApplicable as exc:
         return None, f"not declared and not detectable ({exc.reason})"
     return form, "found under tabulated noise"
+
+
+def noise_law(est: Any) -> tuple[str, str]:
+    """ν's law of the UORO ``est``: ``("gaussian" | "rademacher", how it is known)``: declared (``noise_law =
+    "gaussian"``), else its noise source (:class:`~verify.estimators.uoro.Gaussian`), else Algorithm 1's signs."""
+    declared = getattr(est, "noise_law", None)
+    if declared in ("gaussian", "rademacher"):
+        return declared, f"declared noise_law={declared!r}"
+    if isinstance(getattr(est, "noise", None), Gaussian):
+        return "gaussian", "its noise source is Gaussian"
+    return "rademacher", "Algorithm 1's random signs (not declared otherwise)"
 
 
 def variant_in_expectation(est: Any, case: Case) -> tuple[bool, str]:

@@ -29,6 +29,7 @@ from verify.oracles.algorithm1 import (
     exact_squared_error_moments,
     step_jacobians,
 )
+from verify.oracles.algorithm1 import gaussian as _gaussian
 from verify.oracles.algorithm1 import rademacher as _rademacher
 from verify.oracles.bptt import per_step_gradients
 from verify.stats import MomentComparison, compare_second_moments, draws_to_separate, squared_errors
@@ -133,13 +134,15 @@ def variance_fixture(seed: int, setup: FixtureSetup, alpha: float) -> VarianceFi
 
 
 def ref_q(
-    fx: VarianceFixture, gen: torch.Generator, rules: tuple[Rule, Rule], *, post: bool = False
+    fx: VarianceFixture, gen: torch.Generator, rules: tuple[Rule, Rule], *, post: bool = False, law: str = "rademacher"
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Squared errors of the total gradient and of g̃_T under Algorithm 1 with normalizers ``rules`` (ρ₀, ρ₁);
-    ``post``: of its post-update variant (g̃ from the updated s̃_t, θ̃_t; unbiased too, another variance)."""
+    ``post``: of its post-update variant (g̃ from the updated s̃_t, θ̃_t; unbiased too, another variance);
+    ``law``: ν's law, Algorithm 1's random signs or the ``"gaussian"`` variant."""
     jac = fx.jac
     T, n = jac.J_s.shape[0], jac.J_s.shape[1]
-    run = algorithm1_reference(jac, _rademacher(T, fx.draws, 1, n, gen), rho0=rules[0], rho1=rules[1])
+    draw = _gaussian if law == "gaussian" else _rademacher
+    run = algorithm1_reference(jac, draw(T, fx.draws, 1, n, gen), rho0=rules[0], rho1=rules[1])
     g = run.g_post if post else run.g
     return squared_errors(g.sum(0), fx.g_tot), squared_errors(g[-1], fx.g_T)
 
@@ -183,15 +186,18 @@ def normalizer_alternatives(
     alpha: float,
     *,
     post: bool = False,
+    law: str = "rademacher",
 ) -> list[dict[str, Any]]:
     """E q (total gradient) of every alternative to the paper's normalizers relative to ``ref`` (Algorithm 1's),
     each drawn from a fresh ``gen()`` (the same ν for every alternative), and of the other form of g̃ (post-update
     where ``post`` is False, Algorithm 1's where it is True) with the paper's normalizers."""
     rows: list[dict[str, Any]] = []
-    forms = [(name, rules, post) for name, rules in NORMALIZERS.items() if not name.startswith("paper")]
-    forms.append(("g~ in Algorithm 1's order" if post else "g~ post-update", NORMALIZERS[PAPER], not post))
-    for name, rules, post_form in forms:
-        q = ref_q(fx, gen(), rules, post=post_form)
+    forms = [(name, rules, post, law) for name, rules in NORMALIZERS.items() if not name.startswith("paper")]
+    forms.append(("g~ in Algorithm 1's order" if post else "g~ post-update", NORMALIZERS[PAPER], not post, law))
+    other = "rademacher" if law == "gaussian" else "gaussian"
+    forms.append((f"nu {'random signs' if other == 'rademacher' else 'Gaussian'}", NORMALIZERS[PAPER], post, other))
+    for name, rules, post_form, law_form in forms:
+        q = ref_q(fx, gen(), rules, post=post_form, law=law_form)
         c = compare_second_moments(q[0], ref[0], alpha=alpha)
         rows.append({"normalizers": name, "variance_ratio_vs_paper": c.ratio, "ci": list(c.ratio_ci)})
     return rows
