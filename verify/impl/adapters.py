@@ -17,7 +17,7 @@ is the opposite on every count. :class:`Batch1` bridges the two in a few lines::
 
     MyUORO = Batch1(
         make,
-        step=lambda est, x, y: est.step(x, y),        # -> gradient: dict of your names, or a flat array
+        step_fn=lambda est, x, y: est.step(x, y),     # -> gradient: dict of your names, or a flat array
         names={"Wx": "U", "Wh": "W", "bh": "b", "Wy": "V", "by": "c"},  # yours -> the toolkit's (or "V.T")
         cells=("elman-tanh",),
         noise_hook=True,
