@@ -20,11 +20,11 @@ machinery are in :mod:`verify.gpu.parity`, the suite and its runs in :mod:`verif
   budget), float32 with TF32 off and float32 with TF32 on (u = 2⁻¹¹), each against
   the CPU float64 reference; the card, its compute capability, the dtype and the TF32
   settings are in the result. SKIPPED with the reason where there is no CUDA.
-* ``device.gpu-unbiasedness`` -- UORO's unbiasedness (Tallec & Ollivier Prop. 1) at a
-  size a CPU cannot afford (Elman-tanh n = 256, T = 16, δ = 0.02, up to 4·10⁶ draws from
-  the fused sampler of :mod:`verify.estimators.fused` in float32 with the rounding
-  accounted, :mod:`verify.gpu.unbiasedness`, :mod:`verify.gpu.float32_sampling`) through the sequential test of
-  :mod:`verify.stats.unbiased`; profile ``full``, SKIPPED without CUDA.
+* ``device.gpu-unbiasedness`` -- Tallec & Ollivier Prop. 1 for the UORO under test, ``config.impls.uoro.uoro``,
+  at a size a CPU cannot afford (Elman-tanh n = 256, T = 16, δ = 0.02, up to 4·10⁶ draws; the toolkit's UORO
+  from the fused sampler in float32 with the rounding accounted, any other through its own steps:
+  :mod:`verify.gpu.unbiasedness`), sequential test of :mod:`verify.stats.unbiased`; profile ``full``, SKIPPED
+  without CUDA or naming the error where the estimator runs on the CPU only (numpy). Control: ``uoro.noise-zero-one``.
 
 Which device the GPU claims use: :func:`verify.hardware.parity_device` -- an explicit
 ``cuda_device`` option, else the run's ``--device`` when it names CUDA, else
@@ -35,10 +35,9 @@ The candidate side is computed by the implementation under test,
 ``config.impls.device.runner`` (:class:`verify.impl.DeviceImpl`; the algorithm itself by
 default); the mutants of :mod:`verify.impl.mutants.device` are other runners and must FAIL.
 Options (``RunConfig.options``): ``controls`` (False skips the negative controls), ``cuda_device``;
-for ``device.gpu-unbiasedness`` also
-``standin`` (True: run on the CPU at the given small size, to test the path; the
-result says so), ``n``, ``T``, ``max_samples``, ``delta``, ``directions``, ``chunk``, ``precision``
-("auto": float32 draws on CUDA where the rounding allowance is below δ/10; "float64"; "float32").
+for ``device.gpu-unbiasedness`` also ``standin`` (True: run on the CPU at the given small size, to
+test the path; the result says so), ``n``, ``T``, ``max_samples``, ``delta``, ``directions``, ``chunk``,
+``precision`` ("auto": float32 draws on CUDA where the rounding allowance is below δ/10; "float64"; "float32").
 """
 
 from __future__ import annotations
@@ -64,10 +63,10 @@ from verify.gpu.parity import (
 from verify.gpu.suite import ParityCase, SuiteSetup, control_comparison, parity_suite, run_parity
 from verify.gpu.unbiasedness import ScaleRun, ScaleSetup, gpu_scale_unbiasedness
 from verify.hardware import NO_CUDA_REASON, describe_device, device_record, matmul_tf32, parity_device
-from verify.impl import describe_part
+from verify.impl import build, describe_part
+from verify.impl.mutants import get as get_any_mutant
 from verify.impl.mutants.device import MUTANTS as DEVICE_MUTANTS
 from verify.impl.mutants.device import get as get_mutant
-from verify.impl.mutants.estimators import ZeroOne
 from verify.oracles.budget import C_PARITY, CALIBRATED_MAX_RATIO, CALIBRATION_MARGIN, U_TF32
 from verify.report.plots.device import parity_figures, unbiasedness_figures
 from verify.verdict import CheckResult, Control, Verdict
@@ -318,14 +317,18 @@ def _scale_setup(config: RunConfig, device: torch.device) -> ScaleSetup:
     )
 
 
+#: the negative control of ``device.gpu-unbiasedness``: a catalog mutant rerun through the same test
+NOISE_CONTROL = "uoro.noise-zero-one"
+
+
 def _noise_control(config: RunConfig, setup: ScaleSetup) -> tuple[list[Control], dict[str, Any]]:
-    """UORO with ν in {0, 1} at the same size (at most 2·10⁵ draws) must FAIL; skipped with ``controls=False``."""
+    """The mutant :data:`NOISE_CONTROL` (ν in {0, 1}), same size, ≤ 2·10⁵ draws, must FAIL (``controls=False``: off)."""
     if config.option("controls", True) is False:
         return [], {}
     small = dataclasses.replace(setup, max_samples=min(setup.max_samples, 200_000))
-    bad = gpu_scale_unbiasedness(ZeroOne(), config.generator(salt=805), small)
+    bad = gpu_scale_unbiasedness(get_any_mutant(NOISE_CONTROL).part(), config.generator(salt=805), small)
     control = Control(
-        "uoro.nu-zero-one",
+        NOISE_CONTROL,
         "FAIL",
         bad.result.verdict.value,
         f"UORO with nu in {{0,1}} at the same size: {bad.result.summary()}",
@@ -333,21 +336,23 @@ def _noise_control(config: RunConfig, setup: ScaleSetup) -> tuple[list[Control],
     return [control], bad.result.to_data()
 
 
-def _unbiasedness_summary(run: ScaleRun, setup: ScaleSetup, standin: bool) -> str:
+def _unbiasedness_summary(run: ScaleRun, setup: ScaleSetup, standin: bool, under_test: str | None) -> str:
     prefix = "STAND-IN on cpu (not a GPU-scale result): " if standin else f"{run.device}: "
+    who = f"UORO under test ({under_test}, {run.sampling.get('path', '')})" if under_test else "UORO"
     return (
-        f"{prefix}UORO on Elman-tanh n={setup.n} (p={run.p}), T={setup.T}, K={setup.directions} random directions, "
+        f"{prefix}{who} on Elman-tanh n={setup.n} (p={run.p}), T={setup.T}, K={setup.directions} random directions, "
         f"chunks of {run.chunk}, {run.sampling.get('sampling_precision', 'float64')} draws: {run.result.summary()}; "
         f"{run.samples_per_second:.3g} draws/s; {run.sampling.get('note', '')}"
     )
 
 
-@register("device.gpu-unbiasedness")
+@register("device.gpu-unbiasedness", uses=("uoro.uoro",))
 def gpu_unbiasedness(config: RunConfig) -> CheckResult:
     """UORO Prop. 1 at GPU scale (Elman-tanh n = 256, T = 16, δ = 0.02, up to 4·10⁶ draws), sequential test.
 
     Source: uoro-tallec-ollivier.md Prop. 1 (unbiasedness for frozen θ),
-    Algorithm 1; engine :mod:`verify.stats.unbiased` (anytime-valid).
+    Algorithm 1; engine :mod:`verify.stats.unbiased` (anytime-valid). The estimator is
+    ``config.impls.uoro.uoro()``; one that cannot run on the device is SKIPPED with the error.
 
     .. math:: E[Q^\\top\\tilde g_t] = Q^\\top\\,\\partial\\ell_t/\\partial\\theta
     """
@@ -357,10 +362,12 @@ def gpu_unbiasedness(config: RunConfig) -> CheckResult:
     if dev is None:
         return _skipped_unbiasedness(config, t0)
     setup = _scale_setup(config, dev)
-    run = gpu_scale_unbiasedness(None, config.generator(salt=804), setup)
+    estimator = build(config.impls.uoro.uoro, "device.gpu-unbiasedness")
+    run = gpu_scale_unbiasedness(estimator, config.generator(salt=804), setup)
     controls, ctrl_data = _noise_control(config, setup)
     res = run.result
-    summary = _unbiasedness_summary(run, setup, standin)
+    under_test = None if config.impls.is_default("uoro.uoro") else describe_part(config.impls, "uoro.uoro")
+    summary = _unbiasedness_summary(run, setup, standin, under_test)
     sizes = {"n": setup.n, "p": run.p, "T": setup.T, "directions": setup.directions, "chunk": run.chunk}
     return result(
         "device.gpu-unbiasedness",

@@ -1,0 +1,104 @@
+"""Everything reaches the implementation under test (issue 21 item 6): the GPU-scale unbiasedness test, the
+operating characteristic of the UORO kill table and the FPP §5 reproductions run ``config.impls``, not the
+toolkit's own classes -- a user's correct part gives the toolkit's result, a broken one a different one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from theory.catalog import all_claims
+from verify.checks import uses
+from verify.config import RunConfig
+from verify.errors import NotApplicable
+from verify.estimators import UORO
+from verify.examples.uoro import MyUORO
+from verify.gpu.unbiasedness import ScaleSetup, _probe, gpu_scale_unbiasedness, scale_problem
+from verify.impl import DEFAULT
+from verify.impl.mutants.estimators import ZeroOne
+from verify.run.check import run_check
+from verify.verdict import Verdict
+
+
+def _zero_one_uoro() -> MyUORO:
+    """A user's UORO with a bug: ν drawn from {0, 1} through its noise hook (biased)."""
+    return MyUORO().with_noise(ZeroOne())
+
+
+# ------------------------------------------------------------------ GPU-scale unbiasedness (on the CPU)
+_SMALL = ScaleSetup(device=torch.device("cpu"), n=3, T=3, max_samples=50_000, delta=0.1, directions=4, chunk=2048)
+
+
+@pytest.mark.statistical
+def test_gpu_unbiasedness_runs_the_estimator_it_is_given() -> None:
+    """The toolkit's UORO (fused) and the user's MyUORO (own steps) PASS; the user's {0,1}-noise UORO FAILs.
+
+    False-fail rate: α = 1e-3 per correct run (:class:`ScaleSetup`'s default).
+    """
+    runs = {
+        name: gpu_scale_unbiasedness(est, torch.Generator().manual_seed(1), _SMALL)
+        for name, est in (("toolkit", UORO()), ("mine", MyUORO()), ("mine-zero-one", _zero_one_uoro()))
+    }
+    assert runs["toolkit"].sampling["path"] == "fused"
+    assert runs["mine"].sampling["path"].startswith("the estimator's own steps")
+    assert runs["toolkit"].result.verdict is Verdict.PASS and runs["mine"].result.verdict is Verdict.PASS
+    assert runs["mine-zero-one"].result.verdict is Verdict.FAIL
+
+
+class _NumpyUORO(MyUORO):
+    """A user's UORO that goes through numpy: it runs on the CPU only."""
+
+    def step(self, problem: Any, theta: torch.Tensor, state: Any, t: int, rng: torch.Generator) -> Any:
+        new, g = super().step(problem, theta, state, t, rng)
+        return new, torch.from_numpy(g.numpy().copy())
+
+
+class _Broken(MyUORO):
+    def step(self, problem: Any, theta: torch.Tensor, state: Any, t: int, rng: torch.Generator) -> Any:
+        raise ZeroDivisionError("broken everywhere")
+
+
+def test_an_estimator_that_runs_on_the_cpu_only_is_not_applicable_off_it() -> None:
+    """The probe of :func:`gpu_scale_unbiasedness`: two draws on the device, and where they fail, two on the CPU.
+
+    No CUDA here: the ``meta`` device stands in (anything fails there); the estimator-side failure on CUDA (numpy
+    on a CUDA tensor) takes the same path. Runs on the CPU -> NotApplicable naming the device and the error;
+    fails on the CPU too -> its own error (a broken estimator is not SKIPPED).
+    """
+    P, th = scale_problem(3, 3, torch.device("cpu"), torch.Generator().manual_seed(0))
+    q = torch.linalg.qr(torch.randn(P.p, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64))[0]
+    meta = torch.device("meta")
+    with pytest.raises(NotApplicable, match=r"\(my-uoro\) runs on the CPU but not on meta: RuntimeError"):
+        _probe(_NumpyUORO(), P, th, q, meta)
+    with pytest.raises(ZeroDivisionError, match="broken everywhere"):
+        _probe(_Broken(), P, th, q, meta)
+    _probe(_NumpyUORO(), P, th, q, torch.device("cpu"))  # on the CPU it runs: no error
+    cpu = ScaleSetup(device=torch.device("cpu"), n=3, T=3, max_samples=2000, delta=0.5, directions=4)
+    assert gpu_scale_unbiasedness(_NumpyUORO(), torch.Generator().manual_seed(0), cpu).result.samples_used > 0
+
+
+@pytest.mark.statistical
+def test_gpu_unbiasedness_check_runs_config_impls() -> None:
+    """The registered check (CPU stand-in) builds ``config.impls.uoro.uoro``: the user's buggy UORO FAILs, its
+    control (a catalog mutant) still FAILs as expected, and the summary names what was under test."""
+    opts = (("standin", True), ("n", 3), ("T", 3), ("max_samples", 20_000), ("directions", 4), ("delta", 0.1))
+    impls = DEFAULT.with_part("uoro", "uoro", _zero_one_uoro)
+    res = run_check(
+        all_claims()["device.gpu-unbiasedness"], RunConfig(profile="full", options=opts, implementations=impls)
+    )
+    assert res.verdict is Verdict.FAIL, res.summary
+    assert "UORO under test" in res.summary and "_zero_one_uoro" in res.summary
+    assert [c.name for c in res.controls] == ["uoro.noise-zero-one"] and all(c.ok for c in res.controls)
+    assert "_zero_one_uoro" in res.implementation["uoro.uoro"]
+    # a factory that needs an argument the claim cannot give: SKIPPED with the reason, not a crash
+    needy = DEFAULT.with_part("uoro", "uoro", lambda rank: MyUORO())
+    res = run_check(
+        all_claims()["device.gpu-unbiasedness"], RunConfig(profile="full", options=opts, implementations=needy)
+    )
+    assert res.verdict is Verdict.SKIPPED and "does not take" in (res.reason or ""), res.summary
+
+
+def test_the_gpu_claim_declares_the_uoro_it_runs() -> None:
+    assert "uoro.uoro" in uses("device.gpu-unbiasedness")
