@@ -11,14 +11,18 @@ import torch
 
 from theory.catalog import all_claims
 from verify.checks import uses
+from verify.checks.uoro_common import options
 from verify.config import RunConfig
 from verify.errors import NotApplicable
 from verify.estimators import UORO
 from verify.examples.uoro import MyUORO
 from verify.gpu.unbiasedness import ScaleSetup, _probe, gpu_scale_unbiasedness, scale_problem
 from verify.impl import DEFAULT
+from verify.impl.mutants import get as get_mutant
 from verify.impl.mutants.estimators import ZeroOne
 from verify.run.check import run_check
+from verify.uoro.cases import problem_case
+from verify.uoro.power import POWER_FRACTIONS, power_curve
 from verify.verdict import Verdict
 
 
@@ -102,3 +106,27 @@ def test_gpu_unbiasedness_check_runs_config_impls() -> None:
 
 def test_the_gpu_claim_declares_the_uoro_it_runs() -> None:
     assert "uoro.uoro" in uses("device.gpu-unbiasedness")
+
+
+# ------------------------------------------------------------------ the operating characteristic
+def test_power_curve_mixes_into_the_uoro_under_test() -> None:
+    """MyUORO draws what the toolkit's UORO draws (same rows); a biased UORO under test shifts every row's bias."""
+    case = problem_case("elman-tanh", 2, 3, 0, 410)
+    bad = get_mutant("uoro.no-delta-theta").part()
+
+    def curve(good: Any) -> list[dict[str, Any]]:
+        gens = [RunConfig().generator(470 + i) for i in range(len(POWER_FRACTIONS))]  # the check's salts
+        return power_curve("uoro.no-delta-theta", bad, case, options(RunConfig()), gens, 5000, good=good)
+
+    ours, mine, broken = curve(UORO()), curve(MyUORO()), curve(_zero_one_uoro())
+    assert [(r["verdict"], r["draws"]) for r in mine] == [(r["verdict"], r["draws"]) for r in ours]
+    assert [r["relative_bias"] for r in mine] == pytest.approx([r["relative_bias"] for r in ours], rel=1e-12)
+    assert all(r["good_relative_bias"] < 1e-12 for r in ours + mine)
+    assert all(r["good_relative_bias"] > 0.05 for r in broken)
+    # at λ = 1% the mixture's bias is the under-test UORO's own, not λ·b₁
+    assert broken[-1]["relative_bias"] > 5 * ours[-1]["relative_bias"]
+    assert broken[-1]["draws"] < ours[-1]["draws"]
+
+
+def test_the_kill_table_declares_the_uoro_of_its_operating_characteristic() -> None:
+    assert "uoro.uoro" in uses("uoro.mutants-caught")

@@ -223,16 +223,18 @@ def _kill_row(
 
 
 def _power_curves(config: RunConfig, budget: int) -> list[dict[str, Any]]:
-    """The operating characteristic on each of :data:`POWER_MUTANTS` (Elman-tanh, n = 2, T = 3)."""
+    """The operating characteristic on each of :data:`POWER_MUTANTS` (Elman-tanh, n = 2, T = 3), each mixed into
+    the UORO under test, ``config.impls.uoro.uoro()``."""
     case = problem_case("elman-tanh", 2, 3, config.seed, 410)
+    good = build(config.impls.uoro.uoro, "uoro.mutants-caught (operating characteristic)")
     rows = []
     for name in POWER_MUTANTS:
         gens = [config.generator(470 + i) for i in range(len(POWER_FRACTIONS))]
-        rows += power_curve(name, get(name).part(), case, options(config), gens, budget)
+        rows += power_curve(name, get(name).part(), case, options(config), gens, budget, good=good)
     return rows
 
 
-@register("uoro.mutants-caught")
+@register("uoro.mutants-caught", uses=("uoro.uoro",))
 def check_mutants_caught(config: RunConfig) -> CheckResult:
     """Every mutant of the UORO catalog FAILs the checks it is visible to, and no unbiased mutant FAILs an
     unbiasedness test (DESIGN.md 'Numerical policy': the tester is tested; Tallec & Ollivier Algorithm 1 and
@@ -246,8 +248,8 @@ def check_mutants_caught(config: RunConfig) -> CheckResult:
     unbiasedness tests of the unbiased mutants) runs with a small budget of draws and must *not*
     FAIL (PASS or INCONCLUSIVE). The kill table is in ``data["kill_table"]``. (Claims of other
     modules in ``visible_to``, e.g. ``uoro.exact-expectation``, are run by their own tests.) The
-    data also hold the operating characteristic of the sequential test on three biased mutants
-    (:func:`verify.uoro.power.power_curve`): bias/‖g‖ against draws to FAIL, as a figure.
+    data also hold the operating characteristic of the sequential test on three biased mutants, each mixed
+    into the UORO under test (:func:`verify.uoro.power.power_curve`): bias/‖g‖ against draws to FAIL, as a figure.
     """
     t0 = time.perf_counter()
     checks = registry()
