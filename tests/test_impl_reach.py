@@ -4,11 +4,14 @@ toolkit's own classes -- a user's correct part gives the toolkit's result, a bro
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+import verify.impl
 from theory.catalog import all_claims
 from verify.checks import uses
 from verify.checks.uoro_common import options
@@ -16,8 +19,12 @@ from verify.config import RunConfig
 from verify.errors import NotApplicable
 from verify.estimators import UORO
 from verify.examples.uoro import MyUORO
+from verify.fpp.batched import run_online_batched
+from verify.fpp.broken_learners import frozen_learner
+from verify.fpp.reproduction import Block, fpp_learner, run_block
 from verify.gpu.unbiasedness import ScaleSetup, _probe, gpu_scale_unbiasedness, scale_problem
-from verify.impl import DEFAULT
+from verify.impl import DEFAULT, FPPImpl, signatures
+from verify.impl.loader import load_implementations
 from verify.impl.mutants import get as get_mutant
 from verify.impl.mutants.estimators import ZeroOne
 from verify.run.check import run_check
@@ -130,3 +137,74 @@ def test_power_curve_mixes_into_the_uoro_under_test() -> None:
 
 def test_the_kill_table_declares_the_uoro_of_its_operating_characteristic() -> None:
     assert "uoro.uoro" in uses("uoro.mutants-caught")
+
+
+# ------------------------------------------------------------------ the FPP learner of the §5 reproductions
+_BLOCK = Block("cycleworld", "fpp", 2, (3e-2,), 200, 4, hidden=4, p=4, buffer_size=20)
+
+
+def test_fpp_learner_is_a_part_with_a_documented_signature() -> None:
+    assert FPPImpl().learner is fpp_learner and "fpp.learner" in signatures()
+    assert "learner(model, cfg, inputs, targets, theta0, lrs, generator)" in signatures()["fpp.learner"]
+    assert "``learner``" in (verify.impl.__doc__ or "")
+
+
+def test_run_block_runs_the_learner_it_is_given() -> None:
+    """The default is the batched engine's FPP; a user's learner runs the FPP blocks, not the rivals or controls."""
+    calls: list[str] = []
+
+    def mine(*args: Any) -> torch.Tensor:
+        calls.append("mine")
+        return fpp_learner(*args)
+
+    assert run_block(_BLOCK) == run_block(_BLOCK, mine) and calls == ["mine"]
+    run_block(Block("cycleworld", "tbptt", 2, (3e-2,), 50, 2, hidden=4, p=4, buffer_size=20), mine)
+    run_block(
+        Block("cycleworld", "fpp", 2, (3e-2,), 50, 2, hidden=4, p=4, buffer_size=20, mutant="fpp.learner-frozen"), mine
+    )
+    assert calls == ["mine"]  # a rival and a control are the toolkit's
+    frozen = functools.partial(run_online_batched, "fpp", theta_grad=frozen_learner)
+    assert run_block(_BLOCK, frozen)["online"] != run_block(_BLOCK)["online"]
+    with pytest.raises(Exception, match=r"online losses of shape"):
+        run_block(_BLOCK, lambda *a: torch.zeros(3))
+
+
+def _verdict(claim: str, learner: Any) -> tuple[Verdict, str]:
+    res = run_check(all_claims()[claim], RunConfig(implementations=DEFAULT.with_part("fpp", "learner", learner)))
+    return res.verdict, res.summary
+
+
+@pytest.mark.parametrize(
+    "claim", ["fpp.cycleworld-reproduction", "fpp.stochasticworld-reproduction", "fpp.updates-reproduction"]
+)
+def test_a_learner_that_does_not_learn_cannot_pass_the_reproduction(claim: str) -> None:
+    """Through ``DEFAULT.with_part("fpp", "learner", X)``: a wrapper of the toolkit's learner gives its verdict
+    (PASS at ci), a frozen learner (never updates θ) FAILs the premise."""
+    calls: list[int] = []
+
+    def wrapper(*args: Any) -> torch.Tensor:
+        calls.append(1)
+        return fpp_learner(*args)
+
+    verdict, summary = _verdict(claim, wrapper)
+    assert verdict is Verdict.PASS and calls, summary
+    frozen = functools.partial(run_online_batched, "fpp", theta_grad=frozen_learner)
+    verdict, summary = _verdict(claim, frozen)
+    assert verdict is Verdict.FAIL and "NOT MET" in summary, summary
+
+
+def test_impl_fpp_learner_loads_from_a_file(tmp_path: Path) -> None:
+    f = tmp_path / "my_fpp.py"
+    f.write_text(
+        "from verify.fpp.reproduction import fpp_learner\n\n"
+        "def my_learner(model, cfg, inputs, targets, theta0, lrs, generator):\n"
+        "    return fpp_learner(model, cfg, inputs, targets, theta0, lrs, generator)\n"
+    )
+    impls = load_implementations([f"fpp.learner={f}:my_learner"])
+    assert impls.user_parts() == ("fpp.learner",) and impls.fpp.learner.__name__ == "my_learner"
+    assert impls.source("fpp.learner") is not None
+
+
+def test_the_reproductions_declare_the_fpp_learner() -> None:
+    for cid in ("fpp.cycleworld-reproduction", "fpp.stochasticworld-reproduction", "fpp.updates-reproduction"):
+        assert uses(cid) == ("fpp.learner",), cid

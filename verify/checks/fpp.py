@@ -5,7 +5,9 @@ Every check has a ``*_core`` function that takes the implementation under test
 the mutants of :mod:`verify.impl.mutants.fpp` -- other ``FPPImpl`` values -- run through
 the very same comparison; the registered check runs ``config.impls.fpp`` and, as
 its negative control, a mutant that must come out FAIL. The experiments are computed in
-:mod:`verify.fpp`; the §5 reproductions are judged in :mod:`verify.checks.fpp_reproduction`.
+:mod:`verify.fpp`; the §5 reproductions run the FPP learner under test, ``config.impls.fpp.learner``
+(against the toolkit's rivals; controls: broken learners rerun through the same harness), and are
+judged in :mod:`verify.checks.fpp_reproduction`.
 """
 
 from __future__ import annotations
@@ -370,28 +372,28 @@ def _scale(config: RunConfig) -> str:
     return "full" if config.full else "ci"
 
 
-@register("fpp.cycleworld-reproduction")
+@register("fpp.cycleworld-reproduction", uses=("fpp.learner",))
 def check_cycleworld_reproduction(config: RunConfig) -> CheckResult:
     """FPP §5, Fig. 2: FPP vs T-BPTT on CycleWorld at T = p/2 and p; criteria in :func:`judge_cycleworld`."""
     t0 = time.perf_counter()
     reps = cycleworld_designs(_scale(config), config.seed)
-    values = run_blocks([b for r in reps for b in r.all_blocks()])
+    values = run_blocks([b for r in reps for b in r.all_blocks()], config.impls.fpp.learner)
     return judge_cycleworld(reps, values, seed=config.seed, t0=t0)
 
 
-@register("fpp.stochasticworld-reproduction")
+@register("fpp.stochasticworld-reproduction", uses=("fpp.learner",))
 def check_stochasticworld_reproduction(config: RunConfig) -> CheckResult:
     """FPP §5 / App. D Table 1, Fig. 3(b): Stochastic World; criteria and controls in :func:`judge_stochasticworld`."""
     t0 = time.perf_counter()
     rep = stochasticworld_design(_scale(config), config.seed)
-    values = run_blocks(rep.all_blocks())
+    values = run_blocks(rep.all_blocks(), config.impls.fpp.learner)
     return judge_stochasticworld(rep, values, seed=config.seed, t0=t0)
 
 
-@register("fpp.updates-reproduction")
+@register("fpp.updates-reproduction", uses=("fpp.learner",))
 def check_updates_reproduction(config: RunConfig) -> CheckResult:
     """FPP §5, Fig. 4: multiple updates and mini-batches, FPP vs FPP without state update; see :func:`judge_updates`."""
     t0 = time.perf_counter()
     reps = updates_designs(_scale(config), config.seed)
-    values = run_blocks([b for r in reps for b in r.all_blocks()])
+    values = run_blocks([b for r in reps for b in r.all_blocks()], config.impls.fpp.learner)
     return judge_updates(reps, values, seed=config.seed, t0=t0)

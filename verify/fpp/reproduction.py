@@ -18,6 +18,14 @@ averaged over all steps (§5: "we report average performance over all training
 steps"); the final window (last fifth of the steps) is reported too (Fig. 3's
 caption: FPP "reaches a final solution with optimal performance").
 
+The learner under test: every block of FPP (method ``fpp``, no mutant) runs ``learner(model, cfg,
+inputs, targets, theta0, lrs, generator) -> online losses (R, steps)`` (:data:`Learner`; the check
+passes ``config.impls.fpp.learner``, default :func:`fpp_learner`, the batched engine's Algorithm 1).
+The rivals (T-BPTT, No-Overlap T-BPTT, FPP without state update) are the toolkit's, and a control
+block (``mutant``) is the toolkit's engine with a broken gradient (:mod:`verify.fpp.broken_learners`):
+a broken implementation rerun through the same harness. The paper-scale sweep
+(:mod:`verify.run.sweep.definitions`) runs its cells with the default learner.
+
 Measures: CycleWorld's squared error divided by the predict-zero baseline
 :math:`1/(2p)` (Fig. 2's "ratio to the baseline of predicting 0"); Stochastic
 World's cross-entropy in nats against the Bayes levels of
@@ -27,8 +35,9 @@ World's cross-entropy in nats against the Bayes levels of
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -53,11 +62,13 @@ __all__ = [
     "SCALES",
     "SETTINGS_NOTES",
     "Block",
+    "Learner",
     "Reproduction",
     "block_model",
     "block_theta0",
     "cycleworld_designs",
     "design_dict",
+    "fpp_learner",
     "run_block",
     "run_blocks",
     "stochasticworld_design",
@@ -226,10 +237,44 @@ def _curve(losses: torch.Tensor, bins: int) -> dict[str, list[float]]:
     return {"step": [(a + c + 1) / 2 for a, c in pairs], "mean": [float(mean[a:c].mean()) for a, c in pairs]}
 
 
-def run_block(b: Block) -> dict[str, Any]:
+#: FPP's online learner under test: ``learner(model, cfg, inputs, targets, theta0, lrs, generator)`` -> the online
+#: losses (R, steps) of R runs (the arguments of :func:`~verify.fpp.online.run_online` after ``method``)
+Learner = Callable[
+    [Problem, OnlineConfig, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor
+]
+
+
+def fpp_learner(
+    model: Problem,
+    cfg: OnlineConfig,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    theta0: torch.Tensor,
+    lrs: torch.Tensor,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """The toolkit's FPP learner (App. A, Algorithm 1; §5): :func:`~verify.fpp.batched.run_online_batched`'s ``fpp``.
+
+    ``inputs`` (R, steps, d), ``targets`` (R, steps, m), ``theta0`` (R, p), ``lrs`` (R,) per-run RMSprop
+    steps, ``generator`` for the sampled buffer positions; returns the online losses (R, steps).
+    """
+    return run_online_batched("fpp", model, cfg, inputs, targets, theta0, lrs, generator)
+
+
+def _block_learner(b: Block, learner: Learner | None) -> Learner:
+    """What runs block ``b``: a control's broken engine, the learner under test for FPP, else the toolkit's rival."""
+    if b.mutant is not None:  # a negative control: the toolkit's engine with a broken gradient
+        return partial(run_online_batched, b.method, theta_grad=learner_mutant(b.mutant))
+    if b.method == "fpp" and learner is not None:
+        return learner
+    return partial(run_online_batched, b.method)
+
+
+def run_block(b: Block, learner: Learner | None = None) -> dict[str, Any]:
     """Run a block; per learning rate and run: ``online`` (mean over all steps) and ``final`` (last window).
 
-    Returns ``lrs``, ``online`` and ``final`` (lists over lrs of lists over runs, in
+    ``learner`` (None: :func:`fpp_learner`) runs the FPP blocks (module docstring). Returns ``lrs``, ``online``
+    and ``final`` (lists over lrs of lists over runs, in
     the measure), ``curve`` (per lr: the mean over runs in ``bins`` windows),
     ``finite`` and ``measure`` (``"ratio"``: CycleWorld, loss / (1/(2p)); ``"ce"``:
     Stochastic World, nats).
@@ -237,33 +282,30 @@ def run_block(b: Block) -> dict[str, Any]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # hundreds of tiny ops per step: extra threads only add contention (10x slower on 2 cores)
     try:
-        return _run_block(b)
+        return _run_block(b, _block_learner(b, learner))
     finally:
         torch.set_num_threads(threads)
 
 
-def run_blocks(blocks: Iterable[Block]) -> dict[Block, dict[str, Any]]:
+def run_blocks(blocks: Iterable[Block], learner: Learner | None = None) -> dict[Block, dict[str, Any]]:
     """Run every block of a design in this process (the checks; a sweep runs the same blocks as cells)."""
-    return {b: run_block(b) for b in blocks}
+    return {b: run_block(b, learner) for b in blocks}
 
 
-def _run_block(b: Block) -> dict[str, Any]:
+def _run_block(b: Block, learner: Learner) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(b.seed * SEED_MULTIPLIER + _SALT_STREAM)
     model = block_model(b)
     x, y, base = _stream(b, gen)
     theta0 = block_theta0(b, model, gen)
     salt = (_SALT_SAMPLER + 1009 * BATCHED_METHODS.index(b.method) + 7919 * b.T) % SEED_MULTIPLIER
     sampler = torch.Generator().manual_seed(b.seed * SEED_MULTIPLIER + salt)
-    mutant = None
-    if b.mutant is not None:
-        mutant = learner_mutant(b.mutant)
     L_ = len(b.lrs)
     lr_col = torch.tensor([float(v) for v in b.lrs], dtype=torch.float64).repeat_interleave(b.runs)
-    L = run_online_batched(
-        b.method, model, b.config(), x.repeat(L_, 1, 1), y.repeat(L_, 1, 1), theta0.repeat(L_, 1), lr_col, sampler,
-        theta_grad=mutant,
-    ) / base  # fmt: skip
-    L = L.reshape(L_, b.runs, -1)
+    raw = learner(model, b.config(), x.repeat(L_, 1, 1), y.repeat(L_, 1, 1), theta0.repeat(L_, 1), lr_col, sampler)
+    if not isinstance(raw, torch.Tensor) or tuple(raw.shape) != (L_ * b.runs, b.steps):
+        got = tuple(raw.shape) if isinstance(raw, torch.Tensor) else type(raw).__name__
+        raise InvalidArgument("learner(...)", got, f"online losses of shape (runs, steps) = ({L_ * b.runs}, {b.steps})")
+    L = raw.detach().reshape(L_, b.runs, -1) / base
     tail = max(1, round(b.steps * b.final_fraction))
     return {
         "measure": "ratio" if b.env == "cycleworld" else "ce",

@@ -36,8 +36,10 @@ family         fields (default)                             what a field is call
                ``preactivation``, ``reinforce``             (``rank``/``block`` only where a claim needs them);
                                                             ``reinforce(sigma, baseline=True)`` -> ``.sample``
 ``fpp``        ``eq7_gradients``, ``sampler``,              eq. (7) (:data:`verify.fpp.objective.SampleGradFn`),
-               ``multipliers``                              ``sampler(n, T, size, generator)``,
-                                                            ``multipliers(problem, theta, states)``
+               ``multipliers``, ``learner``                 ``sampler(n, T, size, generator)``,
+               (:func:`~verify.fpp.reproduction.            ``multipliers(problem, theta, states)``;
+               fpp_learner`)                                ``learner(model, cfg, inputs, targets, theta0, lrs,
+                                                            generator)`` -> online losses (R, steps) (§5)
 ``device``     ``runner``                                   ``runner(algorithm, inputs)`` -> the candidate's rows
 =============  ===========================================  =======================================================
 
@@ -66,6 +68,7 @@ from verify.estimators.tbptt import TBPTT, TruncatedModel
 from verify.estimators.uoro import UORO, PreactivationUORO
 from verify.fpp.kkt import lemma1_multipliers
 from verify.fpp.objective import eq7_gradients, sample_indices
+from verify.fpp.reproduction import fpp_learner
 from verify.gpu.parity import default_runner
 from verify.model.problem import Problem
 from verify.oracles.bptt import (
@@ -348,7 +351,8 @@ class UOROImpl(FamilyImpl):
 
 @dataclass(frozen=True, eq=False)
 class FPPImpl(FamilyImpl):
-    """FPP (fpp-explicit-state-variables.md): eq. (7), the index sampler of §4.1, Lemma 1's multiplier target."""
+    """FPP (fpp-explicit-state-variables.md): eq. (7), the index sampler of §4.1, Lemma 1's multiplier target and
+    the online learner (App. A, Algorithm 1) the §5 reproductions run."""
 
     FAMILY: ClassVar[str] = "fpp"
     PRIMARY: ClassVar[str] = "eq7_gradients"
@@ -357,12 +361,15 @@ class FPPImpl(FamilyImpl):
         "(grad_theta, grad_s_start, grad_s_end)",
         "sampler": "sampler(n, T, size, generator) -> indices i ~ uniform{T..n}",
         "multipliers": "multipliers(problem, theta, states) -> Lemma 1's multipliers, (n + 1, k)",
+        "learner": "learner(model, cfg, inputs, targets, theta0, lrs, generator) -> online losses (R, steps) of "
+        "R runs of FPP's Algorithm 1 (verify.fpp.reproduction.Learner)",
     }
-    ARITY: ClassVar[dict[str, int]] = {"eq7_gradients": 9, "sampler": 4, "multipliers": 3}
+    ARITY: ClassVar[dict[str, int]] = {"eq7_gradients": 9, "sampler": 4, "multipliers": 3, "learner": 7}
 
     eq7_gradients: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = eq7_gradients
     sampler: Callable[..., torch.Tensor] = sample_indices
     multipliers: Callable[[Problem, torch.Tensor, torch.Tensor], torch.Tensor] = lemma1_multipliers
+    learner: Callable[..., torch.Tensor] = fpp_learner
 
 
 @dataclass(frozen=True, eq=False)
