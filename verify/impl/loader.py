@@ -166,11 +166,8 @@ def load_object(target: str, spec: str, option: str = "--impl", root: str | None
         obj = getattr(obj, part)
     try:
         file = inspect.getsourcefile(obj) or getattr(module, "__file__", None) or ""
-    except TypeError:  # an instance: its class's file
-        try:
-            file = inspect.getsourcefile(type(obj)) or getattr(module, "__file__", None) or ""
-        except TypeError:
-            file = getattr(module, "__file__", None) or ""
+    except TypeError:  # an instance (e.g. a Batch1 wrap): the file that defines it is the spec's module
+        file = getattr(module, "__file__", None) or ""
     file = os.path.abspath(file) if file else ""
     sha = _sha256(file) if file and os.path.isfile(file) else ""
     return obj, Source(target, spec, getattr(module, "__name__", modname), file, sha)
