@@ -42,7 +42,6 @@ from verify.checks.uoro_plans import (
     plan_rank_unbiased,
     plan_truncated_unbiased,
     plan_unbiased_statistical,
-    prop1_cells,
     prop1_runs,
 )
 from verify.config import RunConfig
@@ -161,8 +160,6 @@ def _unbiased_claim(
 # influence entries. So the problems are long and narrow: ~2·10⁵ draws per problem, seconds with the
 # fused sampler (:mod:`verify.estimators.fused`). The influence is tested at t = T (the longest
 # chain), the gradients at t ∈ {2, ⌊(T+1)/2⌋+1, T} and the total.
-# the problems: one definition, :func:`verify.checks.uoro_plans.prop1_cells` (the planner pilots the same)
-_prop1_cells = prop1_cells
 
 
 # ============================================================== the checks

@@ -31,6 +31,7 @@ from theory.catalog import Claim
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.run.check import THREADS_PER_PROCESS, claim_params, run_check, skipped_result, torch_threads
+from verify.run.plan import RECORDED_SECONDS
 from verify.run.sweep.cache import code_version
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.executors import ProcessExecutor, available_cpus
@@ -87,24 +88,10 @@ def run_claims(
     return [results[c.id] for c in claims]
 
 
-#: expected seconds of the slower claims in the ci profile (one thread of a 2-core x86 machine, quiet): a
-#: scheduling hint only -- the parallel run starts the longest claims first so that no long claim starts last.
-#: Claims not listed count as 0.5 s. Results and verdicts do not depend on the order.
-EXPECTED_SECONDS: dict[str, float] = {
-    "uoro.unbiased-statistical": 7.0,
-    "uoro.mutants-caught": 2.2,
-    "truncation.state-bound": 1.9,
-    "uoro.truncated-unbiased": 1.6,
-    "fpp.stationarity": 1.6,
-    "uoro.rank-unbiased": 1.3,
-    "truncation.rate": 1.2,
-    "uoro.preactivation": 1.0,
-    "rtrl.online-convergence": 1.0,
-    "fpp.cycleworld-reproduction": 1.0,
-    "reference.adjoint": 1.0,
-    "fpp.kkt-recovery": 0.8,
-    "truncation.training-prop2": 0.8,
-}
+#: expected seconds per claim in the ci profile: the recorded timings ``--plan`` uses (one table,
+#: :data:`verify.run.plan.RECORDED_SECONDS`); a scheduling hint only -- the parallel run starts the longest claims
+#: first so that no long claim starts last. Claims not listed count as 0.5 s. Results do not depend on the order.
+EXPECTED_SECONDS: dict[str, float] = RECORDED_SECONDS["ci"]
 
 
 def longest_first(claims: Sequence[Claim]) -> list[Claim]:

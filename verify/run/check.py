@@ -115,20 +115,16 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )
-    except ContractViolation as exc:  # the toolkit's validation caught the implementation: its FAIL, not a crash
-        return CheckResult(
-            claim.id,
-            Verdict.FAIL,
-            f"the implementation under test broke its contract: {exc}",
-            reason=traceback.format_exc(limit=-TRACEBACK_FRAMES),
-            seed=config.seed,
-            wall_time=time.perf_counter() - t0,
-        )
     except (Exception, SystemExit) as exc:  # a crashing check is a failing check; so is sys.exit() in user code
+        summary = (  # the toolkit's validation caught the implementation: its FAIL, worded so, not a crash
+            f"the implementation under test broke its contract: {exc}"
+            if isinstance(exc, ContractViolation)
+            else f"check raised {describe_exception(exc)}"
+        )
         return CheckResult(
             claim.id,
             Verdict.FAIL,
-            f"check raised {describe_exception(exc)}",
+            summary,
             reason=traceback.format_exc(limit=-TRACEBACK_FRAMES),
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
