@@ -55,7 +55,7 @@ def test_offset_within_allowance_never_fails() -> None:
         synthetic(1e-3, offset),
         [G],
         NAMES,
-        options=TestOptions(delta=0.02),
+        options=TestOptions(delta=0.02, event_floor=0.5),
         generator=torch.Generator().manual_seed(0),
         max_samples=200_000,
         precision="float32",
@@ -72,7 +72,7 @@ def test_certificate_is_issued_against_the_shrunk_delta() -> None:
         synthetic(0.05, torch.full((4,), 1e-6, dtype=torch.float64)),
         [G],
         NAMES,
-        options=TestOptions(delta=0.02),
+        options=TestOptions(delta=0.02, event_floor=0.5),
         generator=torch.Generator().manual_seed(1),
         max_samples=100_000,
         precision="float32",
@@ -91,7 +91,7 @@ def test_real_bias_still_fails() -> None:
         synthetic(0.05, torch.zeros(4, dtype=torch.float64), bias),
         [G],
         NAMES,
-        options=TestOptions(),
+        options=TestOptions(event_floor=0.5),
         generator=torch.Generator().manual_seed(2),
         max_samples=50_000,
         precision="float32",
@@ -105,7 +105,7 @@ def test_allowance_that_would_eat_delta_switches_float32_off() -> None:
         synthetic(0.05, offset),
         [G],
         NAMES,
-        options=TestOptions(delta=0.02),
+        options=TestOptions(delta=0.02, event_floor=0.5),
         generator=torch.Generator().manual_seed(3),
         max_samples=3000,
         precision="float32",
@@ -117,7 +117,7 @@ def test_allowance_that_would_eat_delta_switches_float32_off() -> None:
 @pytest.mark.statistical
 def test_uoro_float32_pass_and_mutant_fail() -> None:
     P, th = random_problem("elman-tanh", n=3, d=2, T=8, k=2, generator=torch.Generator().manual_seed(4))
-    kw = {"steps": (2, 8), "quantities": ("gradient", "total"), "options": TestOptions()}
+    kw = {"steps": (2, 8), "quantities": ("gradient", "total"), "options": TestOptions(event_floor=0.5)}
     out = sequential_test_with_precision(
         UORO(), P, th, generator=torch.Generator().manual_seed(5), max_samples=200_000, precision="float32", **kw
     )
@@ -148,7 +148,7 @@ def test_rounded_problem_and_bad_precision() -> None:
             th,
             steps=(2,),
             quantities=("total",),
-            options=TestOptions(),
+            options=TestOptions(event_floor=0.5),
             generator=torch.Generator(),
             max_samples=10,
             precision="half",
@@ -159,7 +159,7 @@ def test_rounded_problem_and_bad_precision() -> None:
         th,
         steps=(2,),
         quantities=("total",),
-        options=TestOptions(),
+        options=TestOptions(event_floor=0.5),
         generator=torch.Generator(),
         max_samples=2000,
         precision="auto",

@@ -24,6 +24,9 @@ class MyUORO:
     """UORO (Tallec & Ollivier, Algorithm 1) with dense one-step Jacobians, M samples at once."""
 
     name = "my-uoro"
+    #: declared (issue 22): along any direction where the estimate is not constant, one flip of a sign of ν
+    #: changes it -- an event of probability 1/2 -- so draws that stay flat are deterministic
+    event_floor = 0.5
 
     def __init__(self, buggy: bool = False) -> None:
         self.buggy = buggy

@@ -42,10 +42,23 @@ def test_toolkit_uoro_passes_with_certificate() -> None:
 
 def test_hand_written_uoro_readme_example() -> None:
     P, th = _problem()
-    res = assert_unbiased(MyUORO(), P, th, quantity=("gradient", "total", "influence"), delta=0.1)
+    q = ("gradient", "total", "influence")
+    res = assert_unbiased(MyUORO(), P, th, quantity=q, delta=0.1, event_floor=0.5)
     assert res.passed
     with pytest.raises(AssertionError, match="biased"):
-        assert_unbiased(MyUORO(buggy=True), P, th, quantity=("gradient", "total", "influence"), delta=0.1)
+        assert_unbiased(MyUORO(buggy=True), P, th, quantity=q, delta=0.1, event_floor=0.5)
+
+
+def test_undeclared_flat_draws_are_not_determinism() -> None:
+    """Issue 22: the same correct UORO without a declaration is never certified on its flat readout coordinates."""
+
+    class Undeclared(MyUORO):
+        event_floor = None
+
+    P, th = _problem()
+    res = assert_unbiased(Undeclared(), P, th, delta=0.1, max_samples=20_000, allow_inconclusive=True)
+    assert res.verdict is Verdict.INCONCLUSIVE
+    assert "no variation in" in res.reason and "event_floor" in res.reason
 
 
 @pytest.mark.parametrize("name", ["uoro.theta-tilde-scaled", "uoro.no-delta-theta", "uoro.noise-uniform"])

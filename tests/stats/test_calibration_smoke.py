@@ -11,6 +11,8 @@ with probability ≤ 1e-4 per cell and mechanism).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -49,6 +51,36 @@ def test_suite_covers_the_issue() -> None:
     assert sum(c.biased for c in cells) >= 5 and all(c.bias > 1 for c in cells if c.biased)
     biased = build(next(c for c in cells if c.name == "biased-gauss-top"))
     assert biased.bias_norm > 0.1 * float(biased.truth.norm())  # 1.01 δ‖g‖ with δ = 0.1
+    # issue 22: rare events (both sides, three probabilities), skewed and lattice noise, and their biased cells
+    assert {c.rare for c in cells if c.rare} == {1e-2, 1e-3, 1e-4}
+    assert {c.biased for c in cells if c.rare} == {True, False}
+    assert {c.law for c in cells} >= {"lognormal0.5", "lognormal1", "lognormal2", "exponential", "lattice"}
+    assert {c.law for c in cells if c.biased} >= {"lognormal1", "lognormal2", "exponential", "lattice"}
+    rare = build(next(c for c in cells if c.name == "rare1e-03-biased"))
+    x = rare.sampler(5000, torch.Generator().manual_seed(0))
+    hits = int((x != rare.truth).any(1).sum())
+    assert 0 < hits < 30  # every draw off the event equals g; the bias lives in ~5 hits
+
+
+def test_parallel_reports_merge(tmp_path: Path) -> None:
+    """Two processes' reports (disjoint --cells) merge into one with the summary recomputed."""
+    from verify.bench.uoro_statistics import calibrate_adversarial, merge_reports
+    from verify.stats.calibration import ScenarioResult
+
+    for name, cell in (("a", "exact"), ("b", "exact-undeclared")):
+        calibrate_adversarial(3, 0, [0.05], [cell], 1, tmp_path / name, f"part {name}")
+    merge_reports([tmp_path / "a", tmp_path / "b"], tmp_path / "all", "merge")
+    import json
+
+    data = json.loads((tmp_path / "all" / "calibration.json").read_text())
+    assert {r["cell"] for r in data["cells"]} == {"exact", "exact-undeclared"} and data["commands"] == [
+        "part a",
+        "part b",
+    ]
+    assert all(ScenarioResult.from_data(r).to_data() == r for r in data["cells"])
+    exact = [r for r in data["cells"] if r["cell"] == "exact"]
+    assert all(r["passes"] == 3 for r in exact)  # declared deterministic: certified
+    assert all(r["inconclusive"] == 3 for r in data["cells"] if r["cell"] == "exact-undeclared")
 
 
 def test_committed_calibration_report() -> None:
@@ -80,12 +112,30 @@ def test_committed_calibration_report() -> None:
         assert s["total_errors"] <= binomial_upper_quantile(s["total_runs"], s["level"], 1e-4), s
         if s["level"] >= 0.05:
             assert s["pooled_cp95_upper"] <= s["level"], s
+    # issue 22's must-show, for its classes (rare events, skewed, lattice): at 0.05 every cell's CP95 of false
+    # FAIL below the level, pooled at 1e-3 below the level, and no false certificate with CP95 <= beta
+    new = {"rare events", "skewed", "lattice"}
+    rows22 = [r for r in data["cells"] if r["group"] in new]
+    assert {r["group"] for r in rows22} == new
+    for r in rows22:
+        if r["level"] >= 0.05 and not r["biased"]:
+            assert r["cp95_upper"] <= r["level"], r
+        if r["biased"] and "declared radius" not in r["description"]:
+            assert r["passes"] == 0, r  # nothing declared: a bias carried by an unseen event is never certified
+    scoped = [s for s in data["summary"] if s["scope"] == "issue 22 classes"]
+    assert {(s["level"], s["mechanism"], s["error"]) for s in scoped} == {
+        (lv, m, e) for lv in (1e-3, 0.05) for m in MECHANISMS for e in ("false FAIL", "false certificate")
+    }
+    for s in scoped:
+        assert s["pooled_rate"] <= s["level"], s
+        if s["error"] == "false certificate":
+            assert s["pooled_cp95_upper"] <= s["level"], s
     md = (path.parent / "calibration.md").read_text(encoding="utf-8")
     assert md.startswith("# Adversarial calibration")
     # the README quotes the summary table as generated (rows of the pooled error rates)
     readme = (path.parents[2] / "README.md").read_text(encoding="utf-8")
     head = md.index("## Summary")
-    rows = [line for line in md[head:].split("\n## All cells")[0].splitlines() if line.startswith("| 0")]
+    rows = [line for line in md[head:].split("\n## All cells")[0].splitlines() if line.startswith(("| all", "| issue"))]
     assert rows and all(row in readme for row in rows)
 
 
@@ -104,14 +154,21 @@ def test_cell_seeds_replay_in_any_process() -> None:
     assert torch.equal(first.truth, again.truth)
 
 
-def test_a_published_cell_replays_with_its_counts_in_two_processes() -> None:
-    """Issue 20: the published calibration replays cell by cell. A rotated cell (its problem depends on the cell's seed)
-    rerun in two fresh processes with different PYTHONHASHSEED gives the counts reports/calibration/calibration.json
-    publishes (measured on another machine and torch version; the bench's seeds 1000..1999, one torch thread)."""
+@pytest.mark.parametrize(
+    ("cell", "level", "mechanism"),
+    [
+        ("bounded-cond1e+00-rot", 0.05, "fixed"),
+        ("rare1e-03-half-unbiased-rot", 0.05, "fixed"),
+        ("lognormal2-rot", 1e-3, "fixed"),
+    ],
+)
+def test_a_published_cell_replays_with_its_counts_in_two_processes(cell: str, level: float, mechanism: str) -> None:
+    """Issues 20 and 22: the published calibration replays cell by cell. A rotated cell (its problem and its runs'
+    seeds are stable hashes of its name) rerun in two fresh processes with different PYTHONHASHSEED gives the counts
+    reports/calibration/calibration.json publishes (the bench's seeds 1000..1999, one torch thread)."""
     import json
     from pathlib import Path
 
-    cell, level, mechanism = "bounded-cond1e+00-rot", 0.05, "fixed"
     published = json.loads((Path(__file__).resolve().parents[2] / "reports/calibration/calibration.json").read_text())
     row = next(r for r in published["cells"] if (r["cell"], r["level"], r["mechanism"]) == (cell, level, mechanism))
     code = (

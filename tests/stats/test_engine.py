@@ -126,15 +126,23 @@ def test_planner_closed_form() -> None:
 
 
 # --------------------------------------------------------------- verdict logic
+#: an estimator that declares its flat draws deterministic (event floor 1: it does not vary at all where flat)
+DECLARED = TestOptions(event_floor=1.0)
+
+
 def test_deterministic_estimator_exact_pass_and_tiny_bias_fail() -> None:
     g = torch.tensor([1.0, -2.0, 0.5], dtype=F64)
     exact = g.expand(3000, 3).clone()
-    res = fixed_sample_test(exact, g)
+    res = fixed_sample_test(exact, g, options=DECLARED)
     assert res.verdict is Verdict.PASS and res.relative_bound < 1e-12
     off = exact + torch.tensor([1e-6, 0.0, 0.0], dtype=F64)
-    res = fixed_sample_test(off, g)
+    res = fixed_sample_test(off, g, options=DECLARED)
     assert res.verdict is Verdict.FAIL
     assert any(s.rejected for s in res.quantities[0].subtests)
+    # issue 22: undeclared, identical draws are no evidence of determinism -- neither a certificate nor a FAIL
+    for x in (exact, off):
+        res = fixed_sample_test(x, g)
+        assert res.verdict is Verdict.INCONCLUSIVE and "no variation in 3 coordinate(s)" in res.reason, res.summary()
 
 
 def test_noiseless_coordinates_are_checked_exactly() -> None:
@@ -143,9 +151,10 @@ def test_noiseless_coordinates_are_checked_exactly() -> None:
     gen = torch.Generator().manual_seed(1)
     g = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=F64)
     x = g + torch.cat([torch.randn(4000, 2, generator=gen, dtype=F64), torch.zeros(4000, 2, dtype=F64)], 1)
-    assert fixed_sample_test(x, g).verdict is not Verdict.FAIL
+    assert fixed_sample_test(x, g, options=DECLARED).verdict is not Verdict.FAIL
     x[:, 3] += 1e-7
-    res = fixed_sample_test(x, g)
+    assert fixed_sample_test(x, g).verdict is Verdict.INCONCLUSIVE  # undeclared: the flat block is no evidence
+    res = fixed_sample_test(x, g, options=DECLARED)
     assert res.verdict is Verdict.FAIL
     assert [s.name for s in res.quantities[0].subtests if s.rejected] == ["deterministic-coordinates(k=2)"]
     assert "deterministic offset" in res.summary() and "certified" not in res.summary()
@@ -271,7 +280,7 @@ def test_zero_norm_truth_rejected_with_explanation() -> None:
     with pytest.raises(InvalidArgument, match="undefined"):
         fixed_sample_test(torch.zeros(2000, 3, dtype=F64), z)
     # with an explicit scale the absolute bound is certified
-    res = fixed_sample_test(torch.zeros(2000, 3, dtype=F64), z, reference_norm=1.0)
+    res = fixed_sample_test(torch.zeros(2000, 3, dtype=F64), z, reference_norm=1.0, options=DECLARED)
     assert res.verdict is Verdict.PASS
     with pytest.raises(InvalidArgument):
         fixed_sample_test(torch.zeros(2000, 3, dtype=F64), z, reference_norm=0.0)

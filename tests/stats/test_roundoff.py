@@ -57,18 +57,25 @@ def test_case1_ill_conditioned_rotated_noise_is_not_bias(ratio: float, rotated: 
     assert planned.verdict is not Verdict.FAIL, planned.summary()
 
 
+#: declared deterministic where flat (issue 22: flat draws alone are not determinism)
+DECLARED = TestOptions(event_floor=1.0)
+
+
 def test_case1_still_sees_a_deterministic_offset() -> None:
     """The round-off model costs no power where it should not: a 1e-6 offset along an exact direction FAILs."""
     sampler, g, gen = ill_conditioned(1e2, True, 0)
     x = sampler(20_000, gen)
-    res = fixed_sample_test(x, g)
+    res = fixed_sample_test(x, g, options=DECLARED)
     assert res.verdict is not Verdict.FAIL
     gen2 = torch.Generator().manual_seed(1000)
     torch.randn(22, generator=gen2, dtype=F64)
     Q = torch.linalg.qr(torch.randn(22, 22, generator=gen2, dtype=F64))[0]
-    off = fixed_sample_test(x + 1e-6 * Q[:, -1], g)  # the last column: an exact direction
+    off = fixed_sample_test(x + 1e-6 * Q[:, -1], g, options=DECLARED)  # the last column: an exact direction
     assert off.verdict is Verdict.FAIL, off.summary()
     assert "deterministic offset" in off.summary()
+    # issue 22: undeclared, a direction with no variation may hide an unseen event -- no evidence either way
+    undeclared = fixed_sample_test(x + 1e-6 * Q[:, -1], g)
+    assert undeclared.verdict is Verdict.INCONCLUSIVE and "direction(s)" in undeclared.reason, undeclared.summary()
 
 
 def test_case2_rho0_previous_step_is_a_variance_anomaly_not_bias() -> None:
@@ -87,7 +94,7 @@ def test_case3_one_ulp_shift_is_within_the_roundoff_budget() -> None:
         gen = torch.Generator().manual_seed(seed)
         g = torch.randn(7, generator=gen, dtype=F64)
         b = (torch.rand(3000, 1, generator=gen, dtype=F64) < 0.5).to(F64)
-        res = fixed_sample_test(g * (1 + 2.0**-52 * b), g)
+        res = fixed_sample_test(g * (1 + 2.0**-52 * b), g, options=DECLARED)
         assert res.verdict is Verdict.PASS, res.summary()
         q = res.quantities[0]
         assert q.roundoff_budget > 0 and q.bias_norm <= q.roundoff_budget
@@ -110,7 +117,7 @@ def test_case4_rho1_that_cancels_at_n1_T1_is_not_bias(kind: str, loss: str) -> N
 
 def test_a_fail_never_certifies() -> None:
     g = torch.tensor([1.0, -2.0, 0.5], dtype=F64)
-    res = fixed_sample_test(g.expand(3000, 3) + torch.tensor([1e-6, 0.0, 0.0], dtype=F64), g)
+    res = fixed_sample_test(g.expand(3000, 3) + torch.tensor([1e-6, 0.0, 0.0], dtype=F64), g, options=DECLARED)
     assert res.verdict is Verdict.FAIL
     text = res.summary()
     assert "certified" not in text and "deterministic offset" in text
@@ -118,7 +125,7 @@ def test_a_fail_never_certifies() -> None:
 
 def test_case1_sequential_without_anomaly_stop_tests_the_unresolved_directions() -> None:
     """With ``stop_on_anomaly=False`` the sequential test runs its whole budget through the floor tests."""
-    opts = TestOptions(alpha=1e-3, beta=1e-3, delta=0.02, stop_on_anomaly=False)
+    opts = TestOptions(alpha=1e-3, beta=1e-3, delta=0.02, stop_on_anomaly=False, event_floor=1.0)
     for seed in range(3):
         sampler, g, gen = ill_conditioned(1e8, True, seed)
         res = sequential_test(sampler, g, options=opts, generator=gen, max_samples=20_000)
@@ -138,7 +145,7 @@ def test_large_p_diagonal_mode() -> None:
         x = g + torch.randn(m, p, generator=gen, dtype=F64) * scale
         return x if bias is None else x + bias
 
-    opts = TestOptions(delta=0.5)
+    opts = TestOptions(delta=0.5, event_floor=1.0)  # declared: the ten flat coordinates are computed exactly
     ok = fixed_sample_test(draws(3000), g, options=opts)
     assert ok.verdict is Verdict.PASS and ok.quantities[0].relative_bound < 0.5, ok.summary()
     shifted = fixed_sample_test(draws(3000, 0.3 * g), g, options=opts)
@@ -147,6 +154,8 @@ def test_large_p_diagonal_mode() -> None:
     offset[3] = 1e-9
     det = fixed_sample_test(draws(3000, offset), g, options=opts)
     assert det.verdict is Verdict.FAIL and "deterministic offset" in det.summary()
+    undeclared = fixed_sample_test(draws(3000, offset), g, options=TestOptions(delta=0.5))
+    assert undeclared.verdict is Verdict.INCONCLUSIVE and "10 coordinate(s)" in undeclared.reason
     seq = sequential_test(lambda m, _gen: draws(m), g, options=opts, generator=gen, max_samples=20_000, first=1000)
     assert seq.verdict is Verdict.PASS, seq.summary()
 

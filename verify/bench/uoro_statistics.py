@@ -178,7 +178,14 @@ def calibrate_adversarial(
         "summary": adversarial.summarize(results),
         "cells": [r.to_data() for r in results],
     }
-    # a marked folder: only what rnn-verify wrote is ever replaced (verify.files)
+    _write_report(out, table, payload)
+    bad = [r for r in results if not r.ok]
+    print(f"wrote {out / 'calibration.md'} and .json; wall {wall:.0f} s; cells over their level: {len(bad)}")
+    return results
+
+
+def _write_report(out: Path, table: str, payload: dict[str, object]) -> None:
+    """calibration.md and .json into a marked folder: only what rnn-verify wrote is ever replaced (verify.files)."""
     write_dir_atomic(
         out,
         {
@@ -186,9 +193,36 @@ def calibrate_adversarial(
             "calibration.json": (json.dumps(payload, indent=1) + "\n").encode("utf-8"),
         },
     )
-    bad = [r for r in results if not r.ok]
-    print(f"wrote {out / 'calibration.md'} and .json; wall {wall:.0f} s; cells over their level: {len(bad)}")
-    return results
+
+
+def merge_reports(parts: list[Path], out: Path, command: str) -> None:
+    """Merge calibration reports of runs split over processes (``--cells`` subsets) into one under ``out``: the
+    cells in suite order, the summary recomputed, the commands and wall times of the parts recorded."""
+    datas = [json.loads((d / "calibration.json").read_text(encoding="utf-8")) for d in parts]
+    rows = [adversarial.ScenarioResult.from_data(r) for d in datas for r in d["cells"]]
+    order = {c.name: i for i, c in enumerate(adversarial.suite())}
+    mechs = {m: i for i, m in enumerate(adversarial.MECHANISMS)}
+    rows.sort(key=lambda r: (order.get(r.cell, len(order)), r.level, mechs[r.mechanism]))
+    seen = {(r.cell, r.level, r.mechanism) for r in rows}
+    if len(seen) != len(rows):
+        raise SystemExit("merge: the parts overlap (a cell, level and mechanism appears twice)")
+    wall = max(d["wall_s"] for d in datas)
+    commands = "; ".join(f"`{d['command']}`" for d in datas)
+    full = f"{command} (merging {len(datas)} parallel runs: {commands})"
+    preflight_dir(out, "--out", needs=("calibration.md", "calibration.json"))
+    table = adversarial.markdown_table(rows, command=full, wall_s=wall, machine=datas[0]["machine"])
+    payload = {
+        "command": datas[0]["command"],
+        "commands": [d["command"] for d in datas],
+        "wall_s": wall,
+        "machine": datas[0]["machine"],
+        "seeds": datas[0]["seeds"],
+        "levels": datas[0]["levels"],
+        "summary": adversarial.summarize(rows),
+        "cells": [r.to_data() for r in rows],
+    }
+    _write_report(out, table, payload)
+    print(f"merged {len(rows)} rows from {len(parts)} reports into {out}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -205,8 +239,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cells", default="", help="adversarial: a comma-separated subset of the cells")
     ap.add_argument("--jobs", type=int, default=1, help="adversarial: worker processes")
     ap.add_argument("--out", default="reports/calibration", help="adversarial: output folder")
+    ap.add_argument("--merge", default="", help="merge the calibration reports in these comma-separated folders")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.merge:
+        raw = sys.argv[1:] if argv is None else argv
+        try:
+            merge_reports(
+                [Path(p) for p in args.merge.split(",") if p],
+                Path(args.out),
+                "python -m verify.bench.uoro_statistics " + " ".join(raw),
+            )
+        except VerifyError as exc:
+            print(f"verify.bench.uoro_statistics: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        return
     what = [w.strip() for w in args.what.split(",") if w.strip()]
     if args.calibrate and "adversarial" in what:
         raw = sys.argv[1:] if argv is None else argv

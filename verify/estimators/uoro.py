@@ -231,6 +231,32 @@ class Tabulated:
         return Tabulated(table, self.support)
 
 
+def noise_event_floor(noise: object) -> float:
+    """UORO's declared event floor (:class:`verify.stats.TestOptions`): 1/|support| for an equiprobable discrete law.
+
+    Declared by the algorithm, not measured: g̃ is a generic function of every noise coordinate (Tallec & Ollivier
+    2017, Algorithm 1: s̃ and θ̃ are linear in each step's ν), so along any direction in which g̃ is not almost
+    surely constant, flipping one coordinate of ν changes it: an event of probability ≥ 1/|support| (Rademacher:
+    1/2); a continuous law (Gaussian ν): 1. A coordinate or direction that stays flat over many draws is then
+    deterministic -- the readout gradient, the rows of parameters a state does not depend on, the directions
+    outside the span of the Jacobians. Nothing here is assumed for an estimator that declares nothing.
+    """
+    support = getattr(noise, "support", None)
+    return 1.0 if not support else 1.0 / len(support)
+
+
+def event_floor_of(est: object) -> float:
+    """The event floor the UORO claims declare for ``est`` (:class:`~verify.stats.TestOptions`): its own
+    ``event_floor`` if it states one, else Algorithm 1's for its noise law (Tallec & Ollivier 2017:
+    :func:`~verify.estimators.uoro.noise_event_floor`; a batch-1 adapter's ``noise_law="gaussian"``: 1)."""
+    own = getattr(est, "event_floor", None)
+    if isinstance(own, (int, float)) and not isinstance(own, bool):
+        return float(own)
+    if getattr(est, "noise_law", None) == "gaussian":
+        return 1.0
+    return noise_event_floor(getattr(est, "noise", None) or Rademacher())
+
+
 # ------------------------------------------------------------------- normalizers
 class NormalizerInputs(NamedTuple):
     """What a normalizer rule may look at, every tensor with leading dims (M, r) (samples, pairs)."""
@@ -323,6 +349,12 @@ class UORO(_Named):
     include_delta_theta: bool = True
     theta_tilde_scale: float = 1.0
     label: str = ""
+
+    @property
+    def event_floor(self) -> float:
+        """Declared: flat draws are deterministic once a miss of a 1/|support| event is implausible
+        (:func:`noise_event_floor`)."""
+        return noise_event_floor(self.noise)
 
     @property
     def guarantee(self) -> Guarantee:
@@ -582,6 +614,12 @@ class PreactivationUORO(_Named):
     eps: float = 1e-7
     noise: NoiseSource = Rademacher()
     label: str = ""
+
+    @property
+    def event_floor(self) -> float:
+        """Declared: flat draws are deterministic once a miss of a 1/|support| event is implausible
+        (:func:`noise_event_floor`)."""
+        return noise_event_floor(self.noise)
 
     @property
     def guarantee(self) -> Guarantee:

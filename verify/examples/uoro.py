@@ -1,12 +1,11 @@
-r"""A hand-written UORO (Tallec & Ollivier, uoro-tallec-ollivier.md Algorithm 1), public API only.
+r"""A hand-written UORO (Tallec & Ollivier 2017, arXiv:1702.05043, Algorithm 1), public API only.
 
 .. math::
     \tilde g_t = (\delta s\cdot\tilde s_{t-1})\tilde\theta_{t-1} + \delta\theta,\quad
     \tilde s_t = \rho_0\partial_sF\,\tilde s_{t-1} + \rho_1\nu,\quad
     \tilde\theta_t = \tilde\theta_{t-1}/\rho_0 + \nu^\top\partial_\theta F/\rho_1
 
-with Algorithm 1's normalizers ρ₀, ρ₁ (ε = 1e-7) and ν random signs, drawn through the
-noise hook (:mod:`verify.estimators.noise`) so the toolkit can hand it tabulated draws.
+with Algorithm 1's normalizers ρ₀, ρ₁ (ε = 1e-7); ν random signs drawn through the noise hook (tabulated draws).
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ class MyUORO:
     rho1_fixed: bool = False  #: True: the seeded bug (rho1 = 1: unbiased, but not Algorithm 1)
     name: str = "my-uoro"
     guarantee = Guarantee("unbiased", source="Tallec & Ollivier 2017, Prop. 1")
+    event_floor = 0.5  # declared: one flip of a sign of ν changes any non-constant direction (flat = deterministic)
 
     def noise_shape(self, problem: Problem) -> tuple[int, ...]:  # noise hook: one sign per state coordinate
         return tuple(problem.s0.shape)
@@ -43,7 +43,7 @@ class MyUORO:
     def noise_draws(self, steps: int) -> int:  # one draw per step (draw number t - 1)
         return steps
 
-    def with_noise(self, noise: NoiseSource) -> MyUORO:
+    def with_noise(self, noise: NoiseSource) -> MyUORO:  # the hook: the same estimator fed other draws
         return dataclasses.replace(self, noise=noise)
 
     def init(self, problem: Problem, theta: torch.Tensor, rng: torch.Generator, *, samples: int = 1) -> State:

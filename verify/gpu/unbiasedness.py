@@ -26,7 +26,7 @@ import torch
 from verify.errors import NotApplicable
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.fused import default_chunk, fused_sampler, supports
-from verify.estimators.uoro import UORO
+from verify.estimators.uoro import UORO, event_floor_of
 from verify.gpu.float32_sampling import rounded, run_with_precision
 from verify.hardware import describe_device
 from verify.model.builders import random_problem
@@ -224,7 +224,9 @@ def gpu_scale_unbiasedness(estimator: OnlineEstimator, generator: torch.Generato
         chunk = 65536 if device.type == "cuda" else 4096
     step_chunk = chunk if fused else min(chunk, default_chunk(16 * p * 8, chunk, device))
     truths, make = _truths_and_samplers(P, th, q, prec, estimator, device, step_chunk)
-    opts = TestOptions(alpha=setup.alpha, beta=setup.beta, delta=setup.delta)
+    # the estimator's declaration (UORO: Algorithm 1's, verify.estimators.uoro.event_floor_of)
+    floor = event_floor_of(estimator)
+    opts = TestOptions(alpha=setup.alpha, beta=setup.beta, delta=setup.delta, event_floor=floor)
     t0 = time.perf_counter()
     out = run_with_precision(
         make,

@@ -3,6 +3,9 @@
 * :mod:`verify.stats.unbiased` -- fixed-sample, planned and sequential (anytime-valid)
   unbiasedness tests: FAIL (false-fail rate ≤ α), PASS (certified bias bound
   δ·‖g‖ at confidence 1 − β), INCONCLUSIVE (budget exhausted, premise, variance anomaly).
+* :mod:`verify.stats.premises` -- what the draws must show before a Gaussian verdict (no heavy tail, skew
+  within the Edgeworth allowance) and what they cannot show (flat draws are not determinism; the unseen-event
+  bound), issue 22.
 * :mod:`verify.stats.roundoff` -- the round-off model: what "no noise" and "no deviation"
   mean in floating point (deterministic coordinates, eigen resolution, the mean's budget).
 * :mod:`verify.stats.calibration` -- the adversarial calibration suite of both error rates.
@@ -27,6 +30,7 @@ from verify.stats.unbiased import (
     TestOptions,
     UnbiasednessResult,
     fixed_sample_test,
+    plan_quantity,
     planned_test,
     sequential_test,
 )
@@ -62,6 +66,7 @@ __all__ = [
     "holm",
     "log_mean_with_se",
     "plan_from_pilot",
+    "plan_quantity",
     "plan_samples",
     "planned_test",
     "sequential_test",

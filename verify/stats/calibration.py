@@ -38,7 +38,7 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import torch
@@ -63,8 +63,10 @@ __all__ = [
     "Scenario",
     "ScenarioResult",
     "build",
+    "group_of",
     "markdown_table",
     "run_scenario",
+    "run_seed",
     "run_suite",
     "scenario_seed",
     "smoke_suite",
@@ -72,6 +74,7 @@ __all__ = [
 ]
 
 F64 = torch.float64
+LAWS = ("gauss", "rademacher", "t3", "bounded", "scale-mixture", "lognormal<sigma>", "exponential", "lattice")
 MECHANISMS = ("fixed", "planned", "sequential")
 LEVELS = (1e-3, 0.05)
 DELTA = 0.1
@@ -105,6 +108,9 @@ class Scenario:
     bias_dir: str = "spread"  # spread | top | bottom
     plan: int = TARGET_PLAN  # draws the planner asks for at α = β = 1e-3 (sets ‖g‖)
     draws: tuple[int, int, int] = (FIXED_M, FIRST, MAX_SAMPLES)  # fixed M; pilot / first look; budget
+    rare: float = 0.0  # rare-event cells: the event's probability q per draw
+    event_floor: float | None = None  # declared (TestOptions.event_floor): a deterministic computation declares 1
+    declare_radius: bool = False  # declare the cell's almost-sure radius ‖X − g‖ ≤ R (TestOptions.draw_radius)
 
     @property
     def biased(self) -> bool:
@@ -114,7 +120,18 @@ class Scenario:
         basis = "rotated" if self.rotated else "axis"
         spec = f"cond {self.cond:.0e}" if self.spectrum == "geometric" else self.spectrum
         b = f", bias {self.bias:g}·δ‖g‖ ({self.bias_dir})" if self.biased else ""
-        return f"{self.law}, p={self.p}, {spec}, {basis}{b}"
+        if self.rare:
+            spec = f"event q={self.rare:g}" + ("" if self.spectrum == "rare" else f" + {self.spectrum}")
+            b = (
+                f", bias {self.bias:g}·δ‖g‖ carried by the event"
+                if self.biased
+                else ", unbiased (event pays the offset)"
+            )
+        decl = "".join(
+            [f", declared event floor {self.event_floor:g}" if self.event_floor is not None else "",
+             ", declared radius" if self.declare_radius else ""]
+        )  # fmt: skip
+        return f"{self.law}, p={self.p}, {spec}, {basis}{b}{decl}"
 
 
 @dataclass(frozen=True)
@@ -132,6 +149,7 @@ class ScenarioResult:
     inconclusive: int
     mean_draws: float
     wall_s: float
+    group: str = ""  # the class of the cell (:func:`group_of`): the published summary pools within a class
 
     @property
     def errors(self) -> int:
@@ -155,6 +173,11 @@ class ScenarioResult:
     def resolved(self) -> bool:
         """The Clopper–Pearson 95 % upper bound is at most the level (enough seeds to show it)."""
         return self.cp_upper <= self.level
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> ScenarioResult:
+        """The inverse of :meth:`to_data` (a published row read back, e.g. to merge reports of parallel runs)."""
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
     def to_data(self) -> dict[str, Any]:
         d = asdict(self)
@@ -187,7 +210,16 @@ def noise(law: str, m: int, p: int, gen: torch.Generator) -> torch.Tensor:
         z = torch.randn(m, p, generator=gen, dtype=F64)
         s = torch.where(torch.rand(m, 1, generator=gen, dtype=F64) < 0.01, 10.0, 1.0)
         return z * s / math.sqrt(0.99 + 0.01 * 100.0)
-    raise InvalidArgument("law", law, "one of gauss, rademacher, t3, bounded, scale-mixture")
+    if law.startswith("lognormal"):  # skewed, every moment finite: (e^{σZ} − e^{σ²/2}) / sd
+        sig = float(law[len("lognormal") :])
+        v = math.exp(sig * sig)
+        return (torch.exp(sig * torch.randn(m, p, generator=gen, dtype=F64)) - math.sqrt(v)) / math.sqrt(v * (v - 1))
+    if law == "exponential":  # centred Exp(1): skewness 2
+        return -torch.log1p(-torch.rand(m, p, generator=gen, dtype=F64)) - 1.0
+    if law == "lattice":  # centred Poisson(0.3): integer-valued, skewness 1.8
+        lam = 0.3
+        return (torch.poisson(torch.full((m, p), lam, dtype=F64), generator=gen) - lam) / math.sqrt(lam)
+    raise InvalidArgument("law", law, f"one of {', '.join(LAWS)}")
 
 
 class _Rotation:
@@ -235,6 +267,8 @@ def _sd(cell: Scenario) -> torch.Tensor:
         return torch.cat([cell.cond ** (-j / (2 * max(h - 1, 1))), torch.zeros(p - h, dtype=F64)])
     if cell.spectrum == "multiscale":
         return torch.logspace(8, -8, p, dtype=F64)
+    if cell.spectrum == "rare-half":  # noise in the first half, the event in the other half
+        return torch.cat([torch.ones(p // 2), torch.zeros(p - p // 2)]).to(F64)
     if cell.spectrum == "case1":
         return torch.cat([torch.full((3,), 1e5), torch.full((15,), 1e-3), torch.zeros(p - 18)]).to(F64)
     return torch.zeros(p, dtype=F64)  # exact / round-off cells: no modelled noise
@@ -248,6 +282,29 @@ class Problem:
     sampler: Callable[[int, torch.Generator], torch.Tensor]
     bias_norm: float
     draws: tuple[int, int, int] = (FIXED_M, FIRST, MAX_SAMPLES)
+    radius: float | None = None  # an almost-sure bound on ‖X − g‖ when the cell has one (declared if asked)
+    event_floor: float | None = None
+
+
+def group_of(cell: Scenario) -> str:
+    """The class of a cell: ``rare events``, ``skewed``, ``lattice`` (issue 22) or ``issue 14`` (the original suite)."""
+    if cell.rare:
+        return "rare events"
+    if cell.law.startswith("lognormal") or cell.law == "exponential":
+        return "skewed"
+    if cell.law == "lattice":
+        return "lattice"
+    return "issue 14"
+
+
+#: the classes issue 22 added
+NEW_GROUPS = ("rare events", "skewed", "lattice")
+
+
+def run_seed(name: str, seed: int) -> int:
+    """The generator seed of run ``seed`` of the cell called ``name``: a stable hash of both, so that the runs of
+    different cells are independent (pooled rates) and any one cell replays alone in any process."""
+    return scenario_seed(f"{name}#{seed}")
 
 
 def scenario_seed(name: str) -> int:
@@ -258,6 +315,8 @@ def scenario_seed(name: str) -> int:
 
 def build(cell: Scenario) -> Problem:
     """The cell's truth (scaled so that the planner asks for ≈ 4000 draws at α = β = 1e-3) and sampler."""
+    if cell.rare:
+        return _build_rare(cell)
     gen = torch.Generator().manual_seed(scenario_seed(cell.name))
     p = cell.p
     sd = _sd(cell)
@@ -292,7 +351,47 @@ def build(cell: Scenario) -> Problem:
         w = noise(law, m, p, rng) * sd
         return mean + (rot.apply_rows(w) if rot is not None else w)
 
-    return Problem(g, sampler, float(torch.linalg.vector_norm(b)), cell.draws)
+    return Problem(g, sampler, float(torch.linalg.vector_norm(b)), cell.draws, None, cell.event_floor)
+
+
+def _build_rare(cell: Scenario) -> Problem:
+    r"""A rare-event estimator (issue 22): the draws are constant off an event E of probability q.
+
+    Unbiased: :math:`X = g - w v + 1_E\,(w/q)\,v` (w = ‖g‖/2: the event pays the offset every other draw
+    shows); biased: :math:`X = g + 1_E\,b/q` with ‖b‖ = bias·δ‖g‖ (every draw off the event equals g). The
+    spectrum ``rare-half`` adds Gaussian noise in half the coordinates (or, rotated, half the directions),
+    the event lying in the other half; ``rare`` has none (every draw off the event is the same vector).
+    """
+    gen = torch.Generator().manual_seed(scenario_seed(cell.name))
+    p, q = cell.p, cell.rare
+    sd = _sd(cell) if cell.spectrum == "rare-half" else torch.zeros(p, dtype=F64)
+    rot = _Rotation(p, gen) if cell.rotated and p > 1 else None
+    g = torch.randn(p, generator=gen, dtype=F64)
+    if cell.spectrum == "rare-half":  # the noisy half planned at ≈ 4000 draws
+        pl = plan_samples(delta=DELTA, alpha=1e-3, beta=1e-3, truth_norm=1.0, eigenvalues=sd * sd)
+        g = g / torch.linalg.vector_norm(g) * math.sqrt(pl.samples / cell.plan)
+    gnorm = float(torch.linalg.vector_norm(g))
+    j = p - 1  # the event's direction: outside the noise
+    v = rot.column(j) if rot is not None else torch.nn.functional.one_hot(torch.tensor(j), p).to(F64)
+    if cell.biased:
+        off, jump = torch.zeros(p, dtype=F64), v * (cell.bias * DELTA * gnorm / q)
+    else:
+        w = 0.5 * gnorm
+        off, jump = -w * v, v * (w / q)
+    base = g + off
+    radius = max(float(torch.linalg.vector_norm(off)), float(torch.linalg.vector_norm(off + jump)))
+
+    def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
+        hit = (torch.rand(m, 1, generator=rng, dtype=F64) < q).to(F64)
+        x = base + hit * jump
+        if cell.spectrum == "rare-half":
+            wn = torch.randn(m, p, generator=rng, dtype=F64) * sd
+            x = x + (rot.apply_rows(wn) if rot is not None else wn)
+        return x
+
+    bias = cell.bias * DELTA * gnorm if cell.biased else 0.0
+    declared = radius if cell.declare_radius and cell.spectrum == "rare" else None
+    return Problem(g, sampler, bias, cell.draws, declared, cell.event_floor)
 
 
 # ------------------------------------------------------------------- cells
@@ -313,9 +412,11 @@ def suite() -> list[Scenario]:
         Scenario("multiscale-rot", spectrum="multiscale"),
         Scenario("multiscale-axis", spectrum="multiscale", rotated=False),
         Scenario("case1-anomaly-rot", spectrum="case1"),
-        Scenario("roundoff-bernoulli", spectrum="roundoff-bernoulli", rotated=False),
-        Scenario("roundoff-gauss", spectrum="roundoff-gauss", rotated=False),
-        Scenario("exact", spectrum="exact", rotated=False),
+        # deterministic computations, declared so (event floor 1); undeclared, flat draws are not determinism
+        Scenario("roundoff-bernoulli", spectrum="roundoff-bernoulli", rotated=False, event_floor=1.0),
+        Scenario("roundoff-gauss", spectrum="roundoff-gauss", rotated=False, event_floor=1.0),
+        Scenario("exact", spectrum="exact", rotated=False, event_floor=1.0),
+        Scenario("exact-undeclared", spectrum="exact", rotated=False),
     ]
     for p in (1, 10, 100):
         cells.append(Scenario(f"gauss-p{p}", p=p, cond=1e4 if p > 1 else 1.0))
@@ -330,6 +431,42 @@ def suite() -> list[Scenario]:
         Scenario("biased-rademacher-rot", law="rademacher", cond=1e8, bias=BIAS_FACTOR),
         Scenario("biased-bounded-top", law="bounded", cond=1e4, bias=BIAS_FACTOR, bias_dir="top"),
         Scenario("biased-gauss-p1000", p=1000, cond=1e4, bias=BIAS_FACTOR, plan=1200, draws=(1000, 1000, 4800)),
+    ]
+    return cells + issue22_cells()
+
+
+def issue22_cells() -> list[Scenario]:
+    """The classes of issue 22: rare events, skewed and lattice noise (both sides), as their own cells."""
+    cells: list[Scenario] = []
+    for q in (1e-2, 1e-3, 1e-4):
+        tag = f"rare{q:.0e}"
+        for biased in (False, True):
+            side = "biased" if biased else "unbiased"
+            bias = BIAS_FACTOR if biased else 0.0
+            cells.append(Scenario(f"{tag}-{side}", spectrum="rare", rotated=False, rare=q, bias=bias))
+            for rot in (False, True):
+                cells.append(
+                    Scenario(
+                        f"{tag}-half-{side}-{'rot' if rot else 'axis'}", spectrum="rare-half", rotated=rot, rare=q,
+                        bias=bias,
+                    )
+                )  # fmt: skip
+            if q >= 1e-3:
+                cells.append(
+                    Scenario(f"{tag}-{side}-radius", spectrum="rare", rotated=False, rare=q, bias=bias,
+                             declare_radius=True)
+                )  # fmt: skip
+    for law in ("lognormal0.5", "lognormal1", "lognormal2", "exponential"):
+        cells.append(Scenario(f"{law}-p1", law=law, p=1))
+        cells.append(Scenario(f"{law}-axis", law=law, rotated=False))
+        cells.append(Scenario(f"{law}-rot", law=law))
+    cells.append(Scenario("lattice-axis", law="lattice", rotated=False))
+    cells.append(Scenario("lattice-rot", law="lattice"))
+    cells += [
+        Scenario("biased-lognormal1-top", law="lognormal1", rotated=False, bias=BIAS_FACTOR, bias_dir="top"),
+        Scenario("biased-lognormal2-spread", law="lognormal2", bias=BIAS_FACTOR),
+        Scenario("biased-exponential-spread", law="exponential", bias=BIAS_FACTOR),
+        Scenario("biased-lattice-top", law="lattice", rotated=False, bias=BIAS_FACTOR, bias_dir="top"),
     ]
     return cells
 
@@ -349,7 +486,7 @@ def smoke_suite() -> list[Scenario]:
 
 
 # --------------------------------------------------------------------- runs
-def options(level: float, *, biased: bool) -> TestOptions:
+def options(level: float, *, biased: bool, problem: Problem | None = None) -> TestOptions:
     """α = β = level, δ = 0.1; in a biased cell the FAIL side's noisy-direction tests are off.
 
     A biased cell measures the *certificate alone*: with the K directions and Hotelling's T²
@@ -357,16 +494,20 @@ def options(level: float, *, biased: bool) -> TestOptions:
     (with the FAIL side on, a FAIL would end many runs first: the shipped engine's false-
     certificate rate is at most the one measured here).
     """
+    floor = None if problem is None else problem.event_floor
+    radius = None if problem is None else problem.radius
     if biased:
-        return TestOptions(alpha=level, beta=level, delta=DELTA, directions=0, hotelling=False)
-    return TestOptions(alpha=level, beta=level, delta=DELTA)
+        return TestOptions(
+            alpha=level, beta=level, delta=DELTA, directions=0, hotelling=False, event_floor=floor, draw_radius=radius
+        )
+    return TestOptions(alpha=level, beta=level, delta=DELTA, event_floor=floor, draw_radius=radius)
 
 
 def run_once(problem: Problem, level: float, mechanism: str, seed: int, *, biased: bool = False) -> UnbiasednessResult:
     """One test of one mechanism on one seed."""
     seed = validate_seed("seed", seed)
     gen = torch.Generator().manual_seed(seed)
-    opts = options(level, biased=biased)
+    opts = options(level, biased=biased, problem=problem)
     fixed_m, first, max_samples = problem.draws
     if biased:
         max_samples //= 2
@@ -390,7 +531,7 @@ def run_scenario(cell: Scenario, level: float, mechanism: str, seeds: Sequence[i
     counts = {Verdict.FAIL: 0, Verdict.PASS: 0, Verdict.INCONCLUSIVE: 0}
     draws = 0
     for s in seeds:
-        res = run_once(problem, level, mechanism, s, biased=cell.biased)
+        res = run_once(problem, level, mechanism, run_seed(cell.name, s), biased=cell.biased)
         counts[res.verdict] = counts.get(res.verdict, 0) + 1
         draws += res.samples_used
     n = len(seeds)
@@ -406,6 +547,7 @@ def run_scenario(cell: Scenario, level: float, mechanism: str, seeds: Sequence[i
         counts[Verdict.INCONCLUSIVE],
         draws / max(n, 1),
         time.perf_counter() - t0,
+        group_of(cell),
     )
 
 
@@ -450,36 +592,42 @@ def _cost(w: tuple[Scenario, float, str, list[int]]) -> float:
 
 # ------------------------------------------------------------------ report
 def summarize(results: Sequence[ScenarioResult]) -> list[dict[str, Any]]:
-    """Worst observed error rate per (level, mechanism, kind of error)."""
+    """Worst observed error rate per (classes, level, mechanism, kind of error): all cells, and issue 22's classes."""
     rows = []
-    for lv in sorted({r.level for r in results}):
-        for mech in MECHANISMS:
-            for biased in (False, True):
-                sel = [r for r in results if r.level == lv and r.mechanism == mech and r.biased is biased]
-                if not sel:
-                    continue
-                worst = max(sel, key=lambda r: (r.rate, r.cp_upper))
-                rows.append(
-                    {
-                        "level": lv,
-                        "mechanism": mech,
-                        "error": "false certificate" if biased else "false FAIL",
-                        "cells": len(sel),
-                        "seeds": sel[0].seeds,
-                        "total_errors": sum(r.errors for r in sel),
-                        "total_runs": sum(r.seeds for r in sel),
-                        "pooled_rate": sum(r.errors for r in sel) / sum(r.seeds for r in sel),
-                        "pooled_cp95_upper": clopper_pearson_upper(
-                            sum(r.errors for r in sel), sum(r.seeds for r in sel), 0.95
-                        ),
-                        "worst_cell": worst.cell,
-                        "worst_rate": worst.rate,
-                        "worst_cp95_upper": worst.cp_upper,
-                        "all_ok": all(r.ok for r in sel),
-                        "all_resolved": all(r.resolved for r in sel),
-                    }
-                )
+    scopes = [("all cells", None), ("issue 22 classes", NEW_GROUPS)]
+    for scope, groups in scopes:
+        for lv in sorted({r.level for r in results}):
+            for mech in MECHANISMS:
+                for biased in (False, True):
+                    sel = [
+                        r for r in results if r.level == lv and r.mechanism == mech and r.biased is biased
+                        and (groups is None or r.group in groups)
+                    ]  # fmt: skip
+                    if sel:
+                        rows.append(_summary_row(scope, lv, mech, biased, sel))
     return rows
+
+
+def _summary_row(scope: str, lv: float, mech: str, biased: bool, sel: Sequence[ScenarioResult]) -> dict[str, Any]:
+    worst = max(sel, key=lambda r: (r.rate, r.cp_upper))
+    errors, runs = sum(r.errors for r in sel), sum(r.seeds for r in sel)
+    return {
+        "scope": scope,
+        "level": lv,
+        "mechanism": mech,
+        "error": "false certificate" if biased else "false FAIL",
+        "cells": len(sel),
+        "seeds": sel[0].seeds,
+        "total_errors": errors,
+        "total_runs": runs,
+        "pooled_rate": errors / runs,
+        "pooled_cp95_upper": clopper_pearson_upper(errors, runs, 0.95),
+        "worst_cell": worst.cell,
+        "worst_rate": worst.rate,
+        "worst_cp95_upper": worst.cp_upper,
+        "all_ok": all(r.ok for r in sel),
+        "all_resolved": all(r.resolved for r in sel),
+    }
 
 
 def markdown_table(results: Sequence[ScenarioResult], *, command: str, wall_s: float, machine: str) -> str:
@@ -500,13 +648,13 @@ def markdown_table(results: Sequence[ScenarioResult], *, command: str, wall_s: f
         "",
         "## Summary: worst cell per level and mechanism",
         "",
-        "| level | mechanism | error | cells | seeds per cell | pooled errors / runs | pooled rate | pooled CP95 | "
-        "worst cell | worst rate | worst CP95 | all cells ok | all resolved |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cells | level | mechanism | error | cells | seeds per cell | pooled errors / runs | pooled rate | "
+        "pooled CP95 | worst cell | worst rate | worst CP95 | all cells ok | all resolved |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summarize(results):
         lines.append(
-            f"| {s['level']:g} | {s['mechanism']} | {s['error']} | {s['cells']} | {s['seeds']} | "
+            f"| {s['scope']} | {s['level']:g} | {s['mechanism']} | {s['error']} | {s['cells']} | {s['seeds']} | "
             f"{s['total_errors']} / {s['total_runs']} | {s['pooled_rate']:.2e} | {s['pooled_cp95_upper']:.2e} | "
             f"{s['worst_cell']} | {s['worst_rate']:.4f} | {s['worst_cp95_upper']:.4f} | "
             f"{'yes' if s['all_ok'] else '**NO**'} | {'yes' if s['all_resolved'] else 'no'} |"
@@ -515,14 +663,15 @@ def markdown_table(results: Sequence[ScenarioResult], *, command: str, wall_s: f
         "",
         "## All cells",
         "",
-        "| cell | description | level | mechanism | seeds | FAIL | PASS | INCONCLUSIVE | error rate | CP95 | ok | "
-        "mean draws | s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cell | class | description | level | mechanism | seeds | FAIL | PASS | INCONCLUSIVE | error rate | CP95 | "
+        "ok | mean draws | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         kind = "cert" if r.biased else "FAIL"
         lines.append(
-            f"| {r.cell} | {r.description} | {r.level:g} | {r.mechanism} | {r.seeds} | {r.fails} | {r.passes} | "
+            f"| {r.cell} | {r.group} | {r.description} | {r.level:g} | {r.mechanism} | {r.seeds} | {r.fails} | "
+            f"{r.passes} | "
             f"{r.inconclusive} | {r.rate:.4f} ({kind}) | {r.cp_upper:.4f} | {'yes' if r.ok else '**NO**'} | "
             f"{r.mean_draws:.0f} | {r.wall_s:.0f} |"
         )

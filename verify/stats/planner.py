@@ -24,12 +24,17 @@ probability ≤ α. Hence with
 a correct estimator gets PASS with probability ≥ 1 − γ − α (asymptotically, the
 pilot covariance standing in for Σ). The pilot's own uncertainty is covered by
 inflating Σ by :math:`1 + 3\,\mathrm{se}(\bar q)/\bar q` (q = squared error of one
-draw; a three-standard-error upper bound on :math:`\operatorname{tr}\Sigma`).
+draw; a three-standard-error upper bound on :math:`\operatorname{tr}\Sigma`); the plan at the
+three-standard-error *lower* bound is reported with it (``samples_low``), so a plan carries the
+uncertainty of its own variance estimate. A pilot cannot resolve what it did not see (issue 22): a
+coordinate with no variation, or one draw dominating the scatter, makes the plan a lower bound, and
+:mod:`verify.stats.unbiased` says so in ``caveat``.
 For J quantities tested on the same draws, β and γ are split J ways.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -59,12 +64,23 @@ class SamplePlan:
     inflation: float
     expected_bound: float
     """Relative bias bound a correct estimator reaches at the planned size with prob. ≥ 1 − γ."""
+    samples_low: int | None = None
+    """The plan at the low end of the pilot's own uncertainty on tr Σ (``samples`` is the high end)."""
+    caveat: str = ""
+    """What the pilot could not resolve (no variation seen, one draw dominating): then ``samples`` is a lower bound."""
+
+    @property
+    def resolved(self) -> bool:
+        """The pilot resolved what the plan needs (no caveat)."""
+        return not self.caveat
 
     def describe(self) -> str:
-        return (
-            f"M = {self.samples} for delta={self.delta:g}, alpha={self.alpha:g}, beta={self.beta:g}, "
+        rng = f" (range {self.samples_low}-{self.samples} from the pilot's uncertainty)" if self.samples_low else ""
+        out = (
+            f"M = {self.samples}{rng} for delta={self.delta:g}, alpha={self.alpha:g}, beta={self.beta:g}, "
             f"miss={self.miss:g} (tr S/||g||^2 = {self.trace / self.truth_norm**2:.3g}, inflation {self.inflation:.3f})"
         )
+        return out + (f"; a lower bound: {self.caveat}" if self.caveat else "")
 
 
 def plan_samples(
@@ -152,13 +168,13 @@ def plan_from_pilot(
 ) -> SamplePlan:
     """:func:`plan_samples` with the eigenvalues of a pilot's sample covariance, inflated by its uncertainty."""
     eigs = pilot_spectrum(pilot)
-    return plan_samples(
-        delta=delta,
-        alpha=alpha,
-        beta=beta,
-        truth_norm=truth_norm,
-        eigenvalues=eigs,
-        miss=miss,
-        inflation=pilot_inflation(pilot),
+    infl = pilot_inflation(pilot)
+    high = plan_samples(
+        delta=delta, alpha=alpha, beta=beta, truth_norm=truth_norm, eigenvalues=eigs, miss=miss, inflation=infl,
         min_samples=min_samples,
-    )
+    )  # fmt: skip
+    low = plan_samples(
+        delta=delta, alpha=alpha, beta=beta, truth_norm=truth_norm, eigenvalues=eigs, miss=miss,
+        inflation=max(2.0 - infl, 0.05), min_samples=min_samples,
+    )  # fmt: skip
+    return dataclasses.replace(high, samples_low=low.samples)

@@ -85,20 +85,19 @@ for the sequential test the asymptotic confidence sequences of Waudby-Smith,
 Arbour, Sinha, Kennedy & Ramdas 2021) otherwise. UORO's draws are bounded (finite
 T, Rademacher noise: 2^{nT} outcomes), so every moment exists.
 
-Heavy tails: with infinite or barely-finite variance the plug-in S is dominated
-by a few draws and the approximation is unreliable. The **tail diagnostic**
-measures the largest single draw's share of the trace of the scatter matrix.
-For finite variance it tends to 0 as M grows; for infinite variance it does not
-(measured, p = 10, independent Student-t coordinates, 40 seeds: median share
-0.6 for 1 degree of freedom (Cauchy), 0.3 for 1.5, 0.15 for 2, but 0.01-0.03
-for 3 and ≤ 0.007 for 5 at M = 2·10³-10⁵). Above ``max_tail_share`` (default
-0.1) the test refuses to PASS (INCONCLUSIVE, "heavy tail"); a false alarm only
-costs power, never an error rate. (A Cauchy-like estimator cannot be certified
-anyway: its plug-in radius does not shrink with M.)
-A PASS also needs M ≥ ``min_samples`` (default 1000). The FAIL side of the
-t/Hotelling tests is conservative for symmetric heavy tails; skewed heavy tails
-are the remaining risk, which the calibration runs (Student-t with 3 degrees of
-freedom, centred exponential, UORO over 1000 seeds) measure.
+Premises before verdicts (issue 22, :mod:`verify.stats.premises`): every premise is checked before the test
+may FAIL as well as before it may PASS. *Heavy tails*: the tail diagnostic measures the largest single draw's
+share of the trace of the scatter matrix (for finite variance it tends to 0 as M grows; measured, p = 10,
+Student-t coordinates, 40 seeds: median share 0.6 for Cauchy, 0.3 for 1.5 degrees of freedom, 0.15 for 2,
+0.01-0.03 for 3); above ``max_tail_share`` (default 0.1) no Gaussian test may reject and no PASS is issued.
+*Skew*: a two-sided test at level a is used only where the second-order Edgeworth term of its statistic is at
+most a (the sample skewness along each random direction; for Hotelling/Mahalanobis the most skewed whitened
+direction at level a/r); otherwise it cannot reject, and the INCONCLUSIVE says so. *Flat draws*: coordinates
+and directions with no variation beyond round-off are deterministic only if the estimator declares it
+(``event_floor``), bounded by an unseen-event term if it declares ``draw_radius``, and otherwise carry no
+evidence either way (the direction tests leave their mean out). A PASS also needs M ≥ ``min_samples`` (1000).
+The calibration suite (:mod:`verify.stats.calibration`) measures both rates with rare-event, skewed, lattice,
+heavy-tailed and ill-conditioned draws.
 
 Families: J quantities tested on the same draws (e.g. several time steps) split
 α and β J ways (Bonferroni), so the family-wise rates are ≤ α and ≤ β.
@@ -106,6 +105,8 @@ Families: J quantities tested on the same draws (e.g. several time steps) split
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -128,6 +129,19 @@ from verify.stats.bounds import (
 from verify.stats.moments import U64, Moments, empty_moments, fold_deviations, update_moments
 from verify.stats.multiple import adjusted_pvalues
 from verify.stats.planner import SamplePlan, plan_from_pilot
+from verify.stats.premises import (
+    Reservoir,
+    ball_skew_allowance,
+    declared_flat,
+    empty_reservoir,
+    max_skewness,
+    reservoir_add,
+    skew_allowance,
+    skewness_along,
+    unseen_flat_mass,
+    unseen_mass,
+    weighted_skewness,
+)
 from verify.stats.roundoff import (
     DEFAULT_TRUTH_RTOL,
     DEFAULT_ULPS,
@@ -148,6 +162,7 @@ __all__ = [
     "UnbiasednessResult",
     "fixed_sample_test",
     "pilot_plan",
+    "plan_quantity",
     "planned_test",
     "sequential_test",
     "validate_seed",
@@ -183,6 +198,14 @@ class TestOptions:
     p×p covariance is not formed (diagonal mode). ``anomaly_ratio``: a plan above this
     multiple of the budget is a variance anomaly (INCONCLUSIVE); ``stop_on_anomaly``:
     the sequential test stops there.
+
+    What the estimator **declares** about its draws (:mod:`verify.stats.premises`; nothing by default):
+    ``event_floor`` p -- along any coordinate or direction in which the estimator is not almost surely
+    constant, a draw differs from its typical value with probability ≥ p (2⁻ⁿ for a function of one
+    step's n Rademacher signs; 1 for continuous noise): then enough flat draws make a coordinate
+    deterministic. ``draw_radius`` R -- every draw has ‖X − g‖₂ ≤ R: then an event not yet seen is
+    bounded, and a certificate covers it (:func:`~verify.stats.premises.unseen_mass`). Without either, a
+    coordinate or direction that shows no variation is neither certified nor evidence of bias.
     """
 
     __test__ = False  # not a pytest test class
@@ -201,6 +224,8 @@ class TestOptions:
     dense_max: int = 512
     anomaly_ratio: float = 1e3
     stop_on_anomaly: bool = True
+    event_floor: float | None = None
+    draw_radius: float | None = None
 
     def __post_init__(self) -> None:
         require_probability("alpha", self.alpha)
@@ -218,6 +243,12 @@ class TestOptions:
         require_positive_int("dense_max", self.dense_max, minimum=1)
         if not (isinstance(self.anomaly_ratio, (int, float)) and self.anomaly_ratio >= 1):
             raise InvalidArgument("anomaly_ratio", self.anomaly_ratio, "must be a number >= 1")
+        if self.event_floor is not None and not (
+            isinstance(self.event_floor, (int, float)) and 0.0 < self.event_floor <= 1.0
+        ):
+            raise InvalidArgument("event_floor", self.event_floor, "must be a probability in (0, 1] or None")
+        if self.draw_radius is not None:
+            require_positive("draw_radius", self.draw_radius)
 
     @property
     def miss_rate(self) -> float:
@@ -235,6 +266,8 @@ class SubTest:
     pvalue: float
     rejected: bool
     threshold: float | None = None
+    premise: str = ""
+    """Non-empty: a premise of this test failed (skew, heavy tail), so it may not reject; says which."""
 
     @property
     def evidence(self) -> str:
@@ -477,18 +510,19 @@ class _Acc(NamedTuple):
     mom: Moments
     proj: Moments
     dirs: torch.Tensor  # (K, p)
+    res: Reservoir  # a systematic subsample of Y for the shape premises (:mod:`verify.stats.premises`)
 
 
 def _new_acc(truth: torch.Tensor, dirs: torch.Tensor, opts: TestOptions) -> _Acc:
     p = truth.numel()
-    return _Acc(empty_moments(p, diagonal=p > opts.dense_max), empty_moments(dirs.shape[0]), dirs)
+    return _Acc(empty_moments(p, diagonal=p > opts.dense_max), empty_moments(dirs.shape[0]), dirs, empty_reservoir(p))
 
 
 def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflow_ok: bool = False) -> _Acc:
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != acc.mom.p:
-        return _Acc(update_moments(acc.mom, x, truth, name=name), acc.proj, acc.dirs)  # raises the right error
+        return acc._replace(mom=update_moments(acc.mom, x, truth, name=name))  # raises the right error
     if x.is_complex() or not x.is_floating_point():
-        return _Acc(update_moments(acc.mom, x, truth, name=name), acc.proj, acc.dirs)
+        return acc._replace(mom=update_moments(acc.mom, x, truth, name=name))
     finite = bool(torch.isfinite(x).all())  # one pass in the common case; the NaN/inf analysis only when needed
     if not finite and overflow_ok and not bool(torch.isnan(x).any()):
         # an estimator's draws that overflow float64 (no NaN): its variance is beyond the arithmetic -- recorded
@@ -498,14 +532,15 @@ def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflo
             scatter=torch.full_like(acc.mom.scatter, math.inf),
             max_dev2=math.inf,
         )
-        return _Acc(mom, acc.proj, acc.dirs)
+        return acc._replace(mom=mom)
     if not finite:
         require_finite(name, x)  # raises, naming the NaN
     y = x.detach().to(device="cpu", dtype=torch.float64) - truth  # once for both: the moments and the projections
     mom = fold_deviations(acc.mom, y, float(torch.finfo(x.dtype).eps) / 2.0)
+    res = reservoir_add(acc.res, y)
     if acc.dirs.shape[0] == 0 or x.shape[0] == 0:
-        return _Acc(mom, acc.proj, acc.dirs)
-    return _Acc(mom, fold_deviations(acc.proj, y @ acc.dirs.T), acc.dirs)
+        return acc._replace(mom=mom, res=res)
+    return _Acc(mom, fold_deviations(acc.proj, y @ acc.dirs.T), acc.dirs, res)
 
 
 def _draw(
@@ -555,6 +590,9 @@ class _Geometry:
     resolved: torch.Tensor  # (d,) bool
     floor_testable: bool  # the unresolved directions carry evidence (resolved rank <= M - 2)
     proj_err: torch.Tensor  # (p,) round-off of one projection u^T Y per unit |u_k|
+    idx: torch.Tensor  # (d,) the noisy coordinates (dense mode)
+    vec: torch.Tensor  # (d, d) eigenvectors of the noisy block (dense mode)
+    flat_dirs: torch.Tensor | None = None  # (d,) bool: unresolved directions the draws show no variation along
 
     @property
     def eig(self) -> torch.Tensor:
@@ -564,6 +602,63 @@ class _Geometry:
     @property
     def rank(self) -> int:
         return int(self.resolved.sum())
+
+    @property
+    def flat(self) -> torch.Tensor:
+        """(d,) bool: the directions of the noisy block with no variation (unresolved, and flat where measured)."""
+        un = ~self.resolved if self.floor_testable else torch.zeros_like(self.resolved)
+        return un if self.flat_dirs is None else un & self.flat_dirs
+
+    @property
+    def flat_count(self) -> tuple[int, int]:
+        """(coordinates, directions) showing no variation: deterministic-looking coordinates, flat directions."""
+        return int(self.det.sum()), int(self.flat.sum())
+
+    def measured(self, res: Reservoir) -> _Geometry:
+        """The unresolved directions measured on the draws themselves: a projection's spread resolves variance far
+        below the eigen-decomposition's floor (round-off u·‖y‖ per draw, not u·λ_max), so a direction that does
+        vary (an ill-conditioned but noisy estimator) is not taken for flat."""
+        un = ~self.resolved
+        if not self.floor_testable or not bool(un.any()) or res.data.shape[0] < 2:
+            return self
+        proj = res.data[:, self.idx] @ self.vec[:, un]
+        spread = proj.std(0)
+        budget = self.vec[:, un].abs().T @ self.tau[self.idx]
+        flat = torch.zeros_like(un)
+        flat[un] = spread <= budget
+        return dataclasses.replace(self, flat_dirs=flat)
+
+    def varied_rank(self, n: int) -> int:
+        """The dimension in which the draws vary (dense: the resolved rank; diagonal: the noisy coordinates)."""
+        if self.lam.numel():
+            r = int(self.lam.numel()) - int(self.flat.sum())
+        else:
+            r = int((~self.det).sum())
+        return min(r, max(n - 1, 0))
+
+    def hotelling_direction(self, mean: torch.Tensor) -> torch.Tensor:
+        """S⁺Ȳ on the resolved block (diagonal mode: Ȳ_k/S_kk on the noisy coordinates): where T² looks."""
+        w = torch.zeros_like(mean)
+        if self.lam.numel():
+            res = self.resolved
+            w[self.idx] = self.vec[:, res] @ (self.z[res] / (self.lam[res] + self.floor))
+        else:
+            noisy = ~self.det
+            w[noisy] = mean[noisy] / self.var[noisy].clamp(min=1e-300)
+        return w
+
+    def top_direction(self, p: int) -> torch.Tensor:
+        """The eigenvector of the largest eigenvalue (diagonal mode: the noisiest coordinate)."""
+        v = torch.zeros(p, dtype=torch.float64)
+        if self.lam.numel():
+            v[self.idx] = self.vec[:, int(torch.argmax(self.lam))]
+        elif p:
+            v[int(torch.argmax(self.var))] = 1.0
+        return v
+
+
+_NO_IDX = torch.zeros(0, dtype=torch.long)
+_NO_VEC = torch.zeros(0, 0, dtype=torch.float64)
 
 
 def _geometry(m: Moments, truth: torch.Tensor | None = None, opts: TestOptions | None = None) -> _Geometry:
@@ -582,7 +677,7 @@ def _geometry(m: Moments, truth: torch.Tensor | None = None, opts: TestOptions |
         spec = Spectrum(float(var.sum()), frob, max(frob, float(var.max())), m.p)
         return _Geometry(
             spec, tau, tau_truth, budget, det, var, empty, empty, empty, 0.0,
-            torch.zeros(0, dtype=torch.bool), False, proj_err,
+            torch.zeros(0, dtype=torch.bool), False, proj_err, _NO_IDX, _NO_VEC,
         )  # fmt: skip
     noisy = ~det
     idx = noisy.nonzero().flatten()
@@ -590,7 +685,7 @@ def _geometry(m: Moments, truth: torch.Tensor | None = None, opts: TestOptions |
     if d == 0:
         return _Geometry(
             var, tau, tau_truth, budget, det, var, empty, empty, empty, 0.0,
-            torch.zeros(0, dtype=torch.bool), False, proj_err,
+            torch.zeros(0, dtype=torch.bool), False, proj_err, _NO_IDX, _NO_VEC,
         )  # fmt: skip
     block = m.covariance()[idx][:, idx]
     lam, vec_ = symmetric_eigh(block)
@@ -603,7 +698,9 @@ def _geometry(m: Moments, truth: torch.Tensor | None = None, opts: TestOptions |
     tau_dir = vec.abs().T @ tau[idx] + tau_truth
     r = int(resolved.sum())
     full = torch.cat([var[det], lam + e])
-    return _Geometry(full, tau, tau_truth, budget, det, var, lam, z, tau_dir, e, resolved, r <= m.n - 2, proj_err)
+    return _Geometry(
+        full, tau, tau_truth, budget, det, var, lam, z, tau_dir, e, resolved, r <= m.n - 2, proj_err, idx, vec
+    )
 
 
 def _shrink(z: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
@@ -627,25 +724,202 @@ def _bonferroni_subtest(name: str, excess: torch.Tensor, sd: torch.Tensor, budge
     return SubTest(f"{name}(k={k})", float(excess[i] + budget[i]), min(1.0, k * float(pv[i])), False, float(budget[i]))
 
 
-def _direction_stats(acc: _Acc, geo: _Geometry) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per direction: mean of u^T Y, its sample variance, and its round-off budget τ(u)."""
+def _direction_stats(acc: _Acc, geo: _Geometry, shape: _Shape) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per direction: mean of u^T Y, its sample variance, and its round-off budget τ(u).
+
+    When the flat part is not declared deterministic its mean is left out (u^T of it is no evidence: an unseen
+    event may pay it; the flat tests judge it against their allowance).
+    """
     if acc.dirs.shape[0] == 0 or acc.proj.n < 2:
         z = torch.zeros(acc.dirs.shape[0], dtype=torch.float64)
         return z, z, z
     tau_u = acc.dirs.abs() @ (geo.tau + geo.proj_err) + geo.tau_truth
-    return acc.proj.mean, acc.proj.variances().clamp(min=0.0), tau_u
+    mean = acc.proj.mean
+    if shape.flat in ("unknown", "radius"):
+        mean = mean - acc.dirs @ shape.flat_mean
+    return mean, acc.proj.variances().clamp(min=0.0), tau_u
 
 
 def _pass_premises(m: Moments, opts: TestOptions) -> str:
     if m.n < opts.min_samples:
         return f"M={m.n} < min_samples={opts.min_samples} (CLT premise of a PASS)"
+    return _tail_premise(m, opts)
+
+
+def _tail_premise(m: Moments, opts: TestOptions) -> str:
     share = m.tail_share()
     if share > opts.max_tail_share:
         return (
             f"heavy tail: one draw carries {share:.1%} of the total scatter (> {opts.max_tail_share:.0%}); "
-            "the Gaussian approximation is not trusted, no PASS"
+            "the Gaussian approximation is not trusted, no PASS and no FAIL from it"
         )
     return ""
+
+
+class _Shape(NamedTuple):
+    """The premises of one evaluation (:mod:`verify.stats.premises`): what the draws support."""
+
+    flat: str  # the part with no observed variation: "" (none), "declared", "radius" or "unknown"
+    flat_note: str  # unknown/radius: what was not seen and what it may carry
+    t_fail: float  # radius: unseen mass at the FAIL side's share
+    t_pass: float  # radius: unseen mass at beta/2
+    tail: str  # heavy-tail premise failed: why ("" holds)
+    gamma_dirs: torch.Tensor  # (K,) sample skewness along u_1..u_K
+    gamma_max: Callable[[], float]  # the largest sample skewness over whitened directions (computed on demand)
+    gamma_ball: Callable[[], float]  # the variance-weighted skewness of the noisiest directions (on demand)
+    rank: int  # the dimension of the noisy part (Bonferroni over its whitened directions)
+    flat_mean: torch.Tensor  # (p,) the flat part of Ȳ (flat coordinates, unresolved directions)
+
+    def flat_allowance(self, radius: float | None) -> float:
+        """Extra budget of the flat part's FAIL tests: what an unseen event (mass ≤ t) within radius R can shift."""
+        if self.flat == "radius" and radius is not None and self.t_fail < 1.0:
+            return self.t_fail * radius / (1.0 - self.t_fail)
+        return 0.0 if self.flat in ("", "declared") else math.inf
+
+    def direction(self, k: int, n: int, level: float) -> str:
+        """The premise of the Gaussian test along u_k at one-sided ``level``: no heavy tail, skew allowed."""
+        g = float(self.gamma_dirs[k]) if k < self.gamma_dirs.numel() else 0.0
+        return self.tail or _skew_note(g, n, level, f"direction-{k}")
+
+    def ball(self, n: int, beta: float) -> str:
+        """The premise of a certificate at ``beta``: the skewness its radius feels within the one-sided allowance."""
+        g = self.gamma_ball()
+        allow = ball_skew_allowance(n, beta)
+        if g <= allow:
+            return ""
+        return (
+            f"skew: the noisiest directions' variance-weighted skewness is {g:.3g}; a certificate at beta={beta:.2g} "
+            f"on M={n} draws needs <= {allow:.3g} (first Edgeworth term, one-sided), so no PASS yet"
+        )
+
+    def joint(self, n: int, level: float) -> str:
+        """The premise of a joint Gaussian test (Hotelling, the ball) at ``level`` split over the whitened
+        directions: no heavy tail, and the most skewed whitened direction within the allowance."""
+        if self.tail:
+            return self.tail
+        return _skew_note(self.gamma_max(), n, level / max(self.rank, 1), "the most skewed whitened direction")
+
+
+def _skew_note(g: float, n: int, level: float, what: str) -> str:
+    allow = skew_allowance(n, level)
+    if abs(g) <= allow:
+        return ""
+    return (
+        f"skew: the draws' skewness along {what} is {g:.3g}; a Gaussian test at level {level:.2g} on M={n} "
+        f"draws needs |skewness| <= {allow:.3g} (Edgeworth), so it may not FAIL"
+    )
+
+
+def _shape(acc: _Acc, geo: _Geometry, opts: TestOptions, alpha: float, beta: float) -> _Shape:
+    """Flat part (declared, bounded by a declared radius, or unknown), heavy tail, skewness of the noisy part."""
+    m = acc.mom
+    n = m.n
+    k_c, k_d = geo.flat_count
+    flat, note, t_fail, t_pass = "", "", 0.0, 0.0
+    if k_c + k_d:
+        t_fail = _unseen(geo, n, alpha / 8.0)
+        t_pass = _unseen(geo, n, beta / 2.0)
+        what = _flat_what(k_c, k_d)
+        if declared_flat(n, opts.event_floor, min(alpha, beta)):
+            flat = "declared"
+        elif opts.draw_radius is not None:
+            flat = "radius"
+            note = (
+                f"no variation in {what} over M={n} draws: an unseen event of probability <= {t_pass:.2g} within "
+                f"the declared radius {opts.draw_radius:.3g} may shift the mean by <= {t_pass:.2g}*(R + bound), "
+                "included in the certified bound"
+            )
+        else:
+            flat = "unknown"
+            note = (
+                f"no variation in {what} over M={n} draws of a stochastic estimator: an unseen event of "
+                f"probability up to {t_pass:.2g} could carry any bias there, so they are neither certified nor "
+                "evidence of bias (declare the estimator's event_floor or draw_radius, or draw more)"
+            )
+    gdirs = skewness_along(acc.res, acc.dirs)
+    w, starts, sd = _whitened(acc, geo)
+    search = functools.lru_cache(maxsize=1)(lambda: max_skewness(w, starts))
+    ball = functools.lru_cache(maxsize=1)(lambda: weighted_skewness(w, sd))
+    return _Shape(
+        flat, note, t_fail, t_pass, _tail_premise(m, opts), gdirs, search, ball, int(w.shape[1]),
+        _flat_mean(m.mean, geo),
+    )  # fmt: skip
+
+
+def _flat_what(k_c: int, k_d: int) -> str:
+    """'3 coordinate(s) and 2 direction(s)': the flat part in words."""
+    return " and ".join(x for x in (f"{k_c} coordinate(s)" if k_c else "", f"{k_d} direction(s)" if k_d else "") if x)
+
+
+def _whitened(acc: _Acc, geo: _Geometry) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The subsample on the noisy part, whitened (resolved eigen-directions / noisy coordinates), and the starts
+    of the skewness search: the Hotelling direction, the top eigen-directions, four fixed pseudo-random ones."""
+    y = acc.res.data
+    if geo.lam.numel():
+        res = geo.resolved
+        sd = torch.sqrt(geo.lam[res] + geo.floor)
+        w = (y[:, geo.idx] @ geo.vec[:, res]) / sd
+        hot = geo.z[res] / sd
+    else:
+        noisy = ~geo.det
+        sd = torch.sqrt(geo.var[noisy]).clamp(min=1e-300)
+        w = y[:, noisy] / sd
+        hot = acc.mom.mean[noisy] / sd
+    d = int(w.shape[1])
+    if d == 0:
+        return w, torch.zeros(0, 0, dtype=torch.float64), sd
+    order = torch.argsort(sd, descending=True)[: min(3, d)]
+    top = torch.zeros(int(order.numel()), d, dtype=torch.float64)
+    top[torch.arange(int(order.numel())), order] = 1.0  # unit vectors of the noisiest directions (no d x d eye)
+    rnd = torch.randn(4, d, generator=torch.Generator().manual_seed(22), dtype=torch.float64)
+    return w, torch.cat([hot[None], top, rnd]), sd
+
+
+def _unresolved_tested(geo: _Geometry, allow: float) -> torch.Tensor:
+    """(d,) bool: the unresolved directions the FAIL side tests -- those that vary always, the flat ones only where
+    the flat part carries evidence (declared deterministic, or within a declared radius)."""
+    if not geo.floor_testable:
+        return torch.zeros_like(geo.resolved)
+    un = ~geo.resolved
+    return un if math.isfinite(allow) else un & ~geo.flat
+
+
+def _unresolved_budget(geo: _Geometry, un: torch.Tensor, allow: float) -> torch.Tensor:
+    """τ(v) of the tested unresolved directions, plus the flat part's allowance on the flat ones."""
+    extra = allow if math.isfinite(allow) else 0.0
+    return geo.tau_dir[un] + torch.where(geo.flat[un], extra, 0.0)
+
+
+def _flat_mean(mean: torch.Tensor, geo: _Geometry) -> torch.Tensor:
+    """The part of Ȳ in the flat coordinates and the unresolved directions (what the direction tests leave out
+    when the flat part is not declared deterministic)."""
+    c = torch.zeros_like(mean)
+    c[geo.det] = mean[geo.det]
+    fl = geo.flat
+    if bool(fl.any()):
+        c[geo.idx] += geo.vec[:, fl] @ geo.z[fl]
+    return c
+
+
+def _unseen(geo: _Geometry, n: int, err: float) -> float:
+    """Bound (at ``err``) on the chance of an event that moves the flat coordinates or leaves the draws' hull."""
+    k_c, k_d = geo.flat_count
+    p = int(geo.det.numel())
+    if not k_d:
+        return unseen_flat_mass(n, p, k_c, err)
+    return min(1.0, unseen_flat_mass(n, p, k_c, err / 2.0) + unseen_mass(n, geo.varied_rank(n), err / 2.0))
+
+
+def _premise_story(gated: Sequence[SubTest], shape: _Shape, base: str, pass_skew: str) -> str:
+    """Why no PASS: the PASS premises, a gated subtest that would have rejected, an unknown flat part."""
+    parts = [base] if base else []
+    if gated:
+        parts.append(f"{gated[0].name} would reject, but {gated[0].premise}")
+    if pass_skew:
+        parts.append(pass_skew)
+    if shape.flat == "unknown":
+        parts.append(shape.flat_note)
+    return "; ".join(dict.fromkeys(parts))
 
 
 def _anomaly(m: Moments, gnorm: float, plan: SamplePlan, budget: int, opts: TestOptions) -> str:
@@ -700,45 +974,51 @@ def _verdict(failed: bool, bound: float, target: float, premise: str, anomaly: s
     return Verdict.INCONCLUSIVE, f"bias bound {bound:.3g} not below delta*||g|| = {target:.3g} yet"
 
 
-def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions) -> list[SubTest]:
+def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape, alpha: float) -> list[SubTest]:
+    """The FAIL family on fixed draws, each subtest with the premise it needs (levels: see the module docstring)."""
     m = acc.mom
     n = m.n
     subs: list[SubTest] = []
     ybar = m.mean
-    if bool(geo.det.any()):  # deterministic coordinates: |Ybar_k| within tau_k + tau_g (+ its own s.e.)
-        b = geo.tau[geo.det] + geo.tau_truth
+    allow = shape.flat_allowance(opts.draw_radius)
+    share = alpha / 4.0
+    if bool(geo.det.any()) and math.isfinite(allow):  # flat coordinates: |Ybar_k| within tau_k + tau_g (+ its s.e.)
+        b = geo.tau[geo.det] + geo.tau_truth + allow
         subs.append(
             _bonferroni_subtest(
                 "deterministic-coordinates", _shrink(ybar[geo.det], b), torch.sqrt(geo.var[geo.det] / n), b
             )
         )
-    un = ~geo.resolved
-    if geo.floor_testable and bool(un.any()):  # directions below the eigen-decomposition's resolution
+    un = _unresolved_tested(geo, allow)
+    if bool(un.any()):  # below the eigen-decomposition's resolution (flat ones only where declared)
+        b = _unresolved_budget(geo, un, allow)
         subs.append(
             _bonferroni_subtest(
-                "unresolved-directions",
-                _shrink(geo.z[un], geo.tau_dir[un]),
-                torch.sqrt((geo.lam[un] + geo.floor) / n),
-                geo.tau_dir[un],
+                "unresolved-directions", _shrink(geo.z[un], b), torch.sqrt((geo.lam[un] + geo.floor) / n), b
             )
         )
     r = geo.rank
+    k_dirs = acc.dirs.shape[0]
     if opts.hotelling and 1 <= r and n > r + 1:
         zs = _shrink(geo.z[geo.resolved], geo.tau_dir[geo.resolved])
         t2 = n * float((zs**2 / (geo.lam[geo.resolved] + geo.floor)).sum())  # Hotelling T^2 on the resolved range
         fstat = (n - r) / (r * (n - 1)) * t2
-        subs.append(SubTest(f"hotelling-T2(r={r})", t2, float(stats.f.sf(fstat, r, n - r)), False))
-    mu, var, tau_u = _direction_stats(acc, geo)
-    if acc.dirs.shape[0]:
+        pval = float(stats.f.sf(fstat, r, n - r))
+        why = shape.joint(n, share) if pval <= share else ""  # the premise matters only where it would reject
+        subs.append(SubTest(f"hotelling-T2(r={r})", t2, pval, False, premise=why))
+    mu, var, tau_u = _direction_stats(acc, geo, shape)
+    if k_dirs:
+        level_dir = (share if opts.hotelling and 1 <= r and n > r + 1 else 2.0 * share) / k_dirs  # Holm's first
         ex = _shrink(mu, tau_u)
         sd = torch.sqrt(var / n)
         t = torch.where(sd > 0, ex / sd.clamp(min=1e-300), torch.zeros_like(ex))
         pv = torch.as_tensor(2.0 * stats.t.sf(t.numpy(), n - 1), dtype=torch.float64)
         pv = torch.where(sd > 0, pv, (ex <= 0).to(torch.float64))  # no noise along u: exact comparison
-        for k in range(acc.dirs.shape[0]):
+        for k in range(k_dirs):
             stat = float(t[k]) if float(sd[k]) > 0 else float(mu[k])
             thr = None if float(sd[k]) > 0 else float(tau_u[k])
-            subs.append(SubTest(f"direction-{k}", stat, float(pv[k]), False, thr))
+            why = shape.direction(k, n, level_dir) if float(sd[k]) > 0 and float(pv[k]) <= k_dirs * level_dir else ""
+            subs.append(SubTest(f"direction-{k}", stat, float(pv[k]), False, thr, why))
     return subs
 
 
@@ -755,29 +1035,47 @@ def _evaluate_fixed(
 ) -> QuantityResult:
     m = acc.mom
     n = m.n
-    geo = _geometry(m, truth, opts)
-    subs = _fixed_subtests(acc, geo, opts)
+    geo = _geometry(m, truth, opts).measured(acc.res)
+    shape = _shape(acc, geo, opts, alpha, beta)
+    subs = _fixed_subtests(acc, geo, opts, shape, alpha)
     has_h = any(s.name.startswith("hotelling") for s in subs)
     share = alpha / 4.0  # one share per kind of evidence (weighted Bonferroni, see the module docstring)
+    flat_share = share / 2.0 if shape.flat == "radius" else share  # the other half: the unseen-mass bound
     dirs = [s for s in subs if s.name.startswith("direction-")]
     adj = iter(adjusted_pvalues([s.pvalue for s in dirs], opts.correction) if dirs else [])
     level_dirs = share if has_h else 2.0 * share
+    raw = []
+    for s in subs:
+        if s in dirs:
+            raw.append(next(adj) <= level_dirs)
+        else:
+            raw.append(s.pvalue <= (flat_share if s.evidence == DETERMINISTIC else share))
     subs = [
-        SubTest(
-            s.name, s.statistic, s.pvalue, (next(adj) <= level_dirs) if s in dirs else s.pvalue <= share, s.threshold
-        )
-        for s in subs
+        SubTest(s.name, s.statistic, s.pvalue, hit and not s.premise, s.threshold, s.premise)
+        for s, hit in zip(subs, raw, strict=True)
     ]
+    gated = [s for s, hit in zip(subs, raw, strict=True) if hit and s.premise]
     failed = any(s.rejected for s in subs)
-    radius = norm_quantile_bound(geo.spectrum, math.log(1.0 / beta)) / math.sqrt(n)  # Laurent-Massart ball
+    ball_beta = beta / 2.0 if shape.flat == "radius" else beta
+    radius = norm_quantile_bound(geo.spectrum, math.log(1.0 / ball_beta)) / math.sqrt(n)  # Laurent-Massart ball
     bias = float(torch.linalg.vector_norm(m.mean))
-    bound = bias + radius + geo.budget
+    bound = _with_unseen(bias + radius + geo.budget, shape, opts)
     anomaly = _anomaly(m, gnorm, plan, budget, opts) if plan is not None else ""
-    verdict, reason = _verdict(failed, bound, opts.delta * gnorm, _pass_premises(m, opts), anomaly)
+    base = _pass_premises(m, opts)
+    ball = shape.ball(n, ball_beta) if not (base or failed or anomaly) and bound < opts.delta * gnorm else ""
+    premise = _premise_story(gated, shape, base, ball)
+    verdict, reason = _verdict(failed, bound, opts.delta * gnorm, premise, anomaly)
     return QuantityResult(
         name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
         reason, geo.budget, bool(anomaly) and not failed,
     )  # fmt: skip
+
+
+def _with_unseen(bound: float, shape: _Shape, opts: TestOptions) -> float:
+    """The certified bound plus what an unseen event (mass ≤ t) within the declared radius can shift: t·(R + B)."""
+    if shape.flat != "radius" or opts.draw_radius is None:
+        return bound
+    return bound + shape.t_pass * (opts.draw_radius + bound)
 
 
 def _rank(geo: _Geometry, m: Moments) -> int:
@@ -838,44 +1136,62 @@ def _evaluate_sequential(
 ) -> QuantityResult:
     m = acc.mom
     n = m.n
-    geo = _geometry(m, truth, opts)
+    geo = _geometry(m, truth, opts).measured(acc.res)
+    shape = _shape(acc, geo, opts, alpha, beta)
     err = alpha / 4.0  # one share per kind of evidence (weighted Bonferroni over the anytime-valid family)
+    flat_err = err / 2.0 if shape.flat == "radius" else err
+    allow = shape.flat_allowance(opts.draw_radius)
     k_dirs = max(acc.dirs.shape[0], 1)
     err_dir = (err if opts.hotelling else 2.0 * err) / k_dirs
     subs: list[SubTest] = []
-    if bool(geo.det.any()):
-        b = geo.tau[geo.det] + geo.tau_truth
+    raw: list[bool] = []
+    if bool(geo.det.any()) and math.isfinite(allow):
+        b = geo.tau[geo.det] + geo.tau_truth + allow
         subs.append(
             _mixture_coordinates(
                 "deterministic-coordinates", _shrink(m.mean[geo.det], b), torch.sqrt(geo.var[geo.det]), b, n,
-                err / m.p, scales.rho_dir,
+                flat_err / m.p, scales.rho_dir,
             )
         )  # fmt: skip
-    un = ~geo.resolved
-    if geo.floor_testable and bool(un.any()):
-        zs = _shrink(geo.z[un], geo.tau_dir[un])
+        raw.append(subs[-1].rejected)
+    un = _unresolved_tested(geo, allow)
+    if bool(un.any()):
+        zs = _shrink(
+            geo.z[un], geo.tau_dir[un] + torch.where(geo.flat[un], allow if math.isfinite(allow) else 0.0, 0.0)
+        )
         stat = n * n * float((zs**2 / (geo.lam[un] + geo.floor)).sum())
-        thr = mahalanobis_mixture_threshold(n, int(un.sum()), err, scales.rho_mahal)
+        thr = mahalanobis_mixture_threshold(n, int(un.sum()), flat_err, scales.rho_mahal)
         subs.append(SubTest(f"unresolved-directions(k={int(un.sum())})", stat, 1.0, stat >= thr, thr))
+        raw.append(stat >= thr)
     r = geo.rank
     if opts.hotelling and r >= 1:
         zs = _shrink(geo.z[geo.resolved], geo.tau_dir[geo.resolved])
         stat = n * n * float((zs**2 / (geo.lam[geo.resolved] + geo.floor)).sum())  # S_m^T S^+ S_m
         thr = mahalanobis_mixture_threshold(n, r, err, scales.rho_mahal)
-        subs.append(SubTest(f"mahalanobis-mixture(r={r})", stat, 1.0, stat >= thr, thr))
-    mu, var, tau_u = _direction_stats(acc, geo)
+        why = shape.joint(n, err) if stat >= thr else ""  # the premise matters only where it would reject
+        subs.append(SubTest(f"mahalanobis-mixture(r={r})", stat, 1.0, stat >= thr and not why, thr, why))
+        raw.append(stat >= thr)
+    mu, var, tau_u = _direction_stats(acc, geo, shape)
     if acc.dirs.shape[0]:
         ex = _shrink(mu, tau_u)
         sd = torch.sqrt(var)
         hw = sd * normal_mixture_halfwidth(n, 1.0, err_dir, scales.rho_dir)  # Robbins normal mixture
         rej = torch.where(sd > 0, ex >= hw, ex > 0)  # no noise along u: exact comparison with the budget
         for k in range(acc.dirs.shape[0]):
-            subs.append(SubTest(f"direction-{k}", float(ex[k]), 1.0, bool(rej[k]), float(hw[k] + tau_u[k])))
+            why = shape.direction(k, n, err_dir) if float(sd[k]) > 0 and bool(rej[k]) else ""
+            hit = bool(rej[k])
+            subs.append(SubTest(f"direction-{k}", float(ex[k]), 1.0, hit and not why, float(hw[k] + tau_u[k]), why))
+            raw.append(hit)
+    gated = [s for s, hit in zip(subs, raw, strict=True) if hit and s.premise]
     failed = any(s.rejected for s in subs)
-    radius = vector_mixture_radius(n, geo.spectrum, beta, scales.rho_vec)  # time-uniform ball
+    ball_beta = beta / 2.0 if shape.flat == "radius" else beta
+    radius = vector_mixture_radius(n, geo.spectrum, ball_beta, scales.rho_vec)  # time-uniform ball
     bias = float(torch.linalg.vector_norm(m.mean))
-    bound = bias + radius + geo.budget
-    verdict, reason = _verdict(failed, bound, opts.delta * gnorm, _pass_premises(m, opts), anomaly)
+    bound = _with_unseen(bias + radius + geo.budget, shape, opts)
+    base = _pass_premises(m, opts)
+    ball = shape.ball(n, ball_beta) if not (base or failed or anomaly) and bound < opts.delta * gnorm else ""
+    premise = _premise_story(gated, shape, base, ball)
+    verdict, reason = _verdict(failed, bound, opts.delta * gnorm, premise, anomaly)
     return QuantityResult(
         name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
         reason, geo.budget, bool(anomaly) and not failed,
@@ -895,10 +1211,41 @@ def _default_chunk(p_total: int) -> int:
     return max(256, min(200_000, 4_000_000 // max(p_total, 1)))
 
 
-def _plan(
-    acc: _Acc, gnorm: float, opts: TestOptions, alpha: float, beta: float, miss: float, min_samples: int
+def plan_quantity(
+    pilot: Moments,
+    truth: torch.Tensor,
+    gnorm: float,
+    opts: TestOptions,
+    alpha: float,
+    beta: float,
+    miss: float,
+    min_samples: int,
 ) -> SamplePlan:
-    return plan_from_pilot(acc.mom, gnorm, delta=opts.delta, alpha=alpha, beta=beta, miss=miss, min_samples=min_samples)
+    """The fixed-sample plan from a pilot, honest about what the pilot could not resolve (issue 22).
+
+    :func:`~verify.stats.planner.plan_from_pilot` (the plan and its range from the pilot's uncertainty), with a
+    ``caveat`` when the pilot saw no variation in a coordinate or direction that is not declared deterministic
+    (an unseen event's variance is not in the plan) or one draw dominates the scatter: the plan is then a lower
+    bound, and says so.
+    """
+    plan = plan_from_pilot(pilot, gnorm, delta=opts.delta, alpha=alpha, beta=beta, miss=miss, min_samples=min_samples)
+    if pilot.n < 2:
+        return plan
+    geo = _geometry(pilot, truth, opts)
+    k_c, k_d = geo.flat_count
+    notes = []
+    if k_c + k_d and not declared_flat(pilot.n, opts.event_floor, min(alpha, beta)):
+        what = _flat_what(k_c, k_d)
+        t = _unseen(geo, pilot.n, beta)
+        notes.append(
+            f"the pilot saw no variation in {what} over {pilot.n} draws: an event of probability up to {t:.2g} "
+            "is unresolved and its variance is not in the plan"
+            + ("" if opts.draw_radius is None else f" (within the declared radius it adds <= {t:.2g}*R^2 to tr S)")
+        )
+    tail = pilot.tail_share()
+    if tail > opts.max_tail_share:
+        notes.append(f"one pilot draw carries {tail:.0%} of the scatter: the pilot's variance is unreliable")
+    return dataclasses.replace(plan, caveat="; ".join(notes)) if notes else plan
 
 
 # ------------------------------------------------------------------- public API
@@ -936,7 +1283,7 @@ def fixed_sample_test(
         if _overflow(acc.mom):
             out.append(_overflow_results([labels[j]], [acc], [norms[j]])[0])
             continue
-        plan = _plan(acc, norms[j], opts, a, b, opts.miss_rate / J, 2)
+        plan = plan_quantity(acc.mom, truths[j], norms[j], opts, a, b, opts.miss_rate / J, 2)
         out.append(_evaluate_fixed(labels[j], acc, truths[j], norms[j], opts, a, b, plan, acc.mom.n))
     verdict, reason = _combine(out)
     return UnbiasednessResult(
@@ -987,7 +1334,9 @@ def planned_test(
     if any(_overflow(a.mom) for a in pil):
         return _planned_overflow(labels, pil, norms, opts, pilot, t0)
     plans = [
-        _plan(pil[j], norms[j], opts, opts.alpha / J, opts.beta / J, opts.miss_rate / J, opts.min_samples)
+        plan_quantity(
+            pil[j].mom, truths[j], norms[j], opts, opts.alpha / J, opts.beta / J, opts.miss_rate / J, opts.min_samples
+        )
         for j in range(J)
     ]
     plan = max(plans, key=lambda pl: pl.samples)
@@ -1075,7 +1424,9 @@ def pilot_plan(
     )
     if any(_overflow(a.mom) for a in acc):
         return None
-    plans = [_plan(acc[j], norms[j], opts, a_js[j], b_js[j], opts.miss_rate / J, 2) for j in range(J)]
+    plans = [
+        plan_quantity(acc[j].mom, truths[j], norms[j], opts, a_js[j], b_js[j], opts.miss_rate / J, 2) for j in range(J)
+    ]
     return max(plans, key=lambda pl: pl.samples)
 
 
@@ -1201,7 +1552,9 @@ def _sequential_setup(
 ) -> _Sequential:
     """After the first batch: the fixed-sample plans (anomalies, target M) and the mixture scales tuned for it."""
     J = len(truths)
-    plans = [_plan(acc[j], norms[j], opts, a_js[j], b_js[j], opts.miss_rate / J, 2) for j in range(J)]
+    plans = [
+        plan_quantity(acc[j].mom, truths[j], norms[j], opts, a_js[j], b_js[j], opts.miss_rate / J, 2) for j in range(J)
+    ]
     anomalies = [_anomaly(acc[j].mom, norms[j], plans[j], max_samples, opts) for j in range(J)]
     plan = max(plans, key=lambda pl: pl.samples)
     target = max(int(min(plan.samples, 10 * max_samples) * _TARGET_FRAC), m)

@@ -29,6 +29,7 @@ estimator")::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -53,8 +54,14 @@ from verify.estimators.sampling import (
 )
 from verify.model.problem import Problem
 from verify.stats.moments import empty_moments, update_moments
-from verify.stats.planner import plan_from_pilot
-from verify.stats.unbiased import TestOptions, UnbiasednessResult, planned_test, sequential_test, validate_seed
+from verify.stats.unbiased import (
+    TestOptions,
+    UnbiasednessResult,
+    plan_quantity,
+    planned_test,
+    sequential_test,
+    validate_seed,
+)
 from verify.testing.strategies import ProblemCase, problems
 
 __all__ = [
@@ -123,6 +130,8 @@ def assert_unbiased(
     allow_inconclusive: bool = False,
     influence: InfluenceFn | None = None,
     options: TestOptions | None = None,
+    event_floor: float | None = None,
+    draw_radius: float | None = None,
 ) -> UnbiasednessResult:
     r"""Assert that ``estimator`` is unbiased on ``problem`` at frozen θ (Tallec & Ollivier, Prop. 1).
 
@@ -143,11 +152,18 @@ def assert_unbiased(
     ``allow_inconclusive``; ``InvalidArgument`` on bad input (α, β ∉ (0, 1), δ ≤ 0, a
     ``seed`` outside [0, 2**64 − 1], an estimate with NaN or the wrong shape, a quantity
     whose exact value is the zero vector).
+
+    What the estimator declares about its draws (:class:`~verify.stats.TestOptions`): ``event_floor`` (default:
+    the estimator's own ``event_floor`` attribute, as the toolkit's UORO states it, else nothing) and
+    ``draw_radius``. Without a declaration a coordinate or direction that shows no variation over the draws is
+    never taken for deterministic: it is neither certified nor evidence of bias (INCONCLUSIVE, with the reason).
     """
-    opts = options or TestOptions(
-        alpha=require_probability("alpha", alpha),
-        beta=require_probability("beta", beta),
-        delta=delta,
+    opts = _declared(
+        options
+        or TestOptions(alpha=require_probability("alpha", alpha), beta=require_probability("beta", beta), delta=delta),
+        estimator,
+        event_floor,
+        draw_radius,
     )
     if method not in ("sequential", "fixed"):
         raise InvalidArgument("method", method, "must be 'sequential' or 'fixed'")
@@ -160,6 +176,20 @@ def assert_unbiased(
     if not res.passed and not allow_inconclusive:
         raise AssertionError(f"{label}: unbiasedness not established on {problem.describe()}: {res.summary()}")
     return res
+
+
+def _declared(
+    opts: TestOptions, estimator: object, event_floor: float | None, draw_radius: float | None
+) -> TestOptions:
+    """``opts`` with the estimator's declarations: the arguments, else its ``event_floor`` attribute."""
+    own = getattr(estimator, "event_floor", None)
+    if event_floor is None and isinstance(own, (int, float)) and not isinstance(own, bool):
+        event_floor = float(own)
+    return dataclasses.replace(
+        opts,
+        event_floor=opts.event_floor if opts.event_floor is not None else event_floor,
+        draw_radius=opts.draw_radius if opts.draw_radius is not None else draw_radius,
+    )
 
 
 def _unbiasedness_test(
@@ -257,6 +287,8 @@ class UnbiasednessPlan:
     beta: float
     quantities: tuple[tuple[str, int | None, float], ...]
     """(name, planned draws, tr Σ / ‖g‖²) per quantity."""
+    caveats: tuple[str, ...] = ()
+    """What the pilot could not resolve, per quantity ("name: ..."): the plan is then a lower bound (issue 22)."""
 
     def summary(self) -> str:
         def count(k: int | None) -> str:
@@ -273,7 +305,10 @@ class UnbiasednessPlan:
                 f"(~{self.seconds:.3g} s at {self.seconds_per_draw * 1e3:.3g} ms/draw; the sequential test "
                 "usually stops at about half)"
             )
-        return f"{head}; pilot {self.pilot} draws; {per}"
+        out = f"{head}; pilot {self.pilot} draws; {per}"
+        if self.caveats:
+            out += "; the plan is a lower bound: " + "; ".join(self.caveats)
+        return out
 
 
 def plan_unbiased(
@@ -289,6 +324,8 @@ def plan_unbiased(
     pilot: int = 1000,
     seed: int = 0,
     influence: InfluenceFn | None = None,
+    event_floor: float | None = None,
+    draw_radius: float | None = None,
 ) -> UnbiasednessPlan:
     r"""Plan-only mode of :func:`assert_unbiased`: how many draws, and how long, before running it.
 
@@ -297,9 +334,16 @@ def plan_unbiased(
     :func:`verify.stats.planner.plan_from_pilot` (:math:`M = \lceil((a_\gamma + a_\beta)/(\delta\|g\|))^2\rceil`
     on the pilot's covariance, inflated by its uncertainty; α, β split over the quantities as the tests do;
     at least ``min_samples`` = 1000, the PASS premise).
-    Nothing is decided: the result says what certifying ``delta`` would take.
+    Nothing is decided: the result says what certifying ``delta`` would take. A pilot that cannot resolve
+    the tail (no variation in a coordinate or direction not declared deterministic, one draw dominating the
+    scatter) says so: the plan is then a lower bound (``caveats``; issue 22).
     """
-    opts = TestOptions(alpha=require_probability("alpha", alpha), beta=require_probability("beta", beta), delta=delta)
+    opts = _declared(
+        TestOptions(alpha=require_probability("alpha", alpha), beta=require_probability("beta", beta), delta=delta),
+        estimator,
+        event_floor,
+        draw_radius,
+    )
     require_positive_int("pilot", pilot, minimum=2)
     sampler, names, truths, gen = _setup(estimator, problem, theta, quantity, steps, seed, influence)
     t0 = time.perf_counter()
@@ -308,6 +352,7 @@ def plan_unbiased(
     draws = list(out) if isinstance(out, (list, tuple)) else [out]
     J = len(truths)
     rows: list[tuple[str, int | None, float]] = []
+    caveats: list[str] = []
     for name, x, g in zip(names, draws, truths, strict=True):
         gnorm = float(torch.linalg.vector_norm(g))
         overflow = bool(torch.isinf(x).any()) and not bool(torch.isnan(x).any())  # NaN: an error, named below
@@ -317,10 +362,13 @@ def plan_unbiased(
             rows.append((name, None, math.inf))
             continue
         a, b, miss = opts.alpha / J, opts.beta / J, opts.miss_rate / J
-        plan = plan_from_pilot(mom, gnorm, delta=opts.delta, alpha=a, beta=b, miss=miss, min_samples=opts.min_samples)
+        plan = plan_quantity(mom, g.to(torch.float64), gnorm, opts, a, b, miss, opts.min_samples)
         rows.append((name, plan.samples, plan.trace / gnorm**2))
+        if plan.caveat:
+            caveats.append(f"{name}: {plan.caveat}")
     sizes = [s for _, s, _ in rows]
     samples = None if any(s is None for s in sizes) else max(s for s in sizes if s is not None)
     return UnbiasednessPlan(
-        samples, None if samples is None else samples * spd, spd, pilot, opts.delta, opts.alpha, opts.beta, tuple(rows)
-    )
+        samples, None if samples is None else samples * spd, spd, pilot, opts.delta, opts.alpha, opts.beta, tuple(rows),
+        tuple(caveats),
+    )  # fmt: skip

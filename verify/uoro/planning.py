@@ -22,7 +22,7 @@ from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.stats import TestOptions
 from verify.stats.unbiased import pilot_plan
 from verify.uoro.cases import Case
-from verify.uoro.unbiased import family_sampler
+from verify.uoro.unbiased import declared_options, family_sampler
 
 __all__ = ["PROBE", "Pilot", "draws_pilot", "sequential_calls", "speed", "timed_pilot", "unbiased_pilot"]
 
@@ -146,6 +146,7 @@ def unbiased_pilot(
     uncertainty). None planned (the moments overflow float64) counts the pilot's draws only.
     """
     sampler, refs, _ = family_sampler(est, case, steps, influence_steps)
+    opts = declared_options(opts, est)  # the check's declaration (its plan is the check's own)
     t_start = time.perf_counter()
 
     def planned(m: int, g: torch.Generator) -> object:  # draws and folds them into moments, as the test does

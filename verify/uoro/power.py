@@ -12,6 +12,7 @@ and ``good_relative_bias`` is None (not known).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import torch
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.fused import sampler_for
+from verify.estimators.uoro import event_floor_of
 from verify.stats import TestOptions, sequential_test
 from verify.uoro.cases import Case, truths
 
@@ -75,9 +77,12 @@ def power_curve(
             pick = torch.rand(m, 1, generator=rng, dtype=torch.float64) < lam
             return torch.where(pick, b, a)
 
+        # declared: the mixture's pick is an event of probability lam (or 1 - lam), each draw UORO's own law
+        floor = min(event_floor_of(good), event_floor_of(bad), *(f for f in (lam, 1.0 - lam) if f > 0))
         res = sequential_test(
-            sampler, g, options=opts, generator=gen, max_samples=budget, first=100, growth=1.5, names=["dL/dtheta"]
-        )
+            sampler, g, options=dataclasses.replace(opts, event_floor=floor), generator=gen, max_samples=budget,
+            first=100, growth=1.5, names=["dL/dtheta"],
+        )  # fmt: skip
         mix = lam * (exact_bad - g) + (0.0 if b_good is None else (1 - lam) * b_good)
         rows.append(
             {

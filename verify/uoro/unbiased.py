@@ -8,18 +8,29 @@ of s̃_t ⊗ θ̃_t on one problem, drawn by the fused sampler where it covers t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import torch
 
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.fused import sampler_for
+from verify.estimators.uoro import event_floor_of
 from verify.stats import TestOptions, UnbiasednessResult, sequential_test
 from verify.stats.unbiased import Sampler
 from verify.uoro.cases import Case, truths
 from verify.verdict import Verdict
 
-__all__ = ["BETA", "DELTA", "claim_options", "family_sampler", "unbiased_family", "unbiased_runs"]
+__all__ = [
+    "BETA",
+    "DELTA",
+    "claim_options",
+    "declared_options",
+    "event_floor_of",
+    "family_sampler",
+    "unbiased_family",
+    "unbiased_runs",
+]
 
 #: miss probability of a bias certificate, and the bias (relative to ‖g‖) it certifies against
 BETA = 1e-3
@@ -29,6 +40,11 @@ DELTA = 0.02
 def claim_options(alpha: float, beta: float = BETA, delta: float = DELTA, *, split: int = 1) -> TestOptions:
     """The error rates (α, β, δ) of a claim, α and β split over ``split`` tests (Bonferroni)."""
     return TestOptions(alpha=alpha / split, beta=beta / split, delta=delta)
+
+
+def declared_options(opts: TestOptions, est: object) -> TestOptions:
+    """``opts`` with the claim's declaration for ``est`` (:func:`event_floor_of`) unless ``opts`` states one."""
+    return opts if opts.event_floor is not None else dataclasses.replace(opts, event_floor=event_floor_of(est))
 
 
 def family_sampler(
@@ -77,7 +93,7 @@ def unbiased_family(
     return sequential_test(
         sampler,
         refs,
-        options=opts,
+        options=declared_options(opts, est),
         generator=gen,
         max_samples=max_samples,
         first=first,
