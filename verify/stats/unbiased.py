@@ -636,26 +636,6 @@ class _Geometry:
             r = int((~self.det).sum())
         return min(r, max(n - 1, 0))
 
-    def hotelling_direction(self, mean: torch.Tensor) -> torch.Tensor:
-        """S⁺Ȳ on the resolved block (diagonal mode: Ȳ_k/S_kk on the noisy coordinates): where T² looks."""
-        w = torch.zeros_like(mean)
-        if self.lam.numel():
-            res = self.resolved
-            w[self.idx] = self.vec[:, res] @ (self.z[res] / (self.lam[res] + self.floor))
-        else:
-            noisy = ~self.det
-            w[noisy] = mean[noisy] / self.var[noisy].clamp(min=1e-300)
-        return w
-
-    def top_direction(self, p: int) -> torch.Tensor:
-        """The eigenvector of the largest eigenvalue (diagonal mode: the noisiest coordinate)."""
-        v = torch.zeros(p, dtype=torch.float64)
-        if self.lam.numel():
-            v[self.idx] = self.vec[:, int(torch.argmax(self.lam))]
-        elif p:
-            v[int(torch.argmax(self.var))] = 1.0
-        return v
-
 
 _NO_IDX = torch.zeros(0, dtype=torch.long)
 _NO_VEC = torch.zeros(0, 0, dtype=torch.float64)
@@ -764,7 +744,7 @@ class _Shape(NamedTuple):
     t_fail: float  # radius: unseen mass at the FAIL side's share
     t_pass: float  # radius: unseen mass at beta/2
     tail: str  # heavy-tail premise failed: why ("" holds)
-    gamma_dirs: torch.Tensor  # (K,) sample skewness along u_1..u_K
+    gamma_dirs: Callable[[], torch.Tensor]  # (K,) sample skewness along u_1..u_K (computed on demand)
     gamma_max: Callable[[], float]  # the largest sample skewness over whitened directions (computed on demand)
     gamma_ball: Callable[[], float]  # the variance-weighted skewness of the noisiest directions (on demand)
     rank: int  # the dimension of the noisy part (Bonferroni over its whitened directions)
@@ -778,7 +758,8 @@ class _Shape(NamedTuple):
 
     def direction(self, k: int, n: int, level: float) -> str:
         """The premise of the Gaussian test along u_k at one-sided ``level``: no heavy tail, skew allowed."""
-        g = float(self.gamma_dirs[k]) if k < self.gamma_dirs.numel() else 0.0
+        gd = self.gamma_dirs()
+        g = float(gd[k]) if k < gd.numel() else 0.0
         return self.tail or _skew_note(g, n, level, f"direction-{k}")
 
     def ball(self, n: int, beta: float) -> str:
@@ -836,12 +817,13 @@ def _shape(acc: _Acc, geo: _Geometry, opts: TestOptions, alpha: float, beta: flo
                 f"probability up to {t_pass:.2g} could carry any bias there, so they are neither certified nor "
                 "evidence of bias (declare the estimator's event_floor or draw_radius, or draw more)"
             )
-    gdirs = skewness_along(acc.res, acc.dirs)
-    w, starts, sd = _whitened(acc, geo)
-    search = functools.lru_cache(maxsize=1)(lambda: max_skewness(w, starts))
-    ball = functools.lru_cache(maxsize=1)(lambda: weighted_skewness(w, sd))
+    # the shape statistics only matter where a test would reject or a PASS is in reach: computed on demand, once
+    gdirs = functools.lru_cache(maxsize=1)(lambda: skewness_along(acc.res, acc.dirs))
+    white = functools.lru_cache(maxsize=1)(lambda: _whitened(acc, geo))
+    search = functools.lru_cache(maxsize=1)(lambda: max_skewness(white()[0], white()[1]))
+    ball = functools.lru_cache(maxsize=1)(lambda: weighted_skewness(white()[0], white()[2]))
     return _Shape(
-        flat, note, t_fail, t_pass, _tail_premise(m, opts), gdirs, search, ball, int(w.shape[1]),
+        flat, note, t_fail, t_pass, _tail_premise(m, opts), gdirs, search, ball, _noisy_rank(geo),
         _flat_mean(m.mean, geo),
     )  # fmt: skip
 
@@ -849,6 +831,11 @@ def _shape(acc: _Acc, geo: _Geometry, opts: TestOptions, alpha: float, beta: flo
 def _flat_what(k_c: int, k_d: int) -> str:
     """'3 coordinate(s) and 2 direction(s)': the flat part in words."""
     return " and ".join(x for x in (f"{k_c} coordinate(s)" if k_c else "", f"{k_d} direction(s)" if k_d else "") if x)
+
+
+def _noisy_rank(geo: _Geometry) -> int:
+    """The dimension of the noisy part the whitened subsample has (resolved directions; diagonal: noisy coordinates)."""
+    return int(geo.resolved.sum()) if geo.lam.numel() else int((~geo.det).sum())
 
 
 def _whitened(acc: _Acc, geo: _Geometry) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
