@@ -71,7 +71,6 @@ prints it as JSON. Exit 0, or 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import datetime as _dt
 import json
@@ -82,13 +81,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from types import FrameType
 from typing import Any, TextIO
 
 from theory.catalog import GATE_ALPHA, Claim, all_claims, gate_budget
+from verify import stop
 from verify._validate import MAX_SEED, validate_seed
 from verify.checks import device as device_checks
 from verify.checks import uses
@@ -122,6 +121,7 @@ from verify.run.plan import plan_claims, plan_document, plan_table
 from verify.run.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
 from verify.run.sweep.driver import CellOutcome, SweepPlan, SweepRun, failed_cells_text
 from verify.run.sweep.executors import Executor, available_cpus, dask_available, parse_executor, stop_processes
+from verify.stop import Stop
 from verify.verdict import CheckResult, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -139,57 +139,16 @@ _EPILOG = (
 )
 
 
-class Terminated(BaseException):
-    """Raised in the main thread by SIGTERM or SIGHUP: stop like Ctrl-C, exit 128 + the signal number."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
-
-_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
-
-
-@contextlib.contextmanager
-def _stop_signals() -> Iterator[None]:
-    """SIGTERM/SIGHUP raise :class:`Terminated` for the duration (main thread only; the old handlers come back).
-
-    A second signal while the first is being handled (stopping workers, removing
-    temporary files) is ignored, so the cleanup finishes; SIGKILL still works.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    fired: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if fired:
-            return
-        fired.append(signum)
-        raise Terminated(signum)
-
-    old = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
-    for sig in _STOP_SIGNALS:
-        signal.signal(sig, handler)
-    try:
-        yield
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
+#: what stops a run: a signal delivered to rnn-verify (:class:`verify.stop.Stop`), or a KeyboardInterrupt that
+#: reached the toolkit's own code (code under test never lets one through: :func:`verify.stop.reraise_if_stopped`)
+_STOPS = (KeyboardInterrupt, Stop)
 
 
 def _stopped(exc: BaseException) -> tuple[str, int]:
-    """What to say, and the exit code, for Ctrl-C or a stop signal."""
-    if isinstance(exc, Terminated):
-        return f"terminated by {exc.name}", exc.exit_code
+    """What to say, and the exit code, for Ctrl-C or a stop signal; from now on further signals are ignored."""
+    stop.stopping()
+    if isinstance(exc, Stop):
+        return exc.what, exc.exit_code
     return "interrupted", EXIT_INTERRUPTED
 
 
@@ -512,7 +471,8 @@ class _BackgroundPNGs:
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_renderer_init
         )
         self.futures: dict[str, Future[bytes]] = {}
-        self.pool.submit(_warm_up)  # start the process (imports) while the first check runs
+        with stop.blocked_interrupts():  # a Ctrl-C while it starts is this process's, never its traceback
+            self.pool.submit(_warm_up)  # start the process (imports) while the first check runs
 
     def submit(self, jobs: dict[str, dict[str, object]]) -> None:
         for key, fig in jobs.items():
@@ -586,7 +546,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         results = run_claims(claims, config, on_event, workers=workers, skip=skip, executor=executor)
     except BaseException as exc:
         _stop_run(progress, executor, pngs)
-        if not isinstance(exc, (KeyboardInterrupt, Terminated)):
+        if not isinstance(exc, _STOPS):
             raise
         return _run_stopped(exc, out, workers, pngs)
     progress.close()
@@ -851,7 +811,7 @@ def _write_run_outputs(
                 write_file_atomic(junit, render_junit(doc, fail_on))
             if json_file is not None:
                 write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
-    except (KeyboardInterrupt, Terminated) as exc:
+    except _STOPS as exc:
         what, code = _stopped(exc)
         print(
             f"\nrnn-verify: {what} while writing; the report folder holds the previous report or the complete "
@@ -933,7 +893,7 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         run = run_plan(plan, executor, cache, progress, on_start=on_start)
     except BaseException as exc:
         executor.close()
-        if not isinstance(exc, (KeyboardInterrupt, Terminated)):
+        if not isinstance(exc, _STOPS):
             raise
         what, code = _stopped(exc)
         kept = "finished cells are cached and a rerun resumes" if cache is not None else "--no-cache: nothing kept"
@@ -1130,10 +1090,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     SIGTERM and SIGHUP are handled like Ctrl-C while it runs (exit 143 / 129).
     """
-    with _stop_signals():
+    with stop.handling():
         try:
             return _main(argv)
-        except (KeyboardInterrupt, Terminated) as exc:
+        except _STOPS as exc:
             what, code = _stopped(exc)
             print(f"\nrnn-verify: {what}", file=sys.stderr)
             return code

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -238,8 +241,10 @@ def test_interrupt_leaves_previous_report_intact(
     assert main(["run", "--claims", "reference.adjoint", "--out", str(out), "-q"]) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
 
-    def interrupted(config: RunConfig) -> CheckResult:
-        raise KeyboardInterrupt
+    def interrupted(config: RunConfig) -> CheckResult:  # Ctrl-C delivered to rnn-verify while the check runs
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        raise AssertionError("not interrupted")
 
     fake_checks({"reference.adjoint": interrupted})
     assert main(["run", "--claims", "reference.adjoint", "--out", str(out), "-q"]) == 130

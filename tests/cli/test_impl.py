@@ -165,7 +165,7 @@ def test_sys_exit_inside_a_claim_is_a_fail_not_the_exit_status(
         "calls = []\n"
         "def adjoint(problem, theta, per_step=False):\n"
         "    calls.append(1)\n"
-        "    if len(calls) > 1:  # the load probe passes; the claim's first problem exits\n"
+        "    if len(calls) > 2:  # the load probe (per_step False, True) passes; the claim's first problem exits\n"
         "        sys.exit(0)\n"
         "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
     )
@@ -181,7 +181,7 @@ _PROBE_ONLY = (
     "calls = []\n"
     "def adjoint(problem, theta, per_step=False):\n"
     "    calls.append(1)\n"
-    "    if len(calls) > 1:  # the load probe passes; every problem of the claim is 'not supported'\n"
+    "    if len(calls) > 2:  # the load probe (per_step False, True) passes; every problem of the claim is 'not supported'\n"
     "        raise NotApplicable('adjoint', 'this adjoint supports the probe problem only')\n"
     "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
 )
@@ -218,7 +218,7 @@ def test_an_error_in_the_users_code_is_shown_whole(tmp_path: Path, capsys: pytes
         "calls = []\n"
         "def adjoint(problem, theta, per_step=False):\n"
         "    calls.append(1)\n"
-        "    assert len(calls) < 2  # the load probe passes; the claim's first problem trips it\n"
+        "    assert len(calls) < 3  # the load probe (per_step False, True) passes; the claim's first problem trips it\n"
         "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
     )
     out = tmp_path / "r.json"
@@ -227,7 +227,7 @@ def test_an_error_in_the_users_code_is_shown_whole(tmp_path: Path, capsys: pytes
     (rec,) = json.loads(out.read_text())["claims"]
     assert rec["verdict"] == "FAIL"
     assert f"AssertionError: (no message) [raised at {f}:5 in adjoint]" in rec["summary"]
-    assert str(f) in rec["reason"] and "assert len(calls) < 2" in rec["reason"]
+    assert str(f) in rec["reason"] and "assert len(calls) < 3" in rec["reason"]
 
 
 def test_a_factory_forwarding_kwargs_it_cannot_take_is_not_applicable() -> None:

@@ -41,6 +41,7 @@ from typing import Any
 
 import torch
 
+from verify import stop
 from verify.errors import ImplementationError, InvalidArgument, NotApplicable, VerifyError
 from verify.estimators.noise import check_leak, factors, has_noise_hook
 from verify.estimators.online import ContractViolation, check_contract
@@ -118,11 +119,11 @@ def _import_file(path: Path, err: Any) -> ModuleType:
     sys.modules[modname] = module  # dataclasses and pickling look the module up by name
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:
+    except BaseException as exc:  # whatever the module raised is its error; a signal to rnn-verify is a stop
         del sys.modules[modname]
-        if isinstance(exc, KeyboardInterrupt):  # a Ctrl-C of the user: the run is interrupted (exit 130)
-            raise
+        stop.reraise_if_stopped(exc)
         raise err(f"executing {str(path)!r} raised {_describe(exc)}") from None
+    stop.raise_pending()  # a stop the module swallowed
     return module
 
 
@@ -130,6 +131,8 @@ def _describe(exc: BaseException) -> str:
     """An exception of user code in words; ``SystemExit`` says that the code tried to end the process."""
     if isinstance(exc, SystemExit):
         return f"SystemExit({exc.code!r}): the code called sys.exit() (it must not decide rnn-verify's exit status)"
+    if isinstance(exc, KeyboardInterrupt | stop.Stop):
+        return f"{type(exc).__name__}: raised by the code itself, no signal was delivered to rnn-verify"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -155,8 +158,10 @@ def load_object(target: str, spec: str, option: str = "--impl", root: str | None
             module = importlib.import_module(where)
         except ModuleNotFoundError as exc:
             raise err(f"no module named {exc.name or where!r} (is it installed, or on PYTHONPATH?)") from None
-        except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error, never our exit status
+        except BaseException as exc:  # sys.exit() in user code is its error, never our exit status
+            stop.reraise_if_stopped(exc)
             raise err(f"importing {where!r} raised {_describe(exc)}") from None
+        stop.raise_pending()
         modname = where
     obj: Any = module
     for part in attr.split("."):
@@ -214,7 +219,7 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
 
     Estimator factories are built (``k = 2`` for truncations) and put through the
     online-estimator contract (:func:`~verify.estimators.online.check_contract`);
-    ``reference.adjoint`` must return a gradient of shape (p,). Other parts are
+    ``reference.adjoint`` must take ``per_step`` and return shapes (p,) and (T, p). Other parts are
     checked by their signature only (:func:`verify.impl.coerce_part`).
     """
     src = impls.source(target)
@@ -231,7 +236,8 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
             est = build(part, target, *args, **kwargs)
         except NotApplicable as exc:
             raise err(f"cannot build an estimator: {exc.reason}") from None
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:  # sys.exit(), KeyboardInterrupt ... of the code: its error (a signal: a stop)
+            stop.reraise_if_stopped(exc)
             raise err(f"building the estimator raised {_describe(exc)}") from None
         try:
             check_contract(est, P, th, samples=2, steps=3)
@@ -241,16 +247,40 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
             raise err(f"violates the online-estimator contract: {exc}") from None
         except VerifyError as exc:
             raise err(f"on a small elman-tanh problem: {exc}") from None
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
+            stop.reraise_if_stopped(exc)
             raise err(f"on a small elman-tanh problem it raised {_describe(exc)}") from None
     elif target == "reference.adjoint":
+        _probe_adjoint(part, P, th, err)
+    stop.raise_pending()  # a stop that the code under test swallowed
+
+
+#: what the claims call ``reference.adjoint`` with, in the user's terms
+_ADJOINT_NEEDS = (
+    "the claim reference.adjoint calls adjoint(problem, theta, per_step=True) and compares the per-step "
+    "gradients too: per_step=False (the default) returns dL/dtheta, shape (p,); per_step=True returns the T "
+    "per-step gradients dl_t/dtheta, shape (T, p), row t-1 for step t (their sum is dL/dtheta)"
+)
+
+
+def _probe_adjoint(part: Any, P: Any, th: torch.Tensor, err: Any) -> None:
+    """``reference.adjoint`` on a small problem: ``(p,)`` without ``per_step``, ``(T, p)`` with ``per_step=True``."""
+    try:
+        inspect.signature(part).bind(P, th, per_step=True)
+    except TypeError:
+        raise err(f"adjoint(problem, theta) takes no argument per_step; {_ADJOINT_NEEDS}") from None
+    except ValueError:  # no signature to inspect: the calls tell
+        pass
+    for per_step, want, shown in ((False, (P.p,), f"(p,) = ({P.p},)"), (True, (P.T, P.p), f"(T, p) = {(P.T, P.p)}")):
+        call = f"adjoint(problem, theta{', per_step=True' if per_step else ''})"
         try:
-            g = part(P, th)
-        except (Exception, SystemExit) as exc:
-            raise err(f"adjoint(problem, theta) raised {_describe(exc)}") from None
-        if not isinstance(g, torch.Tensor) or tuple(g.shape) != (P.p,):
-            shape = tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__
-            raise err(f"adjoint(problem, theta) returned {shape}, expected a tensor of shape (p,) = ({P.p},)")
+            g = part(P, th, per_step=True) if per_step else part(P, th)
+        except BaseException as exc:
+            stop.reraise_if_stopped(exc)
+            raise err(f"{call} raised {_describe(exc)}") from None
+        if not isinstance(g, torch.Tensor) or tuple(g.shape) != want:
+            got = tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__
+            raise err(f"{call} returned {got}, expected a tensor of shape {shown}; {_ADJOINT_NEEDS}")
 
 
 def load_implementations(

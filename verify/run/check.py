@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from theory.catalog import Claim, all_claims
+from verify import stop
 from verify.checks import registry, uses
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated, ContractViolation, ImplementationError, InvalidArgument, NotApplicable
@@ -115,7 +116,8 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )
-    except (Exception, SystemExit) as exc:  # a crashing check is a failing check; so is sys.exit() in user code
+    except BaseException as exc:  # a crashing check is a failing check; so is sys.exit() in user code
+        stop.reraise_if_stopped(exc)  # only a signal delivered to rnn-verify stops the run
         summary = (  # the toolkit's validation caught the implementation: its FAIL, worded so, not a crash
             f"the implementation under test broke its contract: {exc}"
             if isinstance(exc, ContractViolation)
@@ -129,6 +131,7 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )
+    stop.raise_pending()  # a stop that the code under test swallowed
     if result.claim_id != claim.id:
         return CheckResult(
             claim.id,
@@ -154,6 +157,11 @@ def describe_exception(exc: BaseException) -> str:
         return (
             f"SystemExit({exc.code!r}): code under test called sys.exit(); a check's exit is a FAIL, never the "
             "run's exit status"
+        )
+    if isinstance(exc, KeyboardInterrupt | stop.Stop):
+        return (
+            f"{type(exc).__name__}: raised by the code itself, no signal was delivered to rnn-verify (a FAIL of the "
+            "check, never an interruption of the run)"
         )
     message = str(exc) or "(no message)"
     frames = traceback.extract_tb(exc.__traceback__)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from theory.catalog import Claim
+from verify import stop
 from verify.checks import ClaimPlan, planners, uses
 from verify.config import RunConfig
 from verify.errors import NotApplicable
@@ -96,7 +97,8 @@ def plan_claims(
                 out.append(fn(config, budget_s))
             except NotApplicable as exc:
                 out.append(ClaimPlan(claim.id, 0.0, f"SKIPPED: not applicable: {exc}", measured=True))
-            except Exception as exc:  # the pilot broke: say so; the check itself will decide
+            except BaseException as exc:  # the pilot broke: say so; the check itself will decide
+                stop.reraise_if_stopped(exc)  # only a signal delivered to rnn-verify stops the plan
                 why = f"; the pilot raised {describe_exception(exc)} (the run would FAIL or SKIP it)"
                 plan = _recorded(claim, config, why)
                 out.append(ClaimPlan(claim.id, plan.seconds, plan.basis, pilot_seconds=time.perf_counter() - t0))

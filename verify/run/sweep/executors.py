@@ -40,6 +40,7 @@ from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from verify import stop
 from verify.errors import InvalidArgument
 from verify.run.sweep.cells import SweepCell, execute_cell
 
@@ -126,9 +127,7 @@ class SerialExecutor(Executor):
 
 
 def _init_process_worker() -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and stops the workers
+    stop.worker_process()  # the driver handles Ctrl-C and stops the workers; a KeyboardInterrupt here is user code's
 
 
 class ProcessExecutor(Executor):
@@ -165,9 +164,10 @@ class ProcessExecutor(Executor):
             while pending or running:
                 if self._pool is None:
                     self._pool = self._new_pool()
-                while pending and len(running) < self.workers:  # in flight == running: a break blames only these
-                    cell = pending.popleft()
-                    running[self._pool.submit(execute_cell, cell.task, cell.params, self.threads)] = cell
+                with stop.blocked_interrupts():  # a worker started now inherits SIGINT blocked: no traceback of it
+                    while pending and len(running) < self.workers:  # in flight == running: a break blames only these
+                        cell = pending.popleft()
+                        running[self._pool.submit(execute_cell, cell.task, cell.params, self.threads)] = cell
                 done, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 broken = False
                 for fut in done:

@@ -1,0 +1,153 @@
+"""A stop of the *process* (a signal delivered to rnn-verify) told apart from what the code under test raises.
+
+Code under test (an ``--impl`` module, at import, at the load check or inside a claim) may raise anything:
+``SystemExit`` from ``sys.exit()``, ``KeyboardInterrupt``, any ``BaseException``. That is *its* error -- exit
+2 at load naming the module, FAIL of the claim inside a claim -- and never the process's exit status. A
+real SIGINT/SIGTERM/SIGHUP delivered to rnn-verify is a stop of the run: exit 128 + the signal number.
+
+While :func:`handling` is active (the CLI's ``main``), the three signals raise :class:`Stop`, the toolkit's
+own exception, and the signal is *recorded*. The places that run code under test catch every
+``BaseException`` and ask :func:`reraise_if_stopped` whether it was a genuine stop: only the record decides,
+so a user's ``raise KeyboardInterrupt`` (or even ``raise Stop(15)``) is the user's error, and a
+``Stop`` that the user's ``except BaseException`` swallowed is raised again when that code returns
+(:func:`raise_pending`) -- or by the next signal, which raises again until the toolkit has begun to stop
+(:func:`stopping`; from then on further signals are ignored so the cleanup finishes; SIGKILL still works).
+
+A worker process (:func:`worker_process`) ignores SIGINT (the run's process stops it), so a
+``KeyboardInterrupt`` there is always the code under test's. Where no handler is installed (the library
+used from Python, the pytest plugin) a ``KeyboardInterrupt`` cannot be told apart and is left to propagate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+__all__ = [
+    "STOP_SIGNALS",
+    "Stop",
+    "blocked_interrupts",
+    "handling",
+    "pending",
+    "raise_pending",
+    "reraise_if_stopped",
+    "stopping",
+    "worker_process",
+]
+
+#: the signals that stop a run: Ctrl-C, ``kill``, a closed terminal (where the platform has them)
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+class Stop(BaseException):
+    """Raised in the main thread by a signal delivered to rnn-verify: stop the run, exit 128 + the signal number.
+
+    A ``BaseException`` so that ``except Exception`` (the user's or the toolkit's) does not swallow it; only
+    the record of :func:`handling` makes one genuine (see the module docstring).
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def what(self) -> str:
+        """``interrupted`` (SIGINT) or ``terminated by SIGTERM`` / ``SIGHUP``."""
+        return "interrupted" if self.signum == signal.SIGINT else f"terminated by {self.name}"
+
+
+class _State:
+    mode: str | None = None  #: "main" while :func:`handling` is active, "worker" in a worker process
+    fired: list[int] = []  # noqa: RUF012 -- one process-wide record
+    stopping: bool = False
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    if _State.fired and _State.stopping:  # the toolkit is stopping: let the cleanup finish
+        return
+    if not _State.fired:
+        _State.fired.append(signum)
+    raise Stop(_State.fired[0])
+
+
+@contextlib.contextmanager
+def handling() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP raise :class:`Stop` for the duration (main thread only; old handlers restored)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    before = (_State.mode, list(_State.fired), _State.stopping)
+    _State.mode, _State.fired, _State.stopping = "main", [], False
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _handler)
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+        _State.mode, _State.fired, _State.stopping = before[0], before[1], before[2]
+
+
+def worker_process() -> None:
+    """In a worker process: SIGINT is ignored (the run's process stops the workers); any KeyboardInterrupt
+    raised here is the code under test's."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _State.mode = "worker"
+
+
+def stopping() -> None:
+    """The toolkit has caught the stop and is cleaning up: further signals are ignored until it exits."""
+    _State.stopping = True
+
+
+def pending() -> Stop | None:
+    """The stop a signal asked for in this process (None: none was delivered)."""
+    return Stop(_State.fired[0]) if _State.fired else None
+
+
+def raise_pending() -> None:
+    """Raise :class:`Stop` if a signal was delivered (after code under test that may have swallowed it)."""
+    stop = pending()
+    if stop is not None:
+        raise stop
+
+
+def reraise_if_stopped(exc: BaseException) -> None:
+    """In an ``except BaseException`` around code under test: re-raise when the process was told to stop.
+
+    Returns (the caller reports ``exc`` as the code's own error) when ``exc`` is what the code raised:
+    ``SystemExit``, ``KeyboardInterrupt`` or a ``Stop`` that no signal caused. Where no handler is
+    installed (library use) a ``KeyboardInterrupt`` cannot be told apart from Ctrl-C and is re-raised.
+    """
+    stop = pending()
+    if stop is not None:
+        raise exc if isinstance(exc, Stop) else stop
+    if _State.mode is None and isinstance(exc, KeyboardInterrupt):
+        raise exc
+
+
+@contextlib.contextmanager
+def blocked_interrupts() -> Iterator[None]:
+    """SIGINT held back while processes are started: a child inherits the blocked mask, so a Ctrl-C at the
+    terminal during its start-up (before it ignores SIGINT) does not print its traceback; this process gets
+    the signal when the block ends."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
