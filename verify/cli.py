@@ -16,14 +16,11 @@ Commands::
     rnn-verify golden  [--out FILE.npz] [--seed N] [--k K ...]
     rnn-verify golden  --check FILE.npz|FILE.json
 
-Exit codes: 0 every selected claim PASSed (SKIPPED allowed, and listed); 1 a claim
-FAILed (or was INCONCLUSIVE under ``--fail-on inconclusive``), or ``golden
---check`` found a quantity that does not verify; 2 usage or input error (unknown
-claim, ``--seed`` outside [0, MAX_SEED], an output folder that is not rnn-verify's,
-unwritable output, a malformed or mismatched input file -- the message names the
-file and the field --, ``--device cuda --strict-device`` without CUDA); 130
-interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP): the
-previous report is left as it was, worker and figure processes are stopped.
+Exit codes, per command: :mod:`verify.exit_codes` (printed by every ``--help``). 0 only when every
+selected claim ran and none FAILed; 1 a FAIL (``report``: the saved run has one); 2 usage or input error,
+or an ``--impl`` that does not load (whatever it raises, ``sys.exit()`` included); 130/143/129 a signal
+delivered to rnn-verify (the previous report is left as it was, worker and figure processes are stopped).
+Code under test never sets the exit status (:mod:`verify.stop`).
 
 ``run`` writes a report folder (default ``reports/runs/<timestamp>-<profile>``):
 ``results.json``, ``report.md``, ``report.html``, ``junit.xml``, ``figures/`` and
@@ -87,12 +84,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from theory.catalog import GATE_ALPHA, Claim, all_claims, gate_budget
-from verify import stop
+from verify import exit_codes, stop
 from verify._validate import MAX_SEED, validate_seed
 from verify.checks import device as device_checks
 from verify.checks import uses
 from verify.config import PROFILES, RunConfig
 from verify.errors import InvalidArgument, VerifyError
+from verify.exit_codes import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from verify.files import tool_version, write_file_atomic
 from verify.hardware import NO_CUDA_REASON, resolve_device
 from verify.impl import Implementations
@@ -124,19 +122,27 @@ from verify.run.sweep.executors import Executor, available_cpus, dask_available,
 from verify.stop import Stop
 from verify.verdict import CheckResult, Verdict
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_TERMINATED, EXIT_HANGUP = 128 + 15, 128 + 1  # SIGTERM, SIGHUP: the shell's 128 + signal number
 _BACKGROUND_PNG_MIN_CLAIMS = 6
 #: seconds between two progress lines when stderr is not a terminal (CI logs)
 PROGRESS_INTERVAL_S = 10.0
 DEFAULT_RUNS = Path("reports") / "runs"
 
-_EPILOG = (
-    "exit codes: 0 all PASS (SKIPPED allowed), 1 a FAIL (or INCONCLUSIVE with --fail-on "
-    "inconclusive; or golden --check found a mismatch), 2 usage or input error (bad argument, "
-    "malformed input file, output folder not rnn-verify's), 130 interrupted, 143 SIGTERM, 129 SIGHUP. "
-    "Report folders carry a .rnn-verify-report marker; rnn-verify replaces only the files it lists."
-)
+_MARKER_NOTE = "Report folders carry a .rnn-verify-report marker; rnn-verify replaces only the files it lists."
+
+
+def _epilog(command: str | None = None) -> str:
+    """A ``--help`` epilog: the exit codes of ``command`` (all commands at the top level), from
+    :mod:`verify.exit_codes`."""
+    return (exit_codes.overview() if command is None else exit_codes.epilog(command)) + "\n\n" + _MARKER_NOTE
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Descriptions wrapped as usual; an epilog's lines (the exit-code tables) kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 #: what stops a run: a signal delivered to rnn-verify (:class:`verify.stop.Stop`), or a KeyboardInterrupt that
@@ -156,7 +162,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rnn-verify",
         description="Check online recurrent learning algorithms against exact references and the papers' claims.",
-        epilog=_EPILOG,
+        epilog=_epilog(),
+        formatter_class=_HelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="{list,run,sweep,report,golden}")
@@ -170,7 +177,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_list_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``rnn-verify list``: the claim catalog."""
-    ls = sub.add_parser("list", help="list the claim catalog", description="List the claim catalog.", epilog=_EPILOG)
+    ls = sub.add_parser(
+        "list",
+        help="list the claim catalog",
+        description="List the claim catalog.",
+        epilog=_epilog("list"),
+        formatter_class=_HelpFormatter,
+    )
     ls.add_argument("--profile", choices=PROFILES, help="only claims that run in this profile")
     ls.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (e.g. 'uoro.*')")
     fmt = ls.add_mutually_exclusive_group()
@@ -184,7 +197,8 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "run",
         help="run claims and write a report",
         description="Run claims of the catalog, print one verdict per claim and write a report folder.",
-        epilog=_EPILOG,
+        epilog=_epilog("run"),
+        formatter_class=_HelpFormatter,
     )
     run.add_argument(
         "--profile", choices=PROFILES, default="ci", help="ci: the quick CI gate (default); full: larger sizes"
@@ -267,7 +281,8 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "existing Dask scheduler with --executor dask=ADDRESS, or a process pool); every finished cell is cached by "
         "content (claim, configuration, seed, code version), so an interrupted sweep resumes and a rerun computes "
         "nothing it has; the merged results go to one results.json and report.",
-        epilog=_EPILOG,
+        epilog=_epilog("sweep"),
+        formatter_class=_HelpFormatter,
     )
     sw.add_argument("name", nargs="?", metavar="NAME", help="the sweep (see --list)")
     sw.add_argument("--list", action="store_true", help="list the sweeps and exit")
@@ -302,7 +317,8 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "report",
         help="re-render a report from a saved results.json",
         description="Re-render report.md, report.html, junit.xml and figures from a saved run, without recomputing.",
-        epilog=_EPILOG,
+        epilog=_epilog("report"),
+        formatter_class=_HelpFormatter,
     )
     rep.add_argument("results", metavar="RESULTS", help="a results.json or a report folder holding one")
     rep.add_argument(
@@ -311,7 +327,12 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         help="report folder (default: the folder of RESULTS, if it is an rnn-verify report folder)",
     )
     rep.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
-    rep.add_argument("--fail-on", choices=("fail", "inconclusive"), default=None, help="JUnit: INCONCLUSIVE as failure")
+    rep.add_argument(
+        "--fail-on",
+        choices=("fail", "inconclusive"),
+        default=None,
+        help="INCONCLUSIVE as failure (JUnit and exit code); default: as the saved run had it",
+    )
 
 
 def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -321,7 +342,8 @@ def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         help="export or check portable golden vectors",
         description="Export golden vectors (.npz + JSON header) with exact float64 reference quantities, "
         "or re-verify a golden file with --check.",
-        epilog=_EPILOG,
+        epilog=_epilog("golden"),
+        formatter_class=_HelpFormatter,
     )
     gold.add_argument(
         "--check",
@@ -1070,7 +1092,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
         f"{s.INCONCLUSIVE} INCONCLUSIVE, {s.SKIPPED} SKIPPED) into {out}"
     )
     _note_foreign(out, foreign_entries(out))
-    return EXIT_OK
+    # the code `run` gave these verdicts (verify.exit_codes): a CI step that re-renders a failed run stays red
+    counts = {Verdict.FAIL: s.FAIL, Verdict.INCONCLUSIVE: s.INCONCLUSIVE}
+    return _exit_code(counts, fail_on)
 
 
 # -------------------------------------------------------------------- golden

@@ -10,8 +10,9 @@ own exception, and the signal is *recorded*. The places that run code under test
 ``BaseException`` and ask :func:`reraise_if_stopped` whether it was a genuine stop: only the record decides,
 so a user's ``raise KeyboardInterrupt`` (or even ``raise Stop(15)``) is the user's error, and a
 ``Stop`` that the user's ``except BaseException`` swallowed is raised again when that code returns
-(:func:`raise_pending`) -- or by the next signal, which raises again until the toolkit has begun to stop
-(:func:`stopping`; from then on further signals are ignored so the cleanup finishes; SIGKILL still works).
+(:func:`raise_pending`) and, while it does not return, every :data:`REPEAT_S` seconds (a SIGALRM timer)
+until the toolkit has begun to stop (:func:`stopping`; from then on further signals are ignored so the
+cleanup finishes; SIGKILL still works).
 
 A worker process (:func:`worker_process`) ignores SIGINT (the run's process stops it), so a
 ``KeyboardInterrupt`` there is always the code under test's. Where no handler is installed (the library
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 from types import FrameType
 
 __all__ = [
+    "REPEAT_S",
     "STOP_SIGNALS",
     "Stop",
     "blocked_interrupts",
@@ -40,6 +42,9 @@ __all__ = [
 
 #: the signals that stop a run: Ctrl-C, ``kill``, a closed terminal (where the platform has them)
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+_ALARM = (signal.SIGALRM,) if hasattr(signal, "SIGALRM") else ()
 
 
 class Stop(BaseException):
@@ -73,12 +78,29 @@ class _State:
     stopping: bool = False
 
 
+#: seconds between the repeats of a stop that code under test swallowed (``except BaseException: ...``)
+REPEAT_S = 0.5
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
     if _State.fired and _State.stopping:  # the toolkit is stopping: let the cleanup finish
         return
     if not _State.fired:
         _State.fired.append(signum)
+        if hasattr(signal, "setitimer"):  # raised again until the toolkit catches it: no catch-all can keep it
+            signal.signal(signal.SIGALRM, _repeat)
+            signal.setitimer(signal.ITIMER_REAL, REPEAT_S, REPEAT_S)
     raise Stop(_State.fired[0])
+
+
+def _repeat(signum: int, frame: FrameType | None) -> None:
+    if _State.fired and not _State.stopping:
+        raise Stop(_State.fired[0])
+
+
+def _cancel_repeat() -> None:
+    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 @contextlib.contextmanager
@@ -87,7 +109,7 @@ def handling() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    old = {sig: signal.getsignal(sig) for sig in (*STOP_SIGNALS, *_ALARM)}
     before = (_State.mode, list(_State.fired), _State.stopping)
     _State.mode, _State.fired, _State.stopping = "main", [], False
     for sig in STOP_SIGNALS:
@@ -95,6 +117,8 @@ def handling() -> Iterator[None]:
     try:
         yield
     finally:
+        if _State.fired:
+            _cancel_repeat()
         for sig, h in old.items():
             signal.signal(sig, h)
         _State.mode, _State.fired, _State.stopping = before[0], before[1], before[2]
@@ -110,6 +134,8 @@ def worker_process() -> None:
 def stopping() -> None:
     """The toolkit has caught the stop and is cleaning up: further signals are ignored until it exits."""
     _State.stopping = True
+    if _State.fired:
+        _cancel_repeat()
 
 
 def pending() -> Stop | None:

@@ -181,7 +181,7 @@ _PROBE_ONLY = (
     "calls = []\n"
     "def adjoint(problem, theta, per_step=False):\n"
     "    calls.append(1)\n"
-    "    if len(calls) > 2:  # the load probe (per_step False, True) passes; every problem of the claim is 'not supported'\n"
+    "    if len(calls) > 2:  # the load probe (2 calls) passes; every problem of the claim is 'not supported'\n"
     "        raise NotApplicable('adjoint', 'this adjoint supports the probe problem only')\n"
     "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
 )
@@ -218,7 +218,7 @@ def test_an_error_in_the_users_code_is_shown_whole(tmp_path: Path, capsys: pytes
         "calls = []\n"
         "def adjoint(problem, theta, per_step=False):\n"
         "    calls.append(1)\n"
-        "    assert len(calls) < 3  # the load probe (per_step False, True) passes; the claim's first problem trips it\n"
+        "    assert len(calls) < 3  # the load probe (2 calls) passes; the claim's first problem trips it\n"
         "    return adjoint_gradient(problem, theta, per_step=per_step)\n"
     )
     out = tmp_path / "r.json"

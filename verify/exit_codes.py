@@ -1,0 +1,123 @@
+"""The exit codes of ``rnn-verify``, per command: the one source of the ``--help`` tables and of the CLI's codes.
+
+A CI gate trusts exit 0 only when every selected claim ran and none FAILed. Code under test never decides
+the exit status: whatever an ``--impl`` module raises (``sys.exit()``, ``KeyboardInterrupt``, any
+``BaseException``) is exit 2 at load naming it, or a FAIL of the claim it ran in (:mod:`verify.stop`). A
+signal delivered to rnn-verify is 128 + its number. ``tests/cli/test_exit_codes.py`` drives every command
+into every code listed here.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+__all__ = [
+    "COMMANDS",
+    "EXIT_FAIL",
+    "EXIT_HANGUP",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "epilog",
+    "overview",
+    "table",
+]
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HANGUP = 128 + 2, 128 + 15, 128 + 1  # the shell's 128 + signal number
+
+_USAGE = "usage or input error: a bad argument (named, with its value)"
+_STOPS: tuple[tuple[int, str], ...] = (
+    (EXIT_INTERRUPTED, "interrupted: SIGINT (Ctrl-C) delivered to rnn-verify; one line, no traceback"),
+    (EXIT_TERMINATED, "terminated: SIGTERM delivered to rnn-verify"),
+    (EXIT_HANGUP, "hung up: SIGHUP delivered to rnn-verify"),
+)
+
+#: command -> (code, meaning), in the order ``--help`` prints them
+COMMANDS: dict[str, tuple[tuple[int, str], ...]] = {
+    "list": (
+        (EXIT_OK, "the catalog (or the selected claims) printed"),
+        (EXIT_USAGE, f"{_USAGE}, e.g. an unknown claim id or glob"),
+        *_STOPS,
+    ),
+    "run": (
+        (
+            EXIT_OK,
+            "every selected claim ran and none FAILed (SKIPPED claims are listed with the reason; INCONCLUSIVE "
+            "passes unless --fail-on inconclusive); --plan: the plan printed",
+        ),
+        (
+            EXIT_FAIL,
+            "a claim FAILed -- a check that crashed, and code under test that raised inside a claim (sys.exit(), "
+            "KeyboardInterrupt, any exception, in this process or a worker), are FAILs --, or was INCONCLUSIVE "
+            "under --fail-on inconclusive, or with --impl nothing of the implementation under test was checked",
+        ),
+        (
+            EXIT_USAGE,
+            f"{_USAGE}; an unknown claim; --seed out of range; an output folder that is not rnn-verify's or "
+            "cannot be written; --device cuda --strict-device without CUDA; an --impl that does not load or fails "
+            "its load check -- whatever it raises at import or in the probe, sys.exit() included, is its error, "
+            "named in one line",
+        ),
+        *_STOPS,
+    ),
+    "sweep": (
+        (EXIT_OK, "every cell ran and no claim FAILed (--list: the sweeps printed)"),
+        (EXIT_FAIL, "a claim FAILed, or was INCONCLUSIVE under --fail-on inconclusive"),
+        (EXIT_USAGE, f"{_USAGE}; an unknown sweep; an output or cache folder that is not rnn-verify's"),
+        *_STOPS,
+    ),
+    "report": (
+        (EXIT_OK, "re-rendered; the saved run has no FAIL (nor INCONCLUSIVE under --fail-on inconclusive)"),
+        (
+            EXIT_FAIL,
+            "re-rendered; the saved run has a FAIL (or an INCONCLUSIVE under --fail-on inconclusive): the code "
+            "`run` gave those verdicts, so a CI step that re-renders a failed run stays red",
+        ),
+        (
+            EXIT_USAGE,
+            f"{_USAGE}; a malformed or mismatched results.json (the message names the file and the field); an "
+            "output folder that is not rnn-verify's",
+        ),
+        *_STOPS,
+    ),
+    "golden": (
+        (EXIT_OK, "golden vectors written, or --check: every quantity verifies"),
+        (EXIT_FAIL, "--check found a quantity that does not verify"),
+        (EXIT_USAGE, f"{_USAGE}; a missing or malformed golden file (named)"),
+        *_STOPS,
+    ),
+}
+
+_NOTE = (
+    "A signal leaves the previous report as it was and stops worker and figure processes. Code under test "
+    "never sets the exit status."
+)
+
+
+def table(command: str, width: int = 100) -> str:
+    """``command``'s codes, one per paragraph: ``  0    meaning`` (wrapped with a hanging indent)."""
+    lines = []
+    for code, meaning in COMMANDS[command]:
+        lines.append(
+            textwrap.fill(
+                meaning, width, initial_indent=f"  {code:<5}", subsequent_indent=" " * 7, break_on_hyphens=False
+            )
+        )
+    return "\n".join(lines)
+
+
+def epilog(command: str) -> str:
+    """The ``--help`` epilog of ``rnn-verify command``: its exit codes (self-contained)."""
+    return (
+        f"exit codes of rnn-verify {command}:\n{table(command)}\n\n{textwrap.fill(_NOTE, 100, break_on_hyphens=False)}"
+    )
+
+
+def overview() -> str:
+    """The top-level ``--help`` epilog: every command's table."""
+    parts = [f"rnn-verify {cmd}:\n{table(cmd)}" for cmd in COMMANDS]
+    return (
+        "exit codes, per command:\n\n" + "\n\n".join(parts) + f"\n\n{textwrap.fill(_NOTE, 100, break_on_hyphens=False)}"
+    )
