@@ -19,29 +19,29 @@ A check reads its family's value from ``config.impls`` and never reaches around 
 to a concrete class; its negative controls are mutants, i.e. other values of the
 same type run through the very same comparison.
 
-=============  ===========================================  =======================================================
-family         fields (default)                             what a field is called with
-=============  ===========================================  =======================================================
-``reference``  ``adjoint`` (:func:`~verify.oracles.bptt.        ``adjoint(problem, theta, per_step=False)`` -> ∇L (p,)
-               adjoint_gradient`), ``influence``            or the per-step gradients (T, p);
-               (:func:`~verify.oracles.bptt.influence_         ``influence(problem, theta)`` -> ∂s_t/∂θ (T, *B, n, p)
-               matrices`)
-``rtrl``       ``rtrl`` (:class:`~verify.estimators.RTRL`)  ``rtrl()`` -> an online estimator (exact, frozen θ)
-``truncation`` ``tbptt`` (:class:`~verify.estimators.TBPTT`) ``tbptt(k)``, ``truncated_model(k)`` -> online
-               ``truncated_model``, ``model_states``,       estimators; ``model_states(problem, theta, k)`` ->
-               ``model_gradient``, ``tbptt_gradient``,      (T, n); ``model_gradient`` / ``tbptt_gradient``
-               ``certificate``                              ``(problem, theta, k)`` -> ∇p_T (p,);
-                                                            ``certificate(problem, theta)`` -> a certificate
-``uoro``       ``uoro`` (:class:`~verify.estimators.UORO`), ``uoro(rank=r, block=T)`` -> an online estimator
-               ``preactivation``, ``reinforce``             (``rank``/``block`` only where a claim needs them);
-                                                            ``reinforce(sigma, baseline=True)`` -> ``.sample``
-``fpp``        ``eq7_gradients``, ``sampler``,              eq. (7) (:data:`verify.fpp.objective.SampleGradFn`),
-               ``multipliers``, ``learner``                 ``sampler(n, T, size, generator)``,
-               (:func:`~verify.fpp.reproduction.            ``multipliers(problem, theta, states)``;
-               fpp_learner`)                                ``learner(model, cfg, inputs, targets, theta0, lrs,
-                                                            generator)`` -> online losses (R, steps) (§5)
-``device``     ``runner``                                   ``runner(algorithm, inputs)`` -> the candidate's rows
-=============  ===========================================  =======================================================
+==============  ===========================================  =======================================================
+family          fields (default)                             what a field is called with
+==============  ===========================================  =======================================================
+``reference``   ``adjoint`` (:func:`~verify.oracles.bptt.    ``adjoint(problem, theta, per_step=False)`` -> ∇L (p,)
+                adjoint_gradient`), ``influence``            or the per-step gradients (T, p);
+                (:func:`~verify.oracles.bptt.influence_      ``influence(problem, theta)`` -> ∂s_t/∂θ (T, *B, n, p)
+                matrices`)
+``rtrl``        ``rtrl`` (:class:`~verify.estimators.RTRL`)  ``rtrl()`` -> an online estimator (exact, frozen θ)
+``truncation``  ``tbptt`` (:class:`~.TBPTT`)                 ``tbptt(k)``, ``truncated_model(k)`` -> online
+                ``truncated_model``, ``model_states``,       estimators; ``model_states(problem, theta, k)`` ->
+                ``model_gradient``, ``tbptt_gradient``,      (T, n); ``model_gradient`` / ``tbptt_gradient``
+                ``certificate``                              ``(problem, theta, k)`` -> ∇p_T (p,);
+                                                             ``certificate(problem, theta)`` -> a certificate
+``uoro``        ``uoro`` (:class:`~.UORO`),                  ``uoro(rank=r, block=T)`` -> an online estimator
+                ``preactivation``, ``reinforce``             (``rank``/``block`` only where a claim needs them);
+                                                             ``reinforce(sigma, baseline=True)`` -> ``.sample``
+``fpp``         ``eq7_gradients``, ``sampler``,              eq. (7) (:data:`verify.fpp.objective.SampleGradFn`),
+                ``multipliers``, ``learner``                 ``sampler(n, T, size, generator)``,
+                (:func:`~verify.fpp.reproduction.            ``multipliers(problem, theta, states)``;
+                fpp_learner`)                                ``learner(model, cfg, inputs, targets, theta0, lrs,
+                                                             generator)`` -> online losses (R, steps) (§5)
+``device``      ``runner``                                   ``runner(algorithm, inputs)`` -> the candidate's rows
+==============  ===========================================  =======================================================
 
 Setting a family's *primary* field (``reference.adjoint``, ``rtrl.rtrl``,
 ``truncation.tbptt``, ``uoro.uoro``, ``fpp.eq7_gradients``, ``device.runner``) is

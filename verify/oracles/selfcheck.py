@@ -12,7 +12,7 @@ influence: reverse vs forward mode     basis VJPs vs ``jacfwd``             ≤ 
 complex step vs BPTT (directional)     Im f(θ+ihv)/h, analytic cells only   ≤ 1e-12 relative
 complex step vs influence (direct.)    Im s_t(θ+ihv)/h vs (∂s_t/∂θ) v       ≤ 1e-12 relative
 Richardson central differences         extrapolated FD, random directions   ≤ 1e-8 relative
-full Jacobian (small p)                FD/complex step on every coordinate  as above
+full Jacobian (small p)                FD/complex step, every coordinate    as above
 =====================================  ==================================  =====================
 
 Each pair is judged against a *predicted* budget (:mod:`verify.oracles.budget` for
