@@ -42,7 +42,7 @@ FUNCTIONS = {
 }
 
 _NUMPY_NAMES = (
-    "the numpy statements run with: numpy's tanh, exp, log, sum, where, real, amax, eye, array, concatenate; "
+    "the numpy statements run with: numpy's tanh, exp, log, cos, sum, where, real, amax, eye, array, concatenate; "
     "the functions above; the case's parameters named like the layout with '.' -> '_' (cell_W, readout_V, "
     "readout_c, ...); s = s_{t-1} and x = x_t with the batch dimensions first ((*B, n) and (*B, d)); "
     "the step's statements assign s_new = s_t, obs's expression gives o = obs(s), readout's y, loss's the "
@@ -260,7 +260,7 @@ def case_definitions(
         out["fpp"] = {
             "lambda": fpp_lam,
             "trajectory_lengths": list(fpp_ts),
-            "states_offset": "0.05 * cos(i + j)",
+            "states_offset": "0.05 * cos(i + j)",  # a numpy expression of the row i and the column j of S
         }
     else:
         out["fpp"] = (
