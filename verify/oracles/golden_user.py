@@ -243,20 +243,20 @@ def _blocks(err: np.ndarray, layout: Sequence[Mapping[str, Any]], tol: float) ->
     return f"; the error is in {', '.join(names)}" if names and len(names) < len(layout) else ""
 
 
-def _compare(a: np.ndarray, r: np.ndarray, tol: float, layout: Sequence[Mapping[str, Any]]) -> str | None:
-    """None when ``a`` verifies against ``r``; else why not (naming the θ blocks in error where ``layout``)."""
+def _compare(a: np.ndarray, r: np.ndarray, tol: float, layout: Sequence[Mapping[str, Any]]) -> str:
+    """``'verifies (error)'`` when ``a`` verifies against ``r``; else why not (naming the θ blocks in error)."""
     if a.shape != r.shape:
         return f"shape {list(a.shape)}, the reference's is {list(r.shape)} (shapes as the header states them)"
     a = a.astype(np.float64)
     if not np.all(np.isfinite(a)):
         return "holds NaN or infinite entries"
     if not r.size:
-        return None
+        return "verifies (empty)"
     err = np.abs(a - r)
     scale = float(np.abs(r).max())
     rel = float(err.max()) / scale if scale > 0 else float(err.max())
     if rel <= tol:
-        return None
+        return f"verifies ({rel:.1e})"
     where = _blocks(a - r, layout, 1e-3) if layout and r.ndim else ""
     return f"max|a - r| / max|r| = {rel:.2e} > {tol:.0e}{where}"
 
@@ -286,32 +286,32 @@ def check_user_results(results: Path | str, reference: Path | str, rtol: float |
     tol = float(rtol if rtol is not None else header.check_rtol)
     report = UserCheck(str(user_path), str(ref_npz), tol)
     status: dict[str, dict[str, bool]] = {}
-    absent: dict[str, list[str]] = {}
+    absent: dict[str, list[str]] = {}  # family -> supplied cases without any array of it
+    partial: list[str] = []  # arrays missing from a family supplied in that case
+    untouched = [c.name for c in header.cases if not any(k.startswith(c.name + SEP) for k in user)]
     for case in header.cases:
         layout = _layout(header.raw, case.name)
-        supplied_families = {family_of(q) for q in case.arrays if f"{case.name}{SEP}{q}" in user}
+        supplied = {family_of(q) for q in case.arrays if f"{case.name}{SEP}{q}" in user}
         for q in case.arrays:
             key, fam = f"{case.name}{SEP}{q}", family_of(q)
             if key not in user:
-                if fam not in supplied_families and fam != "inputs":
-                    absent.setdefault(fam, [])
-                    if case.name not in absent[fam]:
-                        absent[fam].append(case.name)
+                if fam in supplied and fam != "inputs":
+                    partial.append(key)
+                elif fam != "inputs" and case.name not in untouched and case.name not in absent.get(fam, []):
+                    absent.setdefault(fam, []).append(case.name)
                 continue
             why = _compare(user[key], ref[key], tol, layout if "gradient" in q or q == "influence" else [])
-            report.lines.append((key, why is None, why or "verifies"))
+            ok = why.startswith("verifies")
+            report.lines.append((key, ok, why))
             by_case = status.setdefault(fam, {})
-            by_case[case.name] = by_case.get(case.name, True) and why is None
-    all_cases = [c.name for c in header.cases]
+            by_case[case.name] = by_case.get(case.name, True) and ok
+    if untouched:
+        report.not_supplied.append(f"cases: {', '.join(untouched)}")
     for fam in FAMILIES:
         if fam in absent:
-            where = absent[fam]
-            having = [c.name for c in header.cases if any(family_of(q) == fam for q in c.arrays)]
-            cases = f"all {len(having)} cases that have it" if where == having else ", ".join(where)
-            report.not_supplied.append(f"{fam}: {cases}")
-    untouched = [c for c in all_cases if not any(k.startswith(c + SEP) for k in user)]
-    if untouched:
-        report.not_supplied.insert(0, f"cases with no array supplied: {', '.join(untouched)}")
+            report.not_supplied.append(f"{fam}: in {', '.join(absent[fam])}")
+    if partial:
+        report.not_supplied.append(f"arrays of families otherwise supplied: {', '.join(partial)}")
     batched = [c["name"] for c in header.raw["cases"] if c.get("sizes", {}).get("batch")]
     report.diagnosis = diagnose(status, batched)
     return report
