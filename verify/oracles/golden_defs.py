@@ -208,7 +208,8 @@ def _quantities(T: int, batch: list[int], fpp: bool, ks: list[int], fpp_ts: tupl
                 f"FPP with trajectory length m = {m} (the 'T' of the array name and of FPP eq. (6)), lambda = 1: "
                 f"for {rng}: u = S[i-m]; apply F for steps i-m+1 .. i (u <- F(u, x_step)); s_hat_i = u; "
                 "L_i = l(readout(obs(s_hat_i)), q_i) + (lambda/2) sum_j (S[i, j] - s_hat_i[j])^2 "
-                "(lambda/2, not lambda; one L_i per sample i, NOT summed over the window); "
+                "(lambda/2, not lambda; one L_i per sample i, NOT summed over the window nor averaged over i as in "
+                "the objective (1/(T-m+1)) sum_i L_i); "
                 f"fpp_T{m}_sample_losses[i-{m}] = L_i; shape (T-m+1,)"
             )
             q[f"fpp_T{m}_sample_theta_gradients"] = (
@@ -264,7 +265,7 @@ def case_definitions(
         }
     else:
         out["fpp"] = (
-            "no FPP arrays: FPP's buffer is one sequence of explicit states S (n+1 rows of the state), so the "
+            "no FPP arrays: FPP's buffer is one sequence with one explicit state per time step (S has T+1 rows), so the "
             "golden FPP quantities are defined for unbatched cases only and this case is batched"
         )
     return out
