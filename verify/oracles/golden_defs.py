@@ -265,7 +265,7 @@ def case_definitions(
         }
     else:
         out["fpp"] = (
-            "no FPP arrays: FPP's buffer is one sequence with one explicit state per time step (S has T+1 rows), so the "
-            "golden FPP quantities are defined for unbatched cases only and this case is batched"
+            "no FPP arrays: FPP's buffer is one sequence with one explicit state per time step (S has T+1 rows), "
+            "so the golden FPP quantities are defined for unbatched cases only and this case is batched"
         )
     return out
