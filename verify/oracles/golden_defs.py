@@ -95,80 +95,99 @@ def _loss(loss: str) -> dict[str, Any]:
     return {"formula": "l(y, q) = 0.5 sum_b sum_j (y_bj - q_bj)^2", "numpy": "l = 0.5 * sum((y - q) ** 2)"}
 
 
-def _cell(c: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
-    """(extra symbols, step, obs) of a cell spec."""
+_CellDefs = tuple[dict[str, str], dict[str, Any], dict[str, Any]]
+_OBS_ALL = {"formula": "obs(s) = s (the whole state)", "numpy": "o = s"}
+
+
+def _elman(c: dict[str, Any]) -> _CellDefs:
     kind = c["kind"]
-    obs_all = {"formula": "obs(s) = s (the whole state)", "numpy": "o = s"}
-    if kind in ("elman-tanh", "elman-relu", "linear"):
-        phi = {"elman-tanh": "tanh", "elman-relu": "relu", "linear": ""}[kind]
-        n, d = c["n"], c["d"]
-        lhs = "W s_{t-1} + U x_t + b"
-        wrap = f"{phi}({lhs})" if phi else lhs
-        npy = "s @ cell_W.T + x @ cell_U.T + cell_b"
-        step = {
-            "formula": f"s_t = {wrap}; W = cell.W ({n}x{n}), U = cell.U ({n}x{d}), b = cell.b ({n},)",
-            "numpy": [f"s_new = {phi}({npy})" if phi else f"s_new = {npy}"],
-        }
-        return {}, step, obs_all
-    if kind == "lstm":
-        H, d = c["n"], c["d"]
-        step = {
-            "formula": (
-                f"s = (c, h): c = s[0:{H}] (cell memory), h = s[{H}:{2 * H}] (output), H = {H}; "
-                "a = W h_{t-1} + U x_t + b; a = (a_f, a_i, a_o, a_z), each of length H, in that order; "
-                "f = sigmoid(a_f), i = sigmoid(a_i), o = sigmoid(a_o), z = tanh(a_z); "
-                "c_t = i*z + f*c_{t-1}; h_t = o*tanh(c_t); s_t = (c_t, h_t) "
-                f"(* elementwise; W = cell.W ({4 * H}x{H}), U = cell.U ({4 * H}x{d}), b = cell.b ({4 * H},))"
-            ),
-            "numpy": [
-                f"c, h = s[..., :{H}], s[..., {H}:]",
-                "a = h @ cell_W.T + x @ cell_U.T + cell_b",
-                f"f, i, o, z = (sigmoid(a[..., :{H}]), sigmoid(a[..., {H}:{2 * H}]), "
-                f"sigmoid(a[..., {2 * H}:{3 * H}]), tanh(a[..., {3 * H}:]))",
-                "c_new = i * z + f * c",
-                "s_new = concatenate([c_new, o * tanh(c_new)], axis=-1)",
-            ],
-        }
-        obs = {"formula": f"obs(s) = h = s[{H}:{2 * H}] (the second half of the state)", "numpy": f"o = s[..., {H}:]"}
-        width = f"the LSTM's hidden width, {H} (the cell spec's 'n'); the state size is n = 2H = {2 * H}"
-        return {"H": width}, step, obs
-    if kind == "gru":
-        n, d = c["n"], c["d"]
-        step = {
-            "formula": (
-                "h = s_{t-1}; W = (W_r; W_z; W_n), U = (U_r; U_z; U_n), b = (b_r; b_z; b_n): row blocks of "
-                f"{n} rows in that order; r = sigmoid(W_r h + U_r x_t + b_r); z = sigmoid(W_z h + U_z x_t + b_z); "
-                "g = tanh(U_n x_t + r*(W_n h) + b_n); s_t = (1 - z)*g + z*h "
-                f"(* elementwise; W = cell.W ({3 * n}x{n}), U = cell.U ({3 * n}x{d}), b = cell.b ({3 * n},))"
-            ),
-            "numpy": [
-                "a = x @ cell_U.T + cell_b",
-                "w = s @ cell_W.T",
-                f"r = sigmoid(w[..., :{n}] + a[..., :{n}])",
-                f"z = sigmoid(w[..., {n}:{2 * n}] + a[..., {n}:{2 * n}])",
-                f"g = tanh(a[..., {2 * n}:] + r * w[..., {2 * n}:])",
-                "s_new = (1 - z) * g + z * s",
-            ],
-        }
-        return {}, step, obs_all
-    if kind == "influence-balancing":
-        n, plus = c["n"], c["p"]
-        signs = [1.0] * plus + [-1.0] * (n - plus)
-        step = {
-            "formula": (
-                f"s_t = A s_{{t-1}} + theta c; A ({n}x{n}): A_ii = A_i,i+1 = 1/2, 0 elsewhere; "
-                f"c = ({', '.join(f'{v:+g}' for v in signs)}): {plus} entries +1 then {n - plus} entries -1; "
-                "theta = cell.theta, the only parameter; the cell has no input (d = 0)"
-            ),
-            "numpy": [
-                f"A = 0.5 * (eye({n}) + eye({n}, k=1))",
-                f"c = array({signs})",
-                "s_new = s @ A.T + cell_theta[0] * c",
-            ],
-        }
-        sym = {"n_plus": f"the number of +1 entries of c, {plus} (the cell spec's 'p'; NOT the parameter count p = 1)"}
-        return sym, step, obs_all
-    raise ValueError(f"no definitions for cell kind {kind!r}")  # pragma: no cover - golden_cases exports these only
+    phi = {"elman-tanh": "tanh", "elman-relu": "relu", "linear": ""}[kind]
+    n, d = c["n"], c["d"]
+    lhs = "W s_{t-1} + U x_t + b"
+    wrap = f"{phi}({lhs})" if phi else lhs
+    npy = "s @ cell_W.T + x @ cell_U.T + cell_b"
+    step = {
+        "formula": f"s_t = {wrap}; W = cell.W ({n}x{n}), U = cell.U ({n}x{d}), b = cell.b ({n},)",
+        "numpy": [f"s_new = {phi}({npy})" if phi else f"s_new = {npy}"],
+    }
+    return {}, step, _OBS_ALL
+
+
+def _lstm(c: dict[str, Any]) -> _CellDefs:
+    H, d = c["n"], c["d"]
+    step = {
+        "formula": (
+            f"s = (c, h): c = s[0:{H}] (cell memory), h = s[{H}:{2 * H}] (output), H = {H}; "
+            "a = W h_{t-1} + U x_t + b; a = (a_f, a_i, a_o, a_z), each of length H, in that order; "
+            "f = sigmoid(a_f), i = sigmoid(a_i), o = sigmoid(a_o), z = tanh(a_z); "
+            "c_t = i*z + f*c_{t-1}; h_t = o*tanh(c_t); s_t = (c_t, h_t) "
+            f"(* elementwise; W = cell.W ({4 * H}x{H}), U = cell.U ({4 * H}x{d}), b = cell.b ({4 * H},))"
+        ),
+        "numpy": [
+            f"c, h = s[..., :{H}], s[..., {H}:]",
+            "a = h @ cell_W.T + x @ cell_U.T + cell_b",
+            f"f, i, o, z = (sigmoid(a[..., :{H}]), sigmoid(a[..., {H}:{2 * H}]), "
+            f"sigmoid(a[..., {2 * H}:{3 * H}]), tanh(a[..., {3 * H}:]))",
+            "c_new = i * z + f * c",
+            "s_new = concatenate([c_new, o * tanh(c_new)], axis=-1)",
+        ],
+    }
+    obs = {"formula": f"obs(s) = h = s[{H}:{2 * H}] (the second half of the state)", "numpy": f"o = s[..., {H}:]"}
+    width = f"the LSTM's hidden width, {H} (the cell spec's 'n'); the state size is n = 2H = {2 * H}"
+    return {"H": width}, step, obs
+
+
+def _gru(c: dict[str, Any]) -> _CellDefs:
+    n, d = c["n"], c["d"]
+    step = {
+        "formula": (
+            "h = s_{t-1}; W = (W_r; W_z; W_n), U = (U_r; U_z; U_n), b = (b_r; b_z; b_n): row blocks of "
+            f"{n} rows in that order; r = sigmoid(W_r h + U_r x_t + b_r); z = sigmoid(W_z h + U_z x_t + b_z); "
+            "g = tanh(U_n x_t + r*(W_n h) + b_n); s_t = (1 - z)*g + z*h "
+            f"(* elementwise; W = cell.W ({3 * n}x{n}), U = cell.U ({3 * n}x{d}), b = cell.b ({3 * n},))"
+        ),
+        "numpy": [
+            "a = x @ cell_U.T + cell_b",
+            "w = s @ cell_W.T",
+            f"r = sigmoid(w[..., :{n}] + a[..., :{n}])",
+            f"z = sigmoid(w[..., {n}:{2 * n}] + a[..., {n}:{2 * n}])",
+            f"g = tanh(a[..., {2 * n}:] + r * w[..., {2 * n}:])",
+            "s_new = (1 - z) * g + z * s",
+        ],
+    }
+    return {}, step, _OBS_ALL
+
+
+def _influence_balancing(c: dict[str, Any]) -> _CellDefs:
+    n, plus = c["n"], c["p"]
+    signs = [1.0] * plus + [-1.0] * (n - plus)
+    step = {
+        "formula": (
+            f"s_t = A s_{{t-1}} + theta c; A ({n}x{n}): A_ii = A_i,i+1 = 1/2, 0 elsewhere; "
+            f"c = ({', '.join(f'{v:+g}' for v in signs)}): {plus} entries +1 then {n - plus} entries -1; "
+            "theta = cell.theta, the only parameter; the cell has no input (d = 0)"
+        ),
+        "numpy": [
+            f"A = 0.5 * (eye({n}) + eye({n}, k=1))",
+            f"c = array({signs})",
+            "s_new = s @ A.T + cell_theta[0] * c",
+        ],
+    }
+    sym = {"n_plus": f"the number of +1 entries of c, {plus} (the cell spec's 'p'; NOT the parameter count p = 1)"}
+    return sym, step, _OBS_ALL
+
+
+def _cell(c: dict[str, Any]) -> _CellDefs:
+    """(extra symbols, step, obs) of a cell spec."""
+    kinds = {
+        **dict.fromkeys(("elman-tanh", "elman-relu", "linear"), _elman),
+        **dict.fromkeys(("lstm",), _lstm),
+        **dict.fromkeys(("gru",), _gru),
+        **dict.fromkeys(("influence-balancing",), _influence_balancing),
+    }
+    if c["kind"] not in kinds:  # pragma: no cover - golden_cases exports these only
+        raise ValueError(f"no definitions for cell kind {c['kind']!r}")
+    return kinds[c["kind"]](c)
 
 
 def _quantities(T: int, batch: list[int], fpp: bool, ks: list[int], fpp_ts: tuple[int, ...]) -> dict[str, str]:
