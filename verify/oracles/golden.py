@@ -28,8 +28,9 @@ as one-hot probabilities), losses summed over batch dimensions.
 Quantities (provider ``reference``)
 -----------------------------------
 ``states`` (T+1, *B, n): :math:`s_0..s_T`; ``losses`` (T,): :math:`\ell_t`;
-``total_loss`` (): L; ``gradient`` (p,): :math:`\nabla_\theta L` (BPTT);
-``per_step_gradients`` (T, p): :math:`\partial \ell_t/\partial\theta`;
+``total_loss`` () (a 0-d array): L; ``gradient`` (p,): :math:`\nabla_\theta L` (BPTT);
+``per_step_gradients`` (T, p): :math:`d\ell_t/d\theta`, the total derivative through
+:math:`s_1..s_t` (not the immediate partial);
 ``influence`` (T, *B, n, p): :math:`\partial s_t/\partial\theta` (UORO eq. (4));
 ``truncated_model_states_k{k}`` (T, *B, n): :math:`h_t^k` of Miller & Hardt eq. (3);
 ``truncated_model_gradient_final_k{k}`` (p,): :math:`\nabla p_T^k` (Lemma 2's
@@ -64,7 +65,16 @@ sidecar ``.json`` must equal the header inside the ``.npz``. It then verifies th
 arrays twice: **integrity** (each array's SHA-256 equals the header's) and
 **recomputation** (each quantity recomputed from the stored θ, inputs, targets and
 :math:`s_0` agrees within ``check_rtol`` relative to its largest entry). A
-tampered array fails naming ``<case>__<quantity>`` (exit 1).
+tampered array fails naming ``<case>__<quantity>`` (exit 1). A file holding an array
+its header does not list, or lacking one it lists, is refused naming them all (exit 2).
+
+Definitions (issue 25)
+----------------------
+Every case's header entry carries ``definitions`` (:mod:`verify.oracles.golden_defs`):
+every symbol, the exact formula and stored shape of every array, the step, obs,
+readout and loss as numpy statements, and the FPP settings (or why a case has none);
+the header's ``check_norm`` states the norm of ``check_rtol``. A user's own arrays
+(any subset, no hashes) are checked by :mod:`verify.oracles.golden_user`.
 """
 
 from __future__ import annotations
