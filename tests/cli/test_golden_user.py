@@ -184,3 +184,14 @@ def test_published_check_refuses_extra_and_missing_arrays_naming_them(
     assert main(["golden", "--check", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "missing 2:" in err and "gru__losses" in err and "lstm__states" in err
+
+
+def test_the_example_refuses_bad_paths_and_foreign_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    header = str(GOLDEN.with_suffix(".json"))
+    assert golden_numpy.main([str(tmp_path / "absent.json"), str(tmp_path / "o.npz")]) == 2
+    assert golden_numpy.main([header, str(tmp_path / "o.txt")]) == 2
+    foreign = tmp_path / "data.npz"
+    np.savez(foreign, weights=np.ones(3))
+    before = foreign.read_bytes()
+    assert golden_numpy.main([header, str(foreign)]) == 2
+    assert foreign.read_bytes() == before and "not overwritten" in capsys.readouterr().err

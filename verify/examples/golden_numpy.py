@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m verify.examples.golden_numpy GOLDEN.json OUT.npz", file=sys.stderr)
         return 2
     header_path, out = Path(args[0]), Path(args[1])
+    if header_path.suffix != ".json" or not header_path.is_file() or not header_path.with_suffix(".npz").is_file():
+        print(f"GOLDEN.json={header_path}: must be a golden header with its .npz beside it", file=sys.stderr)
+        return 2
     if out.suffix != ".npz" or (out.exists() and not _is_results_file(out)):
         print(f"OUT={out}: must be a new .npz or a results file this script wrote (not overwritten)", file=sys.stderr)
         return 2
