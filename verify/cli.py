@@ -15,6 +15,7 @@ Commands::
     rnn-verify report  RESULTS [--out DIR] [--junit FILE] [--fail-on ...]
     rnn-verify golden  [--out FILE.npz] [--seed N] [--k K ...]
     rnn-verify golden  --check FILE.npz|FILE.json
+    rnn-verify golden  --check MINE.npz --reference FILE.npz|FILE.json
 
 Exit codes, per command: :mod:`verify.exit_codes` (printed by every ``--help``). 0 only when every
 selected claim ran and none FAILed; 1 a FAIL (``report``: the saved run has one); 2 usage or input error,
@@ -95,7 +96,7 @@ from verify.files import tool_version, write_file_atomic
 from verify.hardware import NO_CUDA_REASON, resolve_device
 from verify.impl import Implementations
 from verify.impl.loader import load_implementations
-from verify.oracles import golden
+from verify.oracles import golden, golden_user
 from verify.report import (
     MARKER,
     claim_png_jobs,
@@ -349,6 +350,16 @@ def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--check",
         metavar="FILE",
         help="re-verify a golden pair instead of exporting: FILE is its .npz or its .json; both must be there",
+    )
+    gold.add_argument(
+        "--reference",
+        metavar="GOLDEN",
+        help="with --check: FILE holds YOUR results -- a plain .npz with only the arrays you computed, named "
+        "<case>__<quantity> as in GOLDEN (any subset of cases and quantities; no header, no hashes); each is "
+        "compared with GOLDEN's (.npz or .json of the published pair, itself validated and hash-checked) by the "
+        "header's norm, max|a - r| <= check_rtol * max|r|; what was not supplied is listed, an unknown name "
+        "refused (exit 2), and failures get a diagnosis of the likely mistake. Exit 0 all supplied arrays "
+        "verify, 1 a mismatch, 2 input error",
     )
     gold.add_argument("--out", metavar="FILE", default="golden.npz", help="output .npz (default golden.npz)")
     gold.add_argument("--seed", type=int, default=0, help=f"seed of the problems, 0 .. {MAX_SEED} (default 0)")
@@ -1099,6 +1110,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------- golden
 def _cmd_golden(args: argparse.Namespace) -> int:
+    if args.reference is not None:
+        if not args.check:
+            raise InvalidArgument("--reference", args.reference, "needs --check FILE (your results .npz)")
+        user = golden_user.check_user_results(args.check, args.reference)
+        print(user.format())
+        return EXIT_OK if user.ok else EXIT_FAIL
     if args.check:
         report = golden.check_golden(args.check)
         print(report.format())

@@ -28,8 +28,9 @@ as one-hot probabilities), losses summed over batch dimensions.
 Quantities (provider ``reference``)
 -----------------------------------
 ``states`` (T+1, *B, n): :math:`s_0..s_T`; ``losses`` (T,): :math:`\ell_t`;
-``total_loss`` (): L; ``gradient`` (p,): :math:`\nabla_\theta L` (BPTT);
-``per_step_gradients`` (T, p): :math:`\partial \ell_t/\partial\theta`;
+``total_loss`` () (a 0-d array): L; ``gradient`` (p,): :math:`\nabla_\theta L` (BPTT);
+``per_step_gradients`` (T, p): :math:`d\ell_t/d\theta`, the total derivative through
+:math:`s_1..s_t` (not the immediate partial);
 ``influence`` (T, *B, n, p): :math:`\partial s_t/\partial\theta` (UORO eq. (4));
 ``truncated_model_states_k{k}`` (T, *B, n): :math:`h_t^k` of Miller & Hardt eq. (3);
 ``truncated_model_gradient_final_k{k}`` (p,): :math:`\nabla p_T^k` (Lemma 2's
@@ -64,7 +65,16 @@ sidecar ``.json`` must equal the header inside the ``.npz``. It then verifies th
 arrays twice: **integrity** (each array's SHA-256 equals the header's) and
 **recomputation** (each quantity recomputed from the stored θ, inputs, targets and
 :math:`s_0` agrees within ``check_rtol`` relative to its largest entry). A
-tampered array fails naming ``<case>__<quantity>`` (exit 1).
+tampered array fails naming ``<case>__<quantity>`` (exit 1). A file holding an array
+its header does not list, or lacking one it lists, is refused naming them all (exit 2).
+
+Definitions (issue 25)
+----------------------
+Every case's header entry carries ``definitions`` (:mod:`verify.oracles.golden_defs`):
+every symbol, the exact formula and stored shape of every array, the step, obs,
+readout and loss as numpy statements, and the FPP settings (or why a case has none);
+the header's ``check_norm`` states the norm of ``check_rtol``. A user's own arrays
+(any subset, no hashes) are checked by :mod:`verify.oracles.golden_user`.
 """
 
 from __future__ import annotations
@@ -96,6 +106,7 @@ from verify.oracles.bptt import (
     truncated_model_gradient,
     truncated_model_states,
 )
+from verify.oracles.golden_defs import TOLERANCE, case_definitions, conventions
 from verify.schema import (
     MAX_K,
     MAX_KS,
@@ -133,22 +144,13 @@ INPUT_ARRAYS = ("theta", "inputs", "targets", "s0")
 #: modules that may add quantities through ``golden_quantities(problem, theta, ks)``
 PROVIDER_MODULES: tuple[str, ...] = ("verify.fpp.golden",)
 
-_CONVENTIONS = {
-    "time": "s_t = f(s_{t-1}, x_t) for t = 1..T; inputs[t-1] = x_t; targets[t-1] = target of step t",
-    "loss": "l_t = loss(readout(obs(s_t)), targets[t-1]); L = sum_t l_t; losses sum over batch dimensions",
-    "theta": "one flat float64 vector; blocks in 'layout' order, each flattened row-major (C order)",
-    "arrays": "float64, little-endian, C order; key '<case>__<quantity>'",
-    "influence": "influence[t-1, *b, i, j] = d (s_t)_i / d theta_j",
-    "per_step_gradients": "per_step_gradients[t-1, j] = d l_t / d theta_j",
-    "targets": "class targets are stored as one-hot probabilities",
-}
-
 _REFERENCE_MEANINGS = {
     "states": "s_0..s_T, shape (T+1, *B, n)",
     "losses": "per-step losses l_1..l_T, shape (T,)",
-    "total_loss": "L = sum_t l_t, shape ()",
+    "total_loss": "L = sum_t l_t, shape () (a 0-d array)",
     "gradient": "dL/dtheta by BPTT, shape (p,)",
-    "per_step_gradients": "dl_t/dtheta, shape (T, p)",
+    "per_step_gradients": "dl_t/dtheta, the total derivative through s_1..s_t (not the immediate partial), "
+    "shape (T, p)",
     "influence": "ds_t/dtheta (UORO eq. (4)), shape (T, *B, n, p)",
 }
 
@@ -345,7 +347,7 @@ def compute_quantities(
             if qname in out or qname in INPUT_ARRAYS:
                 raise InvalidArgument("quantity", qname, f"provider {pname} reuses a quantity name")
             arr = value.detach().to(torch.float64).cpu().numpy()
-            out[qname] = (np.ascontiguousarray(arr, dtype="<f8"), meaning, pname)
+            out[qname] = (np.array(arr, dtype="<f8", order="C"), meaning, pname)  # keeps 0-d arrays 0-d
     return out
 
 
@@ -373,7 +375,8 @@ def export_golden(path: Path | str, *, seed: int = 0, ks: Sequence[int] = DEFAUL
         "seed": seed,
         "ks": list(ks),
         "check_rtol": CHECK_RTOL,
-        "conventions": _CONVENTIONS,
+        "check_norm": TOLERANCE,
+        "conventions": conventions(),
         "cases": cases,
     }
     text = json.dumps(header, indent=2)
@@ -430,6 +433,8 @@ def _export_case(
         arrays[f"{name}{SEP}{qname}"] = a
         entries[qname] = {"shape": list(a.shape), "sha256": _sha(a), "meaning": meaning, "provider": prov}
     lay = [{"name": e.name, "shape": list(e.shape), "offset": e.offset, "size": e.size} for e in problem.layout]
+    sizes = {"T": problem.T, "n": problem.n, "p": problem.p, "batch": list(problem.batch_shape)}
+    fpp = any(e.get("provider") == "fpp" for e in entries.values())
     return {
         "name": name,
         "problem": spec,
@@ -439,8 +444,9 @@ def _export_case(
             "readout": problem.readout.describe(),
             "loss": problem.loss.describe(),
         },
-        "sizes": {"T": problem.T, "n": problem.n, "p": problem.p, "batch": list(problem.batch_shape)},
+        "sizes": sizes,
         "layout": lay,
+        "definitions": case_definitions(spec, sizes, list(ks), fpp, FPP_TS, FPP_LAM),
         "arrays": entries,
     }
 
@@ -511,11 +517,23 @@ def load_golden(path: Path | str) -> tuple[GoldenHeader, dict[str, np.ndarray]]:
         raise InvalidFile(
             str(js), diff, "(differs)", f"the same header as inside {npz.name} (the pair does not belong together)"
         )
+    listed = {f"{case.name}{SEP}{q}": (i, q) for i, case in enumerate(header.cases) for q in case.arrays}
+    missing = [key for key in listed if key not in arrays]
+    extra = sorted(key for key in arrays if key not in listed)
+    if missing or extra:  # issue 23: every array is checked, so a file holds exactly the arrays its header lists
+        what = ([f"missing {len(missing)}: {', '.join(missing)}"] if missing else []) + (
+            [f"not in the header {len(extra)}: {', '.join(extra)}"] if extra else []
+        )
+        key = missing[0] if missing else extra[0]
+        raise InvalidFile(
+            str(npz),
+            key,
+            "<missing>" if missing else "(extra array)",
+            f"exactly the arrays the header lists ({'; '.join(what)})",
+        )
     for i, case in enumerate(header.cases):
         for q, entry in case.arrays.items():
             key = f"{case.name}{SEP}{q}"
-            if key not in arrays:
-                raise InvalidFile(str(npz), key, "<missing>", f"the array that cases[{i}].arrays.{q} lists")
             a = arrays[key]
             if a.dtype != np.float64:
                 raise InvalidFile(str(npz), key, f"dtype {a.dtype}", "a float64 array")
