@@ -300,6 +300,12 @@ def mutated_json(draw: st.DrawFn, valid: bytes) -> bytes:
     return text.encode()
 
 
+def _saved_exit(doc: Any) -> int:
+    verdicts = {c["verdict"] for c in doc.document["claims"]}
+    failing = {"FAIL", "INCONCLUSIVE"} if doc.run.get("fail_on") == "inconclusive" else {"FAIL"}
+    return 1 if verdicts & failing else 0
+
+
 @settings(max_examples=examples(100))
 @given(data=st.data())
 def test_fuzz_results_json(box: Sandbox, data: st.DataObject) -> None:
@@ -316,13 +322,15 @@ def test_fuzz_results_json(box: Sandbox, data: st.DataObject) -> None:
     target.write_bytes(blob)
     report_before = _snapshot(box.cwd / "report")
     try:
-        parse_results(parse_json_bytes(blob, "x"), "x")
+        doc = parse_results(parse_json_bytes(blob, "x"), "x")
         malformed = False
     except InvalidArgument:
-        malformed = True
+        doc, malformed = None, True
     STATS["results malformed" if malformed else "results valid"] += 1
     code, text = box.run(argv)
-    _check(box, "results.json", argv, code, text, {2} if malformed else {0})
+    # a valid document re-renders; the exit code is the one `run` gave its verdicts (1 on a FAIL, or on an
+    # INCONCLUSIVE under --fail-on inconclusive, which defaults to the saved run's setting)
+    _check(box, "results.json", argv, code, text, {2} if malformed else {_saved_exit(doc)})
     if malformed:
         assert str(target.relative_to(box.cwd)) in text or str(target) in text, text
         assert _snapshot(box.cwd / "report") == report_before  # validated before anything is written
