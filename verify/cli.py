@@ -728,7 +728,7 @@ def _select_run_claims(
 
 def _run_device(args: argparse.Namespace, claims: Sequence[Claim], skip: dict[str, str]) -> str:
     """The device the claims run on; without the CUDA asked for, the CUDA claims are added to ``skip``."""
-    dev = resolve_device(args.device, strict=args.strict_device)
+    dev = resolve_device(args.device, strict=args.strict_device, argument="--device")
     if dev is None:  # cuda asked for, none here: the device claims are SKIPPED, the rest run on the CPU
         device = "cpu"
         reason = f"--device {args.device} requested but {NO_CUDA_REASON}"

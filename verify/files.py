@@ -38,6 +38,12 @@ sub-folders it created. The rules:
 * :func:`write_file_atomic` writes one file through a temporary sibling and
   ``os.replace``; it is for a path the user named explicitly (``--json FILE``,
   ``--junit FILE``, ``golden --out FILE.npz``).
+* :func:`make_temp_dir` / :func:`remove_temp_dir`: a scratch folder of rnn-verify's own
+  (Dask's worker scratch space) in the system's temporary folder, named
+  ``rnn-verify-<purpose>-XXXXXXXX``. :func:`remove_temp_dir` is the one recursive removal in
+  rnn-verify: it acts only on a real folder (not a link) whose name carries that prefix, made
+  by :func:`make_temp_dir` in this process, and never follows a link inside it (a link is
+  unlinked, what it points to is untouched).
 """
 
 from __future__ import annotations
@@ -63,9 +69,11 @@ __all__ = [
     "Marker",
     "foreign_entries",
     "is_report_folder",
+    "make_temp_dir",
     "preflight_dir",
     "preflight_file",
     "read_marker",
+    "remove_temp_dir",
     "write_dir_atomic",
     "write_file_atomic",
 ]
@@ -162,8 +170,8 @@ def read_marker(out: Path | str) -> Marker | None:
         raise _marker_error(out, f"{st.st_size} bytes, more than a marker holds")
     try:
         doc = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise _marker_error(out, f"not valid JSON: {exc}") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _marker_error(out, f"not valid JSON: {str(exc)[:200]}") from None
     if not isinstance(doc, dict):
         raise _marker_error(out, "not a JSON object")
     if doc.get("format") != MARKER_FORMAT:
@@ -524,3 +532,45 @@ def foreign_entries(out: Path) -> list[str]:
                 found.append(rel)
         dirnames[:] = [d for d in dirnames if (d if base == "." else f"{base}/{d}") in known]
     return sorted(found)
+
+
+# ------------------------------------------------------------- scratch folders
+#: the name prefix of every temporary folder rnn-verify makes (:func:`make_temp_dir`)
+TEMP_PREFIX = "rnn-verify-"
+_MADE_TEMP: set[str] = set()
+
+
+def make_temp_dir(purpose: str) -> Path:
+    """A new, empty scratch folder ``$TMPDIR/rnn-verify-<purpose>-XXXXXXXX`` (removed by :func:`remove_temp_dir`)."""
+    path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{purpose}-")).absolute()
+    _MADE_TEMP.add(str(path))
+    return path
+
+
+def remove_temp_dir(path: Path | str) -> bool:
+    """Remove a folder :func:`make_temp_dir` made in this process, with its content; True if it is gone.
+
+    Anything else (another folder, a link, a folder without the prefix) is left alone (False). Inside, links
+    are unlinked without being followed; an entry that cannot be removed (still in use) is left, and so is the
+    folder then (False).
+    """
+    p = Path(path).absolute()
+    if str(p) not in _MADE_TEMP or not p.name.startswith(TEMP_PREFIX) or p.is_symlink() or not p.is_dir():
+        return False
+    for dirpath, dirnames, filenames in os.walk(p, topdown=False, followlinks=False):
+        for name in filenames:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(dirpath, name))
+        for name in dirnames:
+            sub = os.path.join(dirpath, name)
+            with contextlib.suppress(OSError):
+                if os.path.islink(sub):
+                    os.unlink(sub)  # a link: removed, never followed
+                else:
+                    os.rmdir(sub)
+    try:
+        os.rmdir(p)
+    except OSError:
+        return False
+    _MADE_TEMP.discard(str(p))
+    return True

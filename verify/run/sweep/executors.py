@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from verify.errors import InvalidArgument
+from verify.files import make_temp_dir, remove_temp_dir
 from verify.run.sweep.cells import SweepCell, execute_cell
 
 __all__ = [
@@ -242,7 +243,13 @@ class DaskExecutor(Executor):
         self.reconnect_timeout = reconnect_timeout
         self.poll = poll
         self.cluster: Any = None
-        self.client: Any = self._connect()
+        #: the LocalCluster's scratch space (``dask-scratch-space``): a folder of ours, removed by close()
+        self.scratch: Any = None
+        try:
+            self.client: Any = self._connect()
+        except BaseException:  # a failed or interrupted start leaves nothing behind (no atexit AssertionError)
+            self.close()
+            raise
 
     def describe(self) -> str:
         where = self.address or f"LocalCluster on 127.0.0.1, {self.workers} worker processes"
@@ -256,18 +263,31 @@ class DaskExecutor(Executor):
         dask_config: Any = importlib.import_module("dask.config")
         if self.address is None:
             if self.cluster is None:
-                self.cluster = dist.LocalCluster(
-                    n_workers=self.workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    host="127.0.0.1",  # loopback only
-                    dashboard_address="127.0.0.1:0",  # its HTTP server: loopback, a free port
-                    silence_logs=logging.ERROR,
-                    # every worker's config: no statistical profiler (it samples the stack every 10 ms, ~5% CPU)
-                    config=dask_config.merge(
-                        dask_config.config, {"distributed": {"worker": {"profile": {"enabled": False}}}}
-                    ),
-                )
+                if self.scratch is None:
+                    self.scratch = make_temp_dir("dask")
+                spec_mod: Any = importlib.import_module("distributed.deploy.spec")
+                before = {id(c) for c in spec_mod.SpecCluster._instances}
+                scratch = {
+                    "temporary-directory": str(self.scratch),
+                    "distributed": {"worker": {"profile": {"enabled": False}}},
+                }
+                try:
+                    self.cluster = dist.LocalCluster(
+                        n_workers=self.workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        host="127.0.0.1",  # loopback only
+                        dashboard_address="127.0.0.1:0",  # its HTTP server: loopback, a free port
+                        silence_logs=logging.ERROR,
+                        local_directory=str(self.scratch),  # not $TMPDIR/dask-scratch-space
+                        # every worker's config: no statistical profiler (it samples the stack every 10 ms, ~5% CPU)
+                        config=dask_config.merge(dask_config.config, scratch),
+                    )
+                except BaseException:  # interrupted while starting: close what was made, disarm dask's atexit
+                    for c in list(spec_mod.SpecCluster._instances):
+                        if id(c) not in before:
+                            _close_cluster(c)
+                    raise
             return dist.Client(self.cluster, set_as_default=False)
         return dist.Client(self.address, timeout=self.reconnect_timeout, set_as_default=False)
 
@@ -357,12 +377,30 @@ class DaskExecutor(Executor):
         raise ConnectionError(f"could not reconnect to the Dask scheduler {self.address}: {last!r}")
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.close(timeout=10)
-        if self.cluster is not None:
+        """Close the client and the LocalCluster (quietly, on every path) and remove the scratch space."""
+        client = getattr(self, "client", None)
+        if client is not None:
             with contextlib.suppress(Exception):
-                self.cluster.close(timeout=10)
+                client.close(timeout=10)
+        if self.cluster is not None:
+            _close_cluster(self.cluster)
             self.cluster = None
+        if self.scratch is not None:
+            remove_temp_dir(self.scratch)
+            self.scratch = None
+
+
+def _close_cluster(cluster: Any) -> None:
+    """Close a LocalCluster, whatever state it is in, and keep dask's atexit hook from closing it again (an
+    interrupted start leaves workers in ``Status.init``, on which that hook fails with ``AssertionError``)."""
+    try:
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=10)
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.shutdown_on_close = False
+        with contextlib.suppress(Exception):
+            cluster._loop_runner.stop()
 
 
 def parse_executor(spec: str) -> tuple[str, str | None]:
