@@ -20,7 +20,11 @@ sub-folders it created. The rules:
   temporary sibling folder, then, with SIGINT, SIGTERM and SIGHUP held back, moves
   each into place with ``os.replace``, removes the previous report's files that the
   new one does not have (those in the old manifest only), removes a sub-folder it
-  had created once it is empty, and writes the new marker. An interruption before
+  had created once it is empty, and writes the new marker. Those removals are never
+  silent: each removed path is handed back (``removed=``) and the CLI names them all
+  ("removed N files of the previous report ... that this report does not have"). A file
+  the old manifest lists is removed only if it is a regular file reached without a link
+  (a manifest cannot make rnn-verify delete a link, a folder or anything outside). An interruption before
   that step leaves the previous report as it was; the step itself is a handful of
   renames, during which the signals wait.
 * A **foreign** entry -- anything in the folder that is not in the manifest (a
@@ -456,8 +460,11 @@ def _cleanup_staging(staging: Path, files: Iterable[str], made: Iterable[str]) -
         os.rmdir(staging)  # mkdtemp's folder: empty now unless someone put something in it
 
 
-def write_dir_atomic(out: Path | str, files: Mapping[str, bytes]) -> Path:
+def write_dir_atomic(out: Path | str, files: Mapping[str, bytes], *, removed: list[str] | None = None) -> Path:
     """Write the report ``files`` (relative path -> bytes) into folder ``out``; see the module docstring.
+
+    Files of the previous report (its manifest) that the new one does not have are removed; their relative paths
+    are appended to ``removed`` where given, so that the caller says exactly what was removed.
 
     Returns the folder's absolute path. Raises InvalidArgument before changing anything when ``out`` is not acceptable
     (:func:`preflight_dir`), a file name would leave the folder, or a foreign entry
@@ -500,7 +507,8 @@ def write_dir_atomic(out: Path | str, files: Mapping[str, bytes]) -> Path:
                 if not _guarded_change(out, rel, old_files, replace_with=staging / rel):
                     raise InvalidArgument("--out", str(out), f"{rel} changed while the report was written")
             for rel in sorted(old_files - set(names)):
-                _guarded_change(out, rel, old_files)
+                if _guarded_change(out, rel, old_files) and removed is not None:
+                    removed.append(rel)
             ours = old_dirs | made
             for d in sorted(ours - new_dirs_needed, key=lambda d: d.count("/"), reverse=True):
                 _guarded_change(out, d, ours, folder=True)

@@ -63,7 +63,7 @@ def resolve_device(spec: str, *, strict: bool = False, argument: str = "device="
     name = argument.rstrip("=")
     allowed = f"{argument} must be {DEVICE_CHOICES}"
     if not isinstance(spec, str):
-        raise InvalidArgument(name, spec, f"{allowed} (a string)")
+        raise InvalidArgument(name, spec, f"must be a string: {allowed}")
     if spec == "auto":
         return torch.device("cuda") if cuda_available() else torch.device("cpu")
     try:

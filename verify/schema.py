@@ -138,8 +138,10 @@ def load_json_file(path: Path | str, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Read and decode a JSON file (no schema); missing, unreadable or oversized files raise InvalidFile."""
     p = Path(path)
     try:
+        if p.is_dir():
+            raise InvalidFile(str(p), "", None, "is a folder, where a file is expected")
         if not p.is_file():
-            raise InvalidFile(str(p), "", None, "no such file")
+            raise InvalidFile(str(p), "", None, "no such file" if not p.exists() else "is not a regular file")
         size = p.stat().st_size
         if size > max_bytes:
             raise InvalidFile(
@@ -769,8 +771,13 @@ def load_npz(path: Path | str, max_bytes: int = MAX_NPZ_BYTES) -> dict[str, np.n
     p = Path(path)
     file = str(p)
     try:
+        if p.is_dir():
+            raise InvalidFile(file, "", None, "is a folder, where a file is expected")
         if not p.is_file():
             raise InvalidFile(file, "", None, "no such file")
+        size = p.stat().st_size
+        if size > max_bytes + 2**20:  # bounded before reading: its arrays could not fit max_bytes anyway
+            raise InvalidFile(file, "", None, f"too large: {size} bytes, more than a golden .npz holds ({max_bytes})")
         data = p.read_bytes()
     except OSError as exc:
         raise InvalidFile(file, "", None, f"cannot be read ({exc.strerror or exc})") from None

@@ -58,6 +58,24 @@ __all__ = [
 
 EXECUTOR_KINDS = ("auto", "serial", "process", "dask")
 Outcome = dict[str, Any]
+#: most cells at once (``--workers``): each worker is a process with its own torch import (~0.3 GB), so 1024 of
+#: them already need ~300 GB; a larger number is a typo, refused before anything starts
+MAX_WORKERS = 1024
+#: most torch threads per cell (``--threads``): no machine rnn-verify runs on has more cores than this
+MAX_THREADS = 1024
+
+
+def check_count(argument: str, value: object, maximum: int, why: str) -> int:
+    """``value`` if it is an integer in [1, ``maximum``]; else InvalidArgument naming ``argument`` and the reason."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument(argument, value, "must be an integer >= 1")
+    if value > maximum:
+        raise InvalidArgument(argument, value, f"must be at most {maximum}: {why}")
+    return value
+
+
+WORKERS_WHY = "each worker is a process with its own torch import (~0.3 GB); more is a typo, not a machine"
+THREADS_WHY = "torch threads per cell; no machine has that many cores"
 
 
 def available_cpus() -> int:
@@ -89,9 +107,9 @@ class Executor:
     kind = "serial"
 
     def __init__(self, workers: int = 1, threads: int | None = None) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InvalidArgument("--workers", workers, "must be an integer >= 1")
-        self.workers = workers
+        self.workers = check_count("--workers", workers, MAX_WORKERS, WORKERS_WHY)
+        if threads is not None:
+            check_count("--threads", threads, MAX_THREADS, THREADS_WHY)
         self.threads = threads if threads is not None else max(1, available_cpus() // workers)
 
     def describe(self) -> str:
@@ -425,8 +443,10 @@ def make_executor(spec: str = "auto", workers: int | None = None, threads: int |
     one worker, ``auto`` runs serially in this process.
     """
     kind, address = parse_executor(spec)
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise InvalidArgument("--workers", workers, "must be an integer >= 1")
+    if workers is not None:
+        check_count("--workers", workers, MAX_WORKERS, WORKERS_WHY)
+    if threads is not None:
+        check_count("--threads", threads, MAX_THREADS, THREADS_WHY)
     n = workers if workers is not None else (1 if address else available_cpus())
     if kind == "auto":
         if n == 1:
