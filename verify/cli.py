@@ -95,7 +95,7 @@ from verify.checks import device as device_checks
 from verify.checks import uses
 from verify.config import PROFILES, RunConfig
 from verify.errors import InvalidArgument, VerifyError
-from verify.files import tool_version, write_file_atomic
+from verify.files import read_marker, tool_version, write_file_atomic
 from verify.hardware import NO_CUDA_REASON, resolve_device
 from verify.impl import Implementations
 from verify.impl.loader import load_implementations
@@ -1183,6 +1183,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         out = src if src.is_dir() else src.parent
         if not is_report_folder(out):
+            read_marker(out)  # a damaged marker is named as such (InvalidArgument), not as "no marker"
             raise InvalidArgument(
                 "RESULTS",
                 str(src),

@@ -173,7 +173,7 @@ def read_marker(out: Path | str) -> Marker | None:
     if st.st_size > _MAX_MARKER_BYTES:
         raise _marker_error(out, f"{st.st_size} bytes, more than a marker holds")
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+        doc = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant, parse_int=bounded_int)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise _marker_error(out, f"not valid JSON: {str(exc)[:200]}") from None
     if not isinstance(doc, dict):
@@ -199,6 +199,20 @@ def read_marker(out: Path | str) -> Marker | None:
 
 def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
+
+
+#: most digits of an integer in a marker rnn-verify reads (what Python would refuse beyond 4300 is refused here, in
+#: words; a marker holds small integers only)
+MAX_MARKER_INT_DIGITS = 309
+
+
+def bounded_int(literal: str) -> int:
+    """``json.loads``' ``parse_int`` for rnn-verify's own small files: an integer of more than
+    :data:`MAX_MARKER_INT_DIGITS` digits raises ValueError saying so (not Python's int-from-string message)."""
+    digits = len(literal.lstrip("-"))
+    if digits > MAX_MARKER_INT_DIGITS:
+        raise ValueError(f"an integer of {digits} digits, more than the {MAX_MARKER_INT_DIGITS} allowed")
+    return int(literal)
 
 
 def is_report_folder(path: Path | str) -> bool:
@@ -317,7 +331,8 @@ def write_file_atomic(path: Path | str, data: bytes) -> Path:
     """
     path = Path(path).expanduser().absolute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    # the temporary name stays within NAME_MAX whatever the length of the name (255 bytes is a valid name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{_short_name(path.name)}.tmp-", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -331,6 +346,11 @@ def write_file_atomic(path: Path | str, data: bytes) -> Path:
             os.unlink(tmp)  # our own temporary file, made above
         raise
     return path
+
+
+def _short_name(name: str) -> str:
+    """At most 64 characters of ``name``, for the name of a temporary sibling (which adds a prefix and a suffix)."""
+    return name if len(name) <= 64 else name[:64]
 
 
 # ------------------------------------------------------------------ the guard
@@ -482,7 +502,7 @@ def write_dir_atomic(out: Path | str, files: Mapping[str, bytes], *, removed: li
     stage_parent = out.parent
     if out.is_dir() and os.stat(out).st_dev != os.stat(stage_parent).st_dev:
         stage_parent = out  # a mount point: stage on its own file system so that os.replace works
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=stage_parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{_short_name(out.name)}.tmp-", dir=stage_parent))
     staged_dirs: set[str] = set()
     staged: list[str] = []
     created_out = False

@@ -33,7 +33,7 @@ from typing import Any
 
 import theory
 from verify.errors import InvalidArgument
-from verify.files import write_file_atomic
+from verify.files import bounded_int, write_file_atomic
 
 __all__ = ["CACHE_MARKER", "CachedValue", "CellCache", "canonical_json", "cell_key", "code_version"]
 
@@ -130,7 +130,7 @@ class CellCache:
     @staticmethod
     def _read_marker(path: Path) -> None:
         try:
-            doc = json.loads((path / CACHE_MARKER).read_text("utf-8"))
+            doc = json.loads((path / CACHE_MARKER).read_text("utf-8"), parse_int=bounded_int)
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _refuse(path, f"its marker {CACHE_MARKER} is damaged ({str(exc)[:200]})") from None
         if not isinstance(doc, dict) or doc.get("format") != _MARKER_FORMAT:

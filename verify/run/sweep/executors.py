@@ -108,8 +108,6 @@ class Executor:
 
     def __init__(self, workers: int = 1, threads: int | None = None) -> None:
         self.workers = check_count("--workers", workers, MAX_WORKERS, WORKERS_WHY)
-        if threads is not None:
-            check_count("--threads", threads, MAX_THREADS, THREADS_WHY)
         self.threads = threads if threads is not None else max(1, available_cpus() // workers)
 
     def describe(self) -> str:
