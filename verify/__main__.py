@@ -2,6 +2,6 @@
 
 import sys
 
-from verify.cli import main
+from verify._entry import main
 
 sys.exit(main())

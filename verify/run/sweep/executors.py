@@ -287,18 +287,19 @@ class DaskExecutor(Executor):
                     "temporary-directory": str(self.scratch),
                     "distributed": {"worker": {"profile": {"enabled": False}}},
                 }
-                try:
-                    self.cluster = dist.LocalCluster(
-                        n_workers=self.workers,
-                        threads_per_worker=1,
-                        processes=True,
-                        host="127.0.0.1",  # loopback only
-                        dashboard_address="127.0.0.1:0",  # its HTTP server: loopback, a free port
-                        silence_logs=logging.ERROR,
-                        local_directory=str(self.scratch),  # not $TMPDIR/dask-scratch-space
-                        # every worker's config: no statistical profiler (it samples the stack every 10 ms, ~5% CPU)
-                        config=dask_config.merge(dask_config.config, scratch),
-                    )
+                try:  # the scheduler (made here, in this process) reads its scratch folder from dask's config
+                    with dask_config.set({"temporary-directory": str(self.scratch)}):
+                        self.cluster = dist.LocalCluster(
+                            n_workers=self.workers,
+                            threads_per_worker=1,
+                            processes=True,
+                            host="127.0.0.1",  # loopback only
+                            dashboard_address="127.0.0.1:0",  # its HTTP server: loopback, a free port
+                            silence_logs=logging.CRITICAL,  # a cell's error comes back as its outcome
+                            local_directory=str(self.scratch),  # not $TMPDIR/dask-scratch-space
+                            # every worker's config: no statistical profiler (it samples the stack every 10 ms, ~5% CPU)
+                            config=dask_config.merge(dask_config.config, scratch),
+                        )
                 except BaseException:  # interrupted while starting: close what was made, disarm dask's atexit
                     for c in list(spec_mod.SpecCluster._instances):
                         if id(c) not in before:
@@ -393,17 +394,20 @@ class DaskExecutor(Executor):
         raise ConnectionError(f"could not reconnect to the Dask scheduler {self.address}: {last!r}")
 
     def close(self) -> None:
-        """Close the client and the LocalCluster (quietly, on every path) and remove the scratch space."""
-        client = getattr(self, "client", None)
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close(timeout=10)
-        if self.cluster is not None:
-            _close_cluster(self.cluster)
-            self.cluster = None
-        if self.scratch is not None:
-            remove_temp_dir(self.scratch)
-            self.scratch = None
+        """Close the client and the LocalCluster (quietly, on every path) and remove the scratch space -- also when
+        a Ctrl-C interrupts the closing (the interrupt then goes on, once the scratch space is gone)."""
+        try:
+            client = getattr(self, "client", None)
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close(timeout=10)
+            if self.cluster is not None:
+                cluster, self.cluster = self.cluster, None
+                _close_cluster(cluster)
+        finally:
+            if self.scratch is not None:
+                remove_temp_dir(self.scratch)
+                self.scratch = None
 
 
 def _close_cluster(cluster: Any) -> None:
