@@ -21,7 +21,9 @@ FAILed (or was INCONCLUSIVE under ``--fail-on inconclusive``), or ``golden
 --check`` found a quantity that does not verify; 2 usage or input error (unknown
 claim, ``--seed`` outside [0, MAX_SEED], an output folder that is not rnn-verify's,
 unwritable output, a malformed or mismatched input file -- the message names the
-file and the field --, ``--device cuda --strict-device`` without CUDA); 130
+file and the field --, ``--device cuda --strict-device`` without CUDA, a count
+beyond its bound, one path given for two outputs, a name longer than the file
+system takes); 130
 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP): the
 previous report is left as it was, worker and figure processes are stopped.
 
@@ -45,6 +47,17 @@ content in ``--cache`` (default ``$XDG_CACHE_HOME/rnn-verify/cells``, a folder
 rnn-verify creates and marks): a rerun resumes and computes only what is missing. On a terminal a live status line shows
 the running claims; otherwise (CI logs) a ``[k/N] running <claim> 12s`` line is
 printed every ~10 s.
+
+Bounds, each refused (exit 2) with its reason: ``--workers`` at most
+:data:`~verify.run.sweep.executors.MAX_WORKERS` (1024: each worker is a process with
+its own torch import), ``--threads`` at most 1024, ``sweep --seeds`` at most
+:data:`~verify.run.sweep.definitions.MAX_SEEDS` (100 000) and claims x seeds at most
+1 000 000 cells, ``--seed`` in [0, MAX_SEED] for every command and the API alike, an
+integer in a file read back at most 309 digits (:mod:`verify.schema`), a path
+argument at most 255 bytes per name and 4096 in all (:data:`NAME_MAX`,
+:data:`PATH_MAX`). ``--json``, ``--junit`` and ``--out`` must name different places
+(an output file inside the report folder is refused too). A Dask sweep's scratch
+space is a temporary folder of rnn-verify's, removed when the executor closes.
 
 ``run --impl FAMILY=SPEC`` (repeatable) runs the claims against *your*
 implementation: ``SPEC`` is ``module.path:Name`` or ``path/to/file.py:name``
@@ -356,7 +369,9 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     sw.add_argument("--list", action="store_true", help="list the sweeps and exit")
     sw.add_argument("--scale", choices=("paper", "full", "ci"), default="paper", help="reproduction sizes")
     sw.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    sw.add_argument("--seeds", type=int, default=None, metavar="N", help="number of seeds (calibration: 1000)")
+    sw.add_argument(
+        "--seeds", type=int, default=None, metavar="N", help="number of seeds (calibration: 1000; at most 100000)"
+    )
     sw.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (calibration, claims)")
     sw.add_argument("--profile", choices=PROFILES, default="ci", help="profile of claim cells (default ci)")
     sw.add_argument(
@@ -365,8 +380,16 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default="auto",
         help="auto (dask if installed, else process; serial with one worker), serial, process, dask, dask=ADDRESS",
     )
-    sw.add_argument("--workers", type=int, default=None, metavar="N", help="cells at once (default: the CPUs)")
-    sw.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads per cell")
+    sw.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"cells at once (default: the CPUs; at most {MAX_WORKERS})",
+    )
+    sw.add_argument(
+        "--threads", type=int, default=None, metavar="N", help=f"torch threads per cell (at most {MAX_THREADS})"
+    )
     sw.add_argument("--split-lrs", action="store_true", help="one cell per learning rate (for a large cluster)")
     cache = sw.add_mutually_exclusive_group()
     cache.add_argument(
