@@ -406,6 +406,12 @@ def _json_cases() -> None:
         (b.cwd / "c").mkdir()
         (b.cwd / "c" / ".rnn-verify-cache").write_text('{"format": ' + HUGE + "}")
 
+    def big_cache(b: Box) -> None:
+        (b.cwd / "c").mkdir()
+        (b.cwd / "c" / ".rnn-verify-cache").write_text('{"format": "' + "x" * 100_000 + '"}')
+
+    case("sweep --cache with an oversized marker", 2, [*SWEEP[:4], "--no-report", "--seeds", "1", "--cache", "c"],
+         setup=big_cache, says=("--cache", "more than a marker holds"))  # fmt: skip
     case("sweep --cache with a huge integer in its marker", 2, [*SWEEP[:4], "--no-report", "--seeds", "1", "--cache",
          "c"], setup=cache, says=("--cache", "5000 digits"), never=("set_int_max_str_digits",))  # fmt: skip
 

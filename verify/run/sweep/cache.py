@@ -130,6 +130,9 @@ class CellCache:
     @staticmethod
     def _read_marker(path: Path) -> None:
         try:
+            size = (path / CACHE_MARKER).stat().st_size
+            if size > 2**16:  # a marker is a few lines: bounded before it is read
+                raise ValueError(f"{size} bytes, more than a marker holds")
             doc = json.loads((path / CACHE_MARKER).read_text("utf-8"), parse_int=bounded_int)
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _refuse(path, f"its marker {CACHE_MARKER} is damaged ({str(exc)[:200]})") from None
