@@ -195,3 +195,11 @@ def validate_seed(name: str, value: object) -> int:
             "unsigned 64-bit seed of torch.Generator.manual_seed)",
         )
     return value
+
+
+def validate_generator_seed(name: str, value: object) -> int:
+    """A raw ``torch.Generator.manual_seed`` seed in [0, ``TORCH_SEED_MAX``] (internal: derived seeds such as a
+    calibration cell's hash). A seed a user gives is a base seed: :func:`validate_seed`, [0, ``MAX_SEED``]."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= TORCH_SEED_MAX:
+        raise InvalidArgument(name, value, "must be an integer in [0, 2**64 - 1] (torch.Generator.manual_seed)")
+    return value

@@ -18,10 +18,14 @@ Commands::
     rnn-verify golden  --check MINE.npz --reference FILE.npz|FILE.json
 
 Exit codes, per command: :mod:`verify.exit_codes` (printed by every ``--help``). 0 only when every
-selected claim ran and none FAILed; 1 a FAIL (``report``: the saved run has one); 2 usage or input error,
-or an ``--impl`` that does not load (whatever it raises, ``sys.exit()`` included); 130/143/129 a signal
-delivered to rnn-verify (the previous report is left as it was, worker and figure processes are stopped).
-Code under test never sets the exit status (:mod:`verify.stop`).
+selected claim ran and none FAILed; 1 a FAIL (or an INCONCLUSIVE under ``--fail-on inconclusive``; ``report``:
+the saved run has one; ``golden --check``: a quantity that does not verify); 2 usage or input error (unknown
+claim, ``--seed`` outside [0, MAX_SEED], an output folder that is not rnn-verify's, unwritable output, a
+malformed or mismatched input file -- the message names the file and the field --, ``--device cuda
+--strict-device`` without CUDA, a count beyond its bound, one path given for two outputs, a name longer than the
+file system takes), or an ``--impl`` that does not load (whatever it raises, ``sys.exit()`` included);
+130/143/129 a signal delivered to rnn-verify (interrupted, terminated, hung up: the previous report is left as it
+was, worker and figure processes are stopped). Code under test never sets the exit status (:mod:`verify.stop`).
 
 ``run`` writes a report folder (default ``reports/runs/<timestamp>-<profile>``):
 ``results.json``, ``report.md``, ``report.html``, ``junit.xml``, ``figures/`` and
@@ -43,6 +47,17 @@ content in ``--cache`` (default ``$XDG_CACHE_HOME/rnn-verify/cells``, a folder
 rnn-verify creates and marks): a rerun resumes and computes only what is missing. On a terminal a live status line shows
 the running claims; otherwise (CI logs) a ``[k/N] running <claim> 12s`` line is
 printed every ~10 s.
+
+Bounds, each refused (exit 2) with its reason: ``--workers`` at most
+:data:`~verify.run.sweep.executors.MAX_WORKERS` (1024: each worker is a process with
+its own torch import), ``--threads`` at most 1024, ``sweep --seeds`` at most
+:data:`~verify.run.sweep.definitions.MAX_SEEDS` (100 000) and claims x seeds at most
+1 000 000 cells, ``--seed`` in [0, MAX_SEED] for every command and the API alike, an
+integer in a file read back at most 309 digits (:mod:`verify.schema`), a path
+argument at most 255 bytes per name and 4096 in all (:data:`NAME_MAX`,
+:data:`PATH_MAX`). ``--json``, ``--junit`` and ``--out`` must name different places
+(an output file inside the report folder is refused too). A Dask sweep's scratch
+space is a temporary folder of rnn-verify's, removed when the executor closes.
 
 ``run --impl FAMILY=SPEC`` (repeatable) runs the claims against *your*
 implementation: ``SPEC`` is ``module.path:Name`` or ``path/to/file.py:name``
@@ -71,6 +86,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
+import errno
 import json
 import multiprocessing
 import os
@@ -92,7 +108,7 @@ from verify.checks import uses
 from verify.config import PROFILES, RunConfig
 from verify.errors import InvalidArgument, VerifyError
 from verify.exit_codes import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from verify.files import tool_version, write_file_atomic
+from verify.files import read_marker, tool_version, write_file_atomic
 from verify.hardware import NO_CUDA_REASON, resolve_device
 from verify.impl import Implementations
 from verify.impl.loader import load_implementations
@@ -119,14 +135,52 @@ from verify.run.check import select_claims
 from verify.run.plan import plan_claims, plan_document, plan_table
 from verify.run.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
 from verify.run.sweep.driver import CellOutcome, SweepPlan, SweepRun, failed_cells_text
-from verify.run.sweep.executors import Executor, available_cpus, dask_available, parse_executor, stop_processes
+from verify.run.sweep.executors import (
+    MAX_THREADS,
+    MAX_WORKERS,
+    THREADS_WHY,
+    WORKERS_WHY,
+    Executor,
+    available_cpus,
+    check_count,
+    dask_available,
+    parse_executor,
+    stop_processes,
+)
 from verify.stop import Stop
-from verify.verdict import CheckResult, Verdict
+from verify.verdict import CheckResult, Verdict, finding_line
 
 _BACKGROUND_PNG_MIN_CLAIMS = 6
 #: seconds between two progress lines when stderr is not a terminal (CI logs)
 PROGRESS_INTERVAL_S = 10.0
 DEFAULT_RUNS = Path("reports") / "runs"
+DEFAULT_SWEEPS = Path("reports") / "sweeps"
+#: every folder rnn-verify writes into by default, relative to the current folder (each is git-ignored, tested)
+DEFAULT_OUTPUT_DIRS = (DEFAULT_RUNS, DEFAULT_SWEEPS)
+#: the longest name (one path component) and path the file systems rnn-verify runs on take, in bytes (Linux's
+#: NAME_MAX and PATH_MAX): a longer one is refused naming the argument, not left to the OS's "[Errno 36]"
+NAME_MAX, PATH_MAX = 255, 4096
+
+
+def _path_arg(text: str) -> str:
+    """argparse ``type`` of every path argument: refuses (exit 2, naming the argument) a NUL byte, a name longer
+    than :data:`NAME_MAX` bytes or a path longer than :data:`PATH_MAX` bytes."""
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError("the path holds a NUL byte, which no file name can")
+    raw = os.fsencode(text)
+    if len(raw) > PATH_MAX:
+        raise argparse.ArgumentTypeError(
+            f"the path is {len(raw)} bytes long; the file system allows at most {PATH_MAX} (PATH_MAX)"
+        )
+    for part in raw.split(b"/"):
+        if len(part) > NAME_MAX:
+            shown = os.fsdecode(part[:40]) + "..."
+            raise argparse.ArgumentTypeError(
+                f"the name {shown!r} is {len(part)} bytes long; the file system allows at most {NAME_MAX} bytes "
+                "per file or folder name (NAME_MAX)"
+            )
+    return text
+
 
 _MARKER_NOTE = "Report folders carry a .rnn-verify-report marker; rnn-verify replaces only the files it lists."
 
@@ -214,16 +268,19 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--dtype", choices=("float64", "float32"), default="float64", help="dtype where a check lets you choose"
     )
     out = run.add_mutually_exclusive_group()
-    out.add_argument("--out", metavar="DIR", help=f"report folder (default {DEFAULT_RUNS}/<timestamp>-<profile>)")
+    out.add_argument(
+        "--out", metavar="DIR", type=_path_arg, help=f"report folder (default {DEFAULT_RUNS}/<timestamp>-<profile>)"
+    )
     out.add_argument("--no-report", action="store_true", help="write no report folder")
     run.add_argument(
         "--json",
         nargs="?",
         const="-",
         metavar="FILE",
+        type=_path_arg,
         help="also write results.json to FILE ('-' or no FILE: print it on stdout, verdicts go to stderr)",
     )
-    run.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    run.add_argument("--junit", metavar="FILE", type=_path_arg, help="also write JUnit XML to FILE")
     run.add_argument(
         "--fail-on",
         choices=("fail", "inconclusive"),
@@ -289,7 +346,9 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     sw.add_argument("--list", action="store_true", help="list the sweeps and exit")
     sw.add_argument("--scale", choices=("paper", "full", "ci"), default="paper", help="reproduction sizes")
     sw.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    sw.add_argument("--seeds", type=int, default=None, metavar="N", help="number of seeds (calibration: 1000)")
+    sw.add_argument(
+        "--seeds", type=int, default=None, metavar="N", help="number of seeds (calibration: 1000; at most 100000)"
+    )
     sw.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (calibration, claims)")
     sw.add_argument("--profile", choices=PROFILES, default="ci", help="profile of claim cells (default ci)")
     sw.add_argument(
@@ -298,16 +357,28 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default="auto",
         help="auto (dask if installed, else process; serial with one worker), serial, process, dask, dask=ADDRESS",
     )
-    sw.add_argument("--workers", type=int, default=None, metavar="N", help="cells at once (default: the CPUs)")
-    sw.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads per cell")
+    sw.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"cells at once (default: the CPUs; at most {MAX_WORKERS})",
+    )
+    sw.add_argument(
+        "--threads", type=int, default=None, metavar="N", help=f"torch threads per cell (at most {MAX_THREADS})"
+    )
     sw.add_argument("--split-lrs", action="store_true", help="one cell per learning rate (for a large cluster)")
     cache = sw.add_mutually_exclusive_group()
-    cache.add_argument("--cache", metavar="DIR", help="cell cache folder (default $XDG_CACHE_HOME/rnn-verify/cells)")
+    cache.add_argument(
+        "--cache", metavar="DIR", type=_path_arg, help="cell cache folder (default $XDG_CACHE_HOME/rnn-verify/cells)"
+    )
     cache.add_argument("--no-cache", action="store_true", help="cache nothing (every cell is computed)")
     sout = sw.add_mutually_exclusive_group()
-    sout.add_argument("--out", metavar="DIR", help="report folder (default reports/sweeps/<timestamp>-<name>)")
+    sout.add_argument(
+        "--out", metavar="DIR", type=_path_arg, help="report folder (default reports/sweeps/<timestamp>-<name>)"
+    )
     sout.add_argument("--no-report", action="store_true", help="write no report folder")
-    sw.add_argument("--json", metavar="FILE", help="also write results.json to FILE")
+    sw.add_argument("--json", metavar="FILE", type=_path_arg, help="also write results.json to FILE")
     sw.add_argument("--fail-on", choices=("fail", "inconclusive"), default="fail", help="exit 1 on FAIL (default)")
     sw.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
 
@@ -321,13 +392,14 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         epilog=_epilog("report"),
         formatter_class=_HelpFormatter,
     )
-    rep.add_argument("results", metavar="RESULTS", help="a results.json or a report folder holding one")
+    rep.add_argument("results", metavar="RESULTS", type=_path_arg, help="a results.json or a report folder holding one")
     rep.add_argument(
         "--out",
         metavar="DIR",
+        type=_path_arg,
         help="report folder (default: the folder of RESULTS, if it is an rnn-verify report folder)",
     )
-    rep.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    rep.add_argument("--junit", metavar="FILE", type=_path_arg, help="also write JUnit XML to FILE")
     rep.add_argument(
         "--fail-on",
         choices=("fail", "inconclusive"),
@@ -349,11 +421,13 @@ def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     gold.add_argument(
         "--check",
         metavar="FILE",
+        type=_path_arg,
         help="re-verify a golden pair instead of exporting: FILE is its .npz or its .json; both must be there",
     )
     gold.add_argument(
         "--reference",
         metavar="GOLDEN",
+        type=_path_arg,
         help="with --check: FILE holds YOUR results -- a plain .npz with only the arrays you computed, named "
         "<case>__<quantity> as in GOLDEN (any subset of cases and quantities; no header, no hashes); each is "
         "compared with GOLDEN's (.npz or .json of the published pair, itself validated and hash-checked) by the "
@@ -361,7 +435,9 @@ def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "refused (exit 2), and failures get a diagnosis of the likely mistake. Exit 0 all supplied arrays "
         "verify, 1 a mismatch, 2 input error",
     )
-    gold.add_argument("--out", metavar="FILE", default="golden.npz", help="output .npz (default golden.npz)")
+    gold.add_argument(
+        "--out", metavar="FILE", type=_path_arg, default="golden.npz", help="output .npz (default golden.npz)"
+    )
     gold.add_argument("--seed", type=int, default=0, help=f"seed of the problems, 0 .. {MAX_SEED} (default 0)")
     gold.add_argument("--k", type=int, nargs="+", default=None, metavar="K", help="truncation lengths (default 1 2 3)")
 
@@ -637,8 +713,8 @@ def _cmd_plan(
 def _check_run_args(args: argparse.Namespace) -> None:
     """``run``'s arguments that argparse cannot check: exit 2 naming the argument."""
     validate_seed("--seed", args.seed)
-    if args.workers is not None and args.workers < 1:
-        raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
+    if args.workers is not None:
+        check_count("--workers", args.workers, MAX_WORKERS, WORKERS_WHY)
     if args.impl_only and not args.impl:
         raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
     if args.plan and (args.junit or args.json not in (None, "-") or args.out):
@@ -652,9 +728,37 @@ def _run_outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Pa
     out = None
     if not args.no_report:
         out = preflight_dir(Path(args.out) if args.out else _default_out(args.profile), "--out")
+    json_arg = args.json if args.json not in (None, "-") else None
+    _distinct_outputs([("--json", json_arg), ("--junit", args.junit)], ("--out", out))
     junit = preflight_file(args.junit, "--junit") if args.junit else None
-    json_file = preflight_file(args.json, "--json") if args.json not in (None, "-") else None
+    json_file = preflight_file(json_arg, "--json") if json_arg is not None else None
     return out, junit, json_file
+
+
+def _distinct_outputs(files: Sequence[tuple[str, str | Path | None]], folder: tuple[str, Path | None]) -> None:
+    """Refuse (exit 2, naming both options) one path given for two outputs, or an output file inside the report
+    folder (which holds the report's own results.json and junit.xml): the second write would replace the first."""
+    given = [(opt, Path(v).expanduser().absolute()) for opt, v in files if v is not None]
+    seen: dict[str, str] = {}
+    for opt, path in given:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise InvalidArgument(
+                opt, str(path), f"is also given as {seen[real]}; two outputs cannot share one file (the second "
+                "would overwrite the first): give each its own path"
+            )  # fmt: skip
+        seen[real] = opt
+    fopt, fpath = folder
+    if fpath is None:
+        return
+    root = os.path.realpath(fpath)
+    for opt, path in given:
+        real = os.path.realpath(path)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            raise InvalidArgument(
+                opt, str(path), f"is inside the report folder {fopt} {fpath}, which holds the report's own "
+                "results.json and junit.xml; give a path outside it (or use the report's copy)"
+            )  # fmt: skip
 
 
 def _nothing_checked(results: Sequence[CheckResult], impls: Implementations | None) -> str | None:
@@ -721,7 +825,7 @@ def _select_run_claims(
 
 def _run_device(args: argparse.Namespace, claims: Sequence[Claim], skip: dict[str, str]) -> str:
     """The device the claims run on; without the CUDA asked for, the CUDA claims are added to ``skip``."""
-    dev = resolve_device(args.device, strict=args.strict_device)
+    dev = resolve_device(args.device, strict=args.strict_device, argument="--device")
     if dev is None:  # cuda asked for, none here: the device claims are SKIPPED, the rest run on the CPU
         device = "cpu"
         reason = f"--device {args.device} requested but {NO_CUDA_REASON}"
@@ -838,7 +942,9 @@ def _write_run_outputs(
         if out is not None:
             done = pngs.collect() if pngs is not None else {}
             pngs = None
-            write_report(out, doc, fail_on=fail_on, junit=junit, json_path=json_file, pngs_done=done)
+            removed: list[str] = []
+            write_report(out, doc, fail_on=fail_on, junit=junit, json_path=json_file, pngs_done=done, removed=removed)
+            _note_removed(out, removed)
         else:
             if junit is not None:
                 write_file_atomic(junit, render_junit(doc, fail_on))
@@ -873,9 +979,20 @@ def _print_run_summary(
         if r.verdict is not Verdict.PASS:  # a FAIL's reason may be a traceback: its summary names the cause
             text = (r.summary if r.verdict is Verdict.FAIL else r.reason or r.summary).strip()
             print(f"  {r.verdict.value} {r.claim_id}: {text.splitlines()[0] if text else ''}", file=stream)
-    for r in results:  # the papers as printed: reported, whatever the verdict
+    for r in results:  # the papers as printed: reported, whatever the verdict (the line says which)
         for f in r.findings:
-            print(f"  FINDING {r.claim_id}: {f}", file=stream)
+            print(f"  {finding_line(r.claim_id, r.verdict, f)}", file=stream)
+
+
+def _note_removed(out: Path, removed: list[str]) -> None:
+    """Say exactly which files of the previous report (listed in its marker) were removed: never silently."""
+    if removed:
+        shown = ", ".join(removed[:20]) + (f" and {len(removed) - 20} more" if len(removed) > 20 else "")
+        print(
+            f"rnn-verify: note: removed {len(removed)} {'file' if len(removed) == 1 else 'files'} of the previous "
+            f"report in {out} (listed in its {MARKER} marker) that this report does not have: {shown}",
+            file=sys.stderr,
+        )
 
 
 def _note_foreign(out: Path, kept: list[str]) -> None:
@@ -915,6 +1032,7 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     )
     plan = definitions()[args.name].build(opts)  # validates the options before anything is written or started
     out = _sweep_out(args)  # checked before anything is started
+    _distinct_outputs([("--json", args.json)], ("--out", out))
     json_file = preflight_file(args.json, "--json") if args.json else None
     cache = None if args.no_cache else CellCache(Path(args.cache) if args.cache else default_cache_dir())
     stream = sys.stdout
@@ -948,7 +1066,9 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     doc["figures"] = [*doc["figures"], *_cell_tables(plan, run, stats, failed)]
     doc["figures"] = [normalize_figure(f) for f in doc["figures"]]
     if out is not None:
-        write_report(out, doc, fail_on=args.fail_on, json_path=json_file)
+        removed: list[str] = []
+        write_report(out, doc, fail_on=args.fail_on, json_path=json_file, removed=removed)
+        _note_removed(out, removed)
     elif json_file is not None:
         write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
     _print_sweep_summary(plan, run, stats, failed, stream)
@@ -964,10 +1084,10 @@ def _check_sweep_args(args: argparse.Namespace) -> None:
     if args.name not in definitions():
         raise InvalidArgument("NAME", args.name, f"must be one of {', '.join(definitions())}")
     validate_seed("--seed", args.seed)
-    if args.workers is not None and args.workers < 1:
-        raise InvalidArgument("--workers", args.workers, "must be an integer >= 1")
-    if args.threads is not None and args.threads < 1:
-        raise InvalidArgument("--threads", args.threads, "must be an integer >= 1")
+    if args.workers is not None:
+        check_count("--workers", args.workers, MAX_WORKERS, WORKERS_WHY)
+    if args.threads is not None:
+        check_count("--threads", args.threads, MAX_THREADS, THREADS_WHY)
 
 
 def _sweep_out(args: argparse.Namespace) -> Path | None:
@@ -975,9 +1095,7 @@ def _sweep_out(args: argparse.Namespace) -> Path | None:
     out = None
     if not args.no_report:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = preflight_dir(
-            Path(args.out) if args.out else Path("reports") / "sweeps" / f"{stamp}-{args.name}", "--out"
-        )
+        out = preflight_dir(Path(args.out) if args.out else DEFAULT_SWEEPS / f"{stamp}-{args.name}", "--out")
     return out
 
 
@@ -1070,7 +1188,7 @@ def _print_sweep_summary(
     for r in run.results:
         print(f"{r.verdict.value:<12} {r.claim_id:<34} {r.summary}", file=stream)
         for f in r.findings:
-            print(f"  FINDING {r.claim_id}: {f}", file=stream)
+            print(f"  {finding_line(r.claim_id, r.verdict, f)}", file=stream)
     if failed:
         print(failed_cells_text(failed, limit=3), file=sys.stderr)
 
@@ -1084,6 +1202,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         out = src if src.is_dir() else src.parent
         if not is_report_folder(out):
+            read_marker(out)  # a damaged marker is named as such (InvalidArgument), not as "no marker"
             raise InvalidArgument(
                 "RESULTS",
                 str(src),
@@ -1092,11 +1211,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 "folder)",
             )
     out = preflight_dir(out, "--out")
+    _distinct_outputs([("RESULTS", src), ("--junit", args.junit)], ("--out", None))  # the input is not overwritten
+    _distinct_outputs([("--junit", args.junit)], ("--out", out))
     junit = preflight_file(args.junit, "--junit") if args.junit else None
     fail_on = args.fail_on or str(parsed.run.get("fail_on", "fail"))
     if fail_on not in ("fail", "inconclusive"):
         fail_on = "fail"
-    write_report(out, parsed.document, fail_on=fail_on, junit=junit)
+    removed: list[str] = []
+    write_report(out, parsed.document, fail_on=fail_on, junit=junit, removed=removed)
+    _note_removed(out, removed)
     s = parsed.summary
     print(
         f"re-rendered {s.total} claims ({s.PASS} PASS, {s.FAIL} FAIL, "
@@ -1117,6 +1240,8 @@ def _cmd_golden(args: argparse.Namespace) -> int:
         print(user.format())
         return EXIT_OK if user.ok else EXIT_FAIL
     if args.check:
+        if Path(args.check).is_dir():
+            raise InvalidArgument("--check", args.check, "is a folder; give the golden pair's .npz or .json file")
         report = golden.check_golden(args.check)
         print(report.format())
         return EXIT_OK if report.ok else EXIT_FAIL
@@ -1161,8 +1286,21 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"rnn-verify: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:  # e.g. the disk filled up while writing; what was there before is intact
-        print(f"rnn-verify: error: {exc}", file=sys.stderr)
+        print(f"rnn-verify: error: {_os_error_text(exc)}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _os_error_text(exc: OSError) -> str:
+    """An OS error in words (the OS's limits named, not a bare "[Errno 36]")."""
+    where = f" ({str(exc.filename)[:80]}{'...' if len(str(exc.filename)) > 80 else ''})" if exc.filename else ""
+    if exc.errno == errno.ENAMETOOLONG:
+        return (
+            f"a file or folder name is too long for the file system{where}: at most {NAME_MAX} bytes per name "
+            f"(NAME_MAX), {PATH_MAX} per path (PATH_MAX)"
+        )
+    if exc.errno == errno.EISDIR:
+        return f"is a folder, where a file is expected{where}"
+    return f"{exc.strerror or exc}{where}"
 
 
 if __name__ == "__main__":  # pragma: no cover

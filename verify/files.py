@@ -20,7 +20,11 @@ sub-folders it created. The rules:
   temporary sibling folder, then, with SIGINT, SIGTERM and SIGHUP held back, moves
   each into place with ``os.replace``, removes the previous report's files that the
   new one does not have (those in the old manifest only), removes a sub-folder it
-  had created once it is empty, and writes the new marker. An interruption before
+  had created once it is empty, and writes the new marker. Those removals are never
+  silent: each removed path is handed back (``removed=``) and the CLI names them all
+  ("removed N files of the previous report ... that this report does not have"). A file
+  the old manifest lists is removed only if it is a regular file reached without a link
+  (a manifest cannot make rnn-verify delete a link, a folder or anything outside). An interruption before
   that step leaves the previous report as it was; the step itself is a handful of
   renames, during which the signals wait.
 * A **foreign** entry -- anything in the folder that is not in the manifest (a
@@ -38,6 +42,12 @@ sub-folders it created. The rules:
 * :func:`write_file_atomic` writes one file through a temporary sibling and
   ``os.replace``; it is for a path the user named explicitly (``--json FILE``,
   ``--junit FILE``, ``golden --out FILE.npz``).
+* :func:`make_temp_dir` / :func:`remove_temp_dir`: a scratch folder of rnn-verify's own
+  (Dask's worker scratch space) in the system's temporary folder, named
+  ``rnn-verify-<purpose>-XXXXXXXX``. :func:`remove_temp_dir` is the one recursive removal in
+  rnn-verify: it acts only on a real folder (not a link) whose name carries that prefix, made
+  by :func:`make_temp_dir` in this process, and never follows a link inside it (a link is
+  unlinked, what it points to is untouched).
 """
 
 from __future__ import annotations
@@ -63,9 +73,11 @@ __all__ = [
     "Marker",
     "foreign_entries",
     "is_report_folder",
+    "make_temp_dir",
     "preflight_dir",
     "preflight_file",
     "read_marker",
+    "remove_temp_dir",
     "write_dir_atomic",
     "write_file_atomic",
 ]
@@ -161,9 +173,9 @@ def read_marker(out: Path | str) -> Marker | None:
     if st.st_size > _MAX_MARKER_BYTES:
         raise _marker_error(out, f"{st.st_size} bytes, more than a marker holds")
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise _marker_error(out, f"not valid JSON: {exc}") from None
+        doc = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant, parse_int=bounded_int)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _marker_error(out, f"not valid JSON: {str(exc)[:200]}") from None
     if not isinstance(doc, dict):
         raise _marker_error(out, "not a JSON object")
     if doc.get("format") != MARKER_FORMAT:
@@ -187,6 +199,20 @@ def read_marker(out: Path | str) -> Marker | None:
 
 def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
+
+
+#: most digits of an integer in a marker rnn-verify reads (what Python would refuse beyond 4300 is refused here, in
+#: words; a marker holds small integers only)
+MAX_MARKER_INT_DIGITS = 309
+
+
+def bounded_int(literal: str) -> int:
+    """``json.loads``' ``parse_int`` for rnn-verify's own small files: an integer of more than
+    :data:`MAX_MARKER_INT_DIGITS` digits raises ValueError saying so (not Python's int-from-string message)."""
+    digits = len(literal.lstrip("-"))
+    if digits > MAX_MARKER_INT_DIGITS:
+        raise ValueError(f"an integer of {digits} digits, more than the {MAX_MARKER_INT_DIGITS} allowed")
+    return int(literal)
 
 
 def is_report_folder(path: Path | str) -> bool:
@@ -305,7 +331,8 @@ def write_file_atomic(path: Path | str, data: bytes) -> Path:
     """
     path = Path(path).expanduser().absolute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    # the temporary name stays within NAME_MAX whatever the length of the name (255 bytes is a valid name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{_short_name(path.name)}.tmp-", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -319,6 +346,11 @@ def write_file_atomic(path: Path | str, data: bytes) -> Path:
             os.unlink(tmp)  # our own temporary file, made above
         raise
     return path
+
+
+def _short_name(name: str) -> str:
+    """At most 64 characters of ``name``, for the name of a temporary sibling (which adds a prefix and a suffix)."""
+    return name if len(name) <= 64 else name[:64]
 
 
 # ------------------------------------------------------------------ the guard
@@ -448,8 +480,11 @@ def _cleanup_staging(staging: Path, files: Iterable[str], made: Iterable[str]) -
         os.rmdir(staging)  # mkdtemp's folder: empty now unless someone put something in it
 
 
-def write_dir_atomic(out: Path | str, files: Mapping[str, bytes]) -> Path:
+def write_dir_atomic(out: Path | str, files: Mapping[str, bytes], *, removed: list[str] | None = None) -> Path:
     """Write the report ``files`` (relative path -> bytes) into folder ``out``; see the module docstring.
+
+    Files of the previous report (its manifest) that the new one does not have are removed; their relative paths
+    are appended to ``removed`` where given, so that the caller says exactly what was removed.
 
     Returns the folder's absolute path. Raises InvalidArgument before changing anything when ``out`` is not acceptable
     (:func:`preflight_dir`), a file name would leave the folder, or a foreign entry
@@ -467,7 +502,7 @@ def write_dir_atomic(out: Path | str, files: Mapping[str, bytes]) -> Path:
     stage_parent = out.parent
     if out.is_dir() and os.stat(out).st_dev != os.stat(stage_parent).st_dev:
         stage_parent = out  # a mount point: stage on its own file system so that os.replace works
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=stage_parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{_short_name(out.name)}.tmp-", dir=stage_parent))
     staged_dirs: set[str] = set()
     staged: list[str] = []
     created_out = False
@@ -492,7 +527,8 @@ def write_dir_atomic(out: Path | str, files: Mapping[str, bytes]) -> Path:
                 if not _guarded_change(out, rel, old_files, replace_with=staging / rel):
                     raise InvalidArgument("--out", str(out), f"{rel} changed while the report was written")
             for rel in sorted(old_files - set(names)):
-                _guarded_change(out, rel, old_files)
+                if _guarded_change(out, rel, old_files) and removed is not None:
+                    removed.append(rel)
             ours = old_dirs | made
             for d in sorted(ours - new_dirs_needed, key=lambda d: d.count("/"), reverse=True):
                 _guarded_change(out, d, ours, folder=True)
@@ -524,3 +560,45 @@ def foreign_entries(out: Path) -> list[str]:
                 found.append(rel)
         dirnames[:] = [d for d in dirnames if (d if base == "." else f"{base}/{d}") in known]
     return sorted(found)
+
+
+# ------------------------------------------------------------- scratch folders
+#: the name prefix of every temporary folder rnn-verify makes (:func:`make_temp_dir`)
+TEMP_PREFIX = "rnn-verify-"
+_MADE_TEMP: set[str] = set()
+
+
+def make_temp_dir(purpose: str) -> Path:
+    """A new, empty scratch folder ``$TMPDIR/rnn-verify-<purpose>-XXXXXXXX`` (removed by :func:`remove_temp_dir`)."""
+    path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{purpose}-")).absolute()
+    _MADE_TEMP.add(str(path))
+    return path
+
+
+def remove_temp_dir(path: Path | str) -> bool:
+    """Remove a folder :func:`make_temp_dir` made in this process, with its content; True if it is gone.
+
+    Anything else (another folder, a link, a folder without the prefix) is left alone (False). Inside, links
+    are unlinked without being followed; an entry that cannot be removed (still in use) is left, and so is the
+    folder then (False).
+    """
+    p = Path(path).absolute()
+    if str(p) not in _MADE_TEMP or not p.name.startswith(TEMP_PREFIX) or p.is_symlink() or not p.is_dir():
+        return False
+    for dirpath, dirnames, filenames in os.walk(p, topdown=False, followlinks=False):
+        for name in filenames:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(dirpath, name))
+        for name in dirnames:
+            sub = os.path.join(dirpath, name)
+            with contextlib.suppress(OSError):
+                if os.path.islink(sub):
+                    os.unlink(sub)  # a link: removed, never followed
+                else:
+                    os.rmdir(sub)
+    try:
+        os.rmdir(p)
+    except OSError:
+        return False
+    _MADE_TEMP.discard(str(p))
+    return True

@@ -47,32 +47,40 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def resolve_device(spec: str, *, strict: bool = False) -> torch.device | None:
+#: the device strings ``--device`` (CLI) and ``device=`` (API) accept
+DEVICE_CHOICES = "'cpu', 'cuda', 'cuda:N' (N = 0, 1, ...) or 'auto'"
+
+
+def resolve_device(spec: str, *, strict: bool = False, argument: str = "device=") -> torch.device | None:
     """Turn a device string into a :class:`torch.device`.
 
     ``auto`` is CUDA when available, else CPU. ``cuda``/``cuda:N`` without CUDA
     returns ``None`` (the caller SKIPs with :data:`NO_CUDA_REASON`) unless
-    ``strict``, which raises. Unknown strings and absent CUDA ordinals raise.
+    ``strict``, which raises. Unknown strings and absent CUDA ordinals raise
+    :class:`InvalidArgument` naming ``argument`` (``device=`` for the API, the CLI
+    passes ``--device``) and the allowed values (:data:`DEVICE_CHOICES`).
     """
+    name = argument.rstrip("=")
+    allowed = f"{argument} must be {DEVICE_CHOICES}"
     if not isinstance(spec, str):
-        raise InvalidArgument("device", spec, "must be a string such as 'cpu', 'cuda', 'cuda:0' or 'auto'")
+        raise InvalidArgument(name, spec, f"must be a string: {allowed}")
     if spec == "auto":
         return torch.device("cuda") if cuda_available() else torch.device("cpu")
     try:
         dev = torch.device(spec)
-    except (RuntimeError, ValueError) as exc:
-        raise InvalidArgument("device", spec, f"not a device torch knows ({exc})") from None
+    except (RuntimeError, ValueError):
+        raise InvalidArgument(name, spec, f"not a device rnn-verify runs on; {allowed}") from None
     if dev.type == "cpu":
         return dev
     if dev.type != "cuda":
-        raise InvalidArgument("device", spec, "only 'cpu', 'cuda[:N]' and 'auto' are supported")
+        raise InvalidArgument(name, spec, f"not a device rnn-verify runs on; {allowed}")
     if not cuda_available():
         if strict:
-            raise InvalidArgument("device", spec, NO_CUDA_REASON)
+            raise InvalidArgument(name, spec, NO_CUDA_REASON)
         return None
     count = torch.cuda.device_count()
     if dev.index is not None and dev.index >= count:
-        raise InvalidArgument("device", spec, f"this machine has {count} CUDA device(s)")
+        raise InvalidArgument(name, spec, f"this machine has {count} CUDA device(s)")
     return dev
 
 

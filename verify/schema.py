@@ -56,6 +56,9 @@ MAX_JSON_BYTES = 512 * 2**20
 #: largest total of uncompressed arrays a golden .npz may hold (bytes)
 MAX_NPZ_BYTES = 2 * 2**30
 NONFINITE_STRINGS = ("nan", "inf", "-inf")
+#: most digits an integer in a JSON file read back may have: a longer one is beyond float64's range (~1.8e308),
+#: so no field can use it, and Python refuses to convert one of more than 4300 digits (``sys.int_info``)
+MAX_JSON_INT_DIGITS = 309
 _CLAIM_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]{0,199}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -71,27 +74,74 @@ class _NonFinite:
     def __repr__(self) -> str:
         return self.literal
 
+    def describe(self) -> str:
+        return f"the literal {self.literal}"
+
+
+class _HugeInt:
+    """Stands in for an integer literal of more than :data:`MAX_JSON_INT_DIGITS` digits (never converted)."""
+
+    def __init__(self, literal: str) -> None:
+        self.digits = len(literal.lstrip("-"))
+        self.literal = literal[:12] + "..."
+
+    def __repr__(self) -> str:
+        return f"<an integer of {self.digits} digits>"
+
+    def describe(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+
+def _parse_int(literal: str) -> int | _HugeInt:
+    """JSON integers, bounded: one of more than :data:`MAX_JSON_INT_DIGITS` digits is kept as a placeholder
+    that every field check refuses (naming the field), instead of Python's int-from-string ValueError."""
+    if len(literal.lstrip("-")) > MAX_JSON_INT_DIGITS:
+        return _HugeInt(literal)
+    return int(literal)
+
+
+def _refuse_placeholders(v: Any, file: str, path: str = "", depth: int = 0) -> None:
+    """Raise InvalidFile naming the field of the first over-long integer in ``v`` (NaN literals are named by the
+    schema, which knows where they may not stand)."""
+    if depth > 200:
+        return
+    if isinstance(v, _HugeInt):
+        raise InvalidFile(file, path or "(document)", v, f"an integer of at most {MAX_JSON_INT_DIGITS} digits")
+    if isinstance(v, list):
+        for i, x in enumerate(v):
+            _refuse_placeholders(x, file, f"{path}[{i}]", depth + 1)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            _refuse_placeholders(x, file, f"{path}.{k}" if path else str(k), depth + 1)
+
 
 def parse_json_bytes(data: bytes, file: str) -> Any:
-    """Decode UTF-8 JSON; a syntax error, bad UTF-8 or too deep nesting raises InvalidFile."""
+    """Decode UTF-8 JSON; a syntax error, bad UTF-8, too deep nesting or an integer of more than
+    :data:`MAX_JSON_INT_DIGITS` digits raises InvalidFile (naming the file, and the field for the integer)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidFile(file, "", None, f"not UTF-8 JSON text (byte {exc.start} is not UTF-8)") from None
     try:
-        return json.loads(text, parse_constant=_NonFinite)
+        doc = json.loads(text, parse_constant=_NonFinite, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         raise InvalidFile(file, "", None, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise InvalidFile(file, "", None, "not usable JSON (nested too deeply)") from None
+    except ValueError as exc:  # any other literal Python will not convert: never a traceback
+        raise InvalidFile(file, "", None, f"not usable JSON ({exc})") from None
+    _refuse_placeholders(doc, file)
+    return doc
 
 
 def load_json_file(path: Path | str, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Read and decode a JSON file (no schema); missing, unreadable or oversized files raise InvalidFile."""
     p = Path(path)
     try:
+        if p.is_dir():
+            raise InvalidFile(str(p), "", None, "is a folder, where a file is expected")
         if not p.is_file():
-            raise InvalidFile(str(p), "", None, "no such file")
+            raise InvalidFile(str(p), "", None, "no such file" if not p.exists() else "is not a regular file")
         size = p.stat().st_size
         if size > max_bytes:
             raise InvalidFile(
@@ -143,7 +193,12 @@ def _show(value: Any) -> Any:
 
 
 def _typename(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    """The JSON type of ``value`` in words (never an internal class name)."""
+    if isinstance(value, (_NonFinite, _HugeInt)):
+        return value.describe()
+    names = {type(None): "null", bool: "true/false", int: "integer", float: "number", str: "string", list: "list",
+             dict: "object"}  # fmt: skip
+    return names.get(type(value), "a value that is not JSON")
 
 
 def obj(at: At, v: Any) -> dict[str, Any]:
@@ -716,8 +771,13 @@ def load_npz(path: Path | str, max_bytes: int = MAX_NPZ_BYTES) -> dict[str, np.n
     p = Path(path)
     file = str(p)
     try:
+        if p.is_dir():
+            raise InvalidFile(file, "", None, "is a folder, where a file is expected")
         if not p.is_file():
             raise InvalidFile(file, "", None, "no such file")
+        size = p.stat().st_size
+        if size > max_bytes + 2**20:  # bounded before reading: its arrays could not fit max_bytes anyway
+            raise InvalidFile(file, "", None, f"too large: {size} bytes, more than a golden .npz holds ({max_bytes})")
         data = p.read_bytes()
     except OSError as exc:
         raise InvalidFile(file, "", None, f"cannot be read ({exc.strerror or exc})") from None

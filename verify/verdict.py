@@ -19,7 +19,7 @@ import torch
 
 from verify.errors import InvalidArgument
 
-__all__ = ["CheckResult", "Control", "Verdict", "to_jsonable"]
+__all__ = ["CheckResult", "Control", "Verdict", "finding_line", "to_jsonable"]
 
 
 class Verdict(str, enum.Enum):
@@ -51,6 +51,23 @@ class Control:
     @property
     def ok(self) -> bool:
         return self.expected == self.observed
+
+
+def finding_line(claim_id: str, verdict: Verdict, finding: str) -> str:
+    """The one wording of a FINDING line (``run`` and ``sweep`` print it): it says itself whether it is a failure.
+
+    A finding is a paper's printed claim that differs from what holds; the claim checks the corrected version,
+    so after a PASS the line is *not* an alarm, and says so.
+    """
+    if verdict is Verdict.PASS:
+        return (
+            f"FINDING (not a failure) {claim_id}: the paper's printed claim differs from what holds; the checked "
+            f"version PASSes -- {finding}"
+        )
+    return (
+        f"FINDING {claim_id}: the paper's printed claim differs from what holds (this claim is {verdict.value}) "
+        f"-- {finding}"
+    )
 
 
 @dataclass(frozen=True)

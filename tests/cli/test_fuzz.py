@@ -6,7 +6,8 @@ Three hypothesis tests, derandomized under the ``ci`` profile:
 * **argv**: argument lists for every subcommand -- known flags with values drawn from
   valid, invalid, huge and random ones, unknown flags, stray tokens;
 * **results.json**: a valid small document (written once per module) mutated --
-  a key deleted, a value replaced by another JSON type, NaN/huge numbers, the text
+  a key deleted, a value replaced by another JSON type, NaN/huge numbers (a 5 000-digit
+  integer among them, more than Python converts), the text
   truncated, bytes overwritten, random bytes -- then re-rendered with ``report``;
 * **golden pair**: a valid small pair mutated in its header (sidecar, inner or
   both), its arrays, or its bytes, then ``golden --check`` on either file.
@@ -17,7 +18,8 @@ code in {0, 1, 2} (2 whenever :mod:`verify.schema` refuses the input), no
 ``Traceback`` on stdout/stderr, the input file unchanged, and a sentinel tree (a
 folder outside every output location, reachable through ``--out`` and a symbolic
 link) unchanged, bytes and mtimes. ``test_fuzz_summary`` prints the corpus sizes and
-the outcome.
+the outcome. The named cases (each with its own expected exit code) are in
+:mod:`tests.cli.test_fuzz_corpus`.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ from verify.schema import parse_json_bytes, parse_results
 from verify.verdict import CheckResult, Control, Verdict
 
 STATS: Counter[str] = Counter()
+#: stands for an integer literal of 5 000 digits (more than Python converts): written into the JSON text as such
+_HUGE_INT = "@@HUGE_INT@@"
 
 
 # ------------------------------------------------------------------ the sandbox
@@ -181,7 +185,8 @@ _JUNK = st.one_of(_SAFE, _INTS, st.sampled_from(["--", "-", "", " ", "--bogus", 
 _CLAIMS = st.sampled_from(["reference.adjoint", "reference.*", "rtrl.exact", "uoro.*", "truncation.rate", "*",
                            "nope", "reference.adjiont", "", ",", "a,b", "device.*", "[", "**"])  # fmt: skip
 _DIRS = st.sampled_from(["out", "out2/deep", "report", "link", "../outside", ".", "", "inputs", "report/figures"])
-_FILES = st.one_of(_SAFE, st.sampled_from(["j/unit.xml", "report/junit.xml", "report", "-", "out"]))
+_FILES = st.one_of(_SAFE, st.sampled_from(["j/unit.xml", "report/junit.xml", "report", "-", "out", "n" * 300,
+                                           "a/" + "n" * 300, "n" * 250]))  # fmt: skip
 _INPUTS = st.sampled_from(["report/results.json", "report", "../outside/results.json", "link", "link/results.json",
                            "inputs", "absent.json", "gold.npz", "gold.json", "report/report.md", ""])  # fmt: skip
 
@@ -262,7 +267,7 @@ _JSON_VALUES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(-(2**70), 2**70),
-    st.sampled_from([1e308, -1e308, 1e-320, 0.0, -0.0, 10**400]),
+    st.sampled_from([1e308, -1e308, 1e-320, 0.0, -0.0, 10**400, _HUGE_INT]),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=20),
     st.sampled_from(["nan", "inf", "PASS", "FAIL", "", "reference.adjoint", "../x"]),
@@ -297,7 +302,7 @@ def mutated_json(draw: st.DrawFn, valid: bytes) -> bytes:
     value: Any = draw(_JSON_VALUES) if how == "replace" else float("nan")
     cur[last] = value
     text = json.dumps(doc)  # allow_nan: writes NaN / Infinity literals, and 10**400 as a plain integer
-    return text.encode()
+    return text.replace(f'"{_HUGE_INT}"', "9" * 5000).encode()
 
 
 def _saved_exit(doc: Any) -> int:
@@ -373,7 +378,7 @@ def mutated_pair(draw: st.DrawFn, npz: bytes, side: bytes) -> tuple[bytes | None
             del cur[last]
         else:
             cur[last] = draw(_JSON_VALUES)
-        text = json.dumps(doc)
+        text = json.dumps(doc).replace(f'"{_HUGE_INT}"', "9" * 5000)
         place = draw(st.sampled_from(["json", "npz", "both"]))
         if place in ("npz", "both"):
             arrays[HEADER_KEY] = np.frombuffer(text.encode(), dtype=np.uint8)

@@ -33,6 +33,8 @@ def test_unknown_device_strings(spec: str) -> None:
     with pytest.raises(InvalidArgument) as exc:
         resolve_device(spec)
     assert "device" in str(exc.value)
+    assert "device= must be 'cpu', 'cuda', 'cuda:N'" in str(exc.value) or "CUDA device(s)" in str(exc.value)
+    assert "torch" not in str(exc.value)  # the allowed values, not torch's own list of device types
     with pytest.raises(InvalidArgument):
         parity_device(spec)
 

@@ -251,4 +251,4 @@ def test_bad_rnn_verify_impl_is_a_usage_error_naming_it(inner: pytest.Pytester) 
     inner.makepyfile(test_user=USER_TEST)
     res = _run(inner, "--rnn-verify-impl", "uoro=no_such_pkg_xyz:UORO")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
-    res.stderr.fnmatch_lines(["*--rnn-verify-impl uoro.uoro=no_such_pkg_xyz:UORO: no module named*"])
+    res.stderr.fnmatch_lines(["*--rnn-verify-impl uoro=no_such_pkg_xyz:UORO: no module named*"])

@@ -301,12 +301,20 @@ def load_implementations(
         if target in seen:
             raise InvalidArgument(option, text, f"{target} is already given ({seen[target]})")
         seen[target] = text
-        obj, source = load_object(target, spec, option, root)
-        fam, _, fld = target.partition(".")
         try:
-            impls = impls.with_part(fam, fld, obj, source=source)
-        except InvalidArgument as exc:
-            raise ImplementationError(target, spec, exc.reason, option=option) from None
-        if validate:
-            validate_part(impls, target, option)
+            obj, source = load_object(target, spec, option, root)
+            fam, _, fld = target.partition(".")
+            try:
+                impls = impls.with_part(fam, fld, obj, source=source)
+            except InvalidArgument as exc:
+                raise ImplementationError(target, spec, exc.reason, option=option) from None
+            if validate:
+                validate_part(impls, target, option)
+        except ImplementationError as exc:  # echo FAMILY as the user wrote it ('uoro=', not 'uoro.uoro=')
+            typed = text.partition("=")[0].strip()
+            if typed == exc.name:
+                raise
+            fam, _, fld = exc.name.partition(".")
+            reason = exc.reason if fld == fam else f"(the part {exc.name}) {exc.reason}"
+            raise ImplementationError(typed, exc.spec, reason, option=exc.option) from exc.__cause__
     return impls

@@ -130,14 +130,16 @@ def write_report(
     junit: Path | str | None = None,
     json_path: Path | str | None = None,
     pngs_done: Mapping[str, bytes] | None = None,
+    removed: list[str] | None = None,
 ) -> Path:
     """Validate and render ``doc``, then write the report folder ``out`` (plus optional extra copies).
 
     Nothing is written unless ``doc`` validates and ``out`` is acceptable
-    (:func:`verify.files.preflight_dir`); see :func:`verify.files.write_dir_atomic`.
+    (:func:`verify.files.preflight_dir`); see :func:`verify.files.write_dir_atomic`. ``removed`` (a list)
+    receives the previous report's files that were removed (the caller says which).
     """
     files = render_files(doc, fail_on, pngs_done)
-    path = write_dir_atomic(out, files)
+    path = write_dir_atomic(out, files, removed=removed)
     if junit is not None:
         write_file_atomic(junit, files["junit.xml"])
     if json_path is not None:

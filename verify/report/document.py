@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from theory.catalog import Claim, all_claims
+from verify.errors import InvalidFile
 from verify.files import tool_version
 from verify.report.figures import claim_figures, controls_table, normalize_figure
 from verify.schema import ResultsDocument, load_json_file, parse_results
@@ -206,6 +207,10 @@ def parse_document(path: Path | str) -> ResultsDocument:
     """
     p = Path(path)
     if p.is_dir():
+        if not (p / "results.json").exists() and not (p / "results.json").is_symlink():
+            raise InvalidFile(
+                str(p), "", None, "is a folder without a results.json; give a results.json or a report folder"
+            )
         p = p / "results.json"
     return parse_results(load_json_file(p), str(p))
 

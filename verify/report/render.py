@@ -72,6 +72,11 @@ def findings(claims: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
 
 
 _FINDINGS_TITLE = "Where the papers do not hold as printed (measured in this run)"
+#: said under that title: a finding is not a failure by itself
+_FINDINGS_NOTE = (
+    "Not failures by themselves: each is a paper's printed claim that differs from what holds; the claim checks "
+    "the corrected version, and its verdict is the one in the summary."
+)
 
 
 def _samples(rec: Mapping[str, Any]) -> str:
@@ -216,7 +221,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     lines += _md_summary(claims)
     found = findings(claims)
     if found:
-        lines += ["", f"## {_FINDINGS_TITLE}", ""]
+        lines += ["", f"## {_FINDINGS_TITLE}", "", md_escape(_FINDINGS_NOTE), ""]
         lines += [f"- [{md_code(cid)}](#{_anchor(cid)}): {md_escape(f)}" for cid, f in found]
     figs = doc.get("figures") or []
     if figs:
@@ -384,7 +389,8 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     out += _html_summary(claims)
     found = findings(claims)
     if found:
-        out.append(f'<h2 id="findings">{html.escape(_FINDINGS_TITLE)}</h2><ul class="findings">')
+        out.append(f'<h2 id="findings">{html.escape(_FINDINGS_TITLE)}</h2><p>{html.escape(_FINDINGS_NOTE)}</p>')
+        out.append('<ul class="findings">')
         out += [
             f'<li><a href="#{_anchor(cid)}"><code>{html.escape(cid)}</code></a>: {html.escape(f)}</li>'
             for cid, f in found

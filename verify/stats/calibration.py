@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from verify._validate import validate_generator_seed
 from verify.errors import InvalidArgument
 from verify.stats.binomial import clopper_pearson_upper
 from verify.stats.moments import U64
@@ -53,7 +54,6 @@ from verify.stats.unbiased import (
     fixed_sample_test,
     planned_test,
     sequential_test,
-    validate_seed,
 )
 from verify.verdict import Verdict
 
@@ -505,7 +505,7 @@ def options(level: float, *, biased: bool, problem: Problem | None = None) -> Te
 
 def run_once(problem: Problem, level: float, mechanism: str, seed: int, *, biased: bool = False) -> UnbiasednessResult:
     """One test of one mechanism on one seed."""
-    seed = validate_seed("seed", seed)
+    seed = validate_generator_seed("seed", seed)  # a derived generator seed (run_seed), not a user's base seed
     gen = torch.Generator().manual_seed(seed)
     opts = options(level, biased=biased, problem=problem)
     fixed_m, first, max_samples = problem.draws

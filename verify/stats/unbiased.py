@@ -116,7 +116,14 @@ from typing import Any, NamedTuple
 import torch
 from scipy import stats
 
-from verify._validate import require_finite, require_positive, require_positive_int, require_probability
+from verify._validate import (
+    MAX_SEED,
+    require_finite,
+    require_positive,
+    require_positive_int,
+    require_probability,
+    validate_seed,
+)
 from verify.errors import InvalidArgument
 from verify.stats.bounds import (
     Spectrum,
@@ -178,8 +185,8 @@ _TARGET_FRAC = 0.5
 #: evidence of a FAIL, by subtest family
 MEAN_SHIFT = "mean shift along noisy directions"
 DETERMINISTIC = "deterministic offset beyond the round-off budget"
-#: the seeds the engine accepts (torch.Generator.manual_seed)
-SEED_RANGE = (0, 2**64 - 1)
+#: the seeds the engine accepts: the one limit of the CLI and the API (:data:`verify._validate.MAX_SEED`)
+SEED_RANGE = (0, MAX_SEED)
 
 
 @dataclass(frozen=True)
@@ -433,19 +440,6 @@ def _compact(rejected: list[str], subs: tuple[SubTest, ...]) -> str:
 
 
 # ------------------------------------------------------------------ plumbing
-def validate_seed(name: str, value: object) -> int:
-    """``value`` if it is an integer seed in [0, 2**64 − 1] (what ``torch.Generator.manual_seed`` takes).
-
-    Else :class:`InvalidArgument` naming ``name``, the value and the accepted range (not torch's raw
-    ``ValueError: Overflow when unpacking long long``). (Issue 12 adds a shared ``validate_seed`` to
-    ``verify._validate``; this one has the same signature and can be replaced by it.)
-    """
-    lo, hi = SEED_RANGE
-    if isinstance(value, bool) or not isinstance(value, int) or not (lo <= value <= hi):
-        raise InvalidArgument(name, value, f"must be an integer in [{lo}, 2**64 - 1]")
-    return value
-
-
 def _as_list(x: torch.Tensor | Sequence[torch.Tensor], name: str) -> list[torch.Tensor]:
     if isinstance(x, torch.Tensor):
         return [x]

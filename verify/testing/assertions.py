@@ -150,8 +150,8 @@ def assert_unbiased(
     need ≥ 10³ × ``max_samples`` draws) is INCONCLUSIVE with the reason "variance anomaly".
     Raises ``AssertionError`` on FAIL (naming its evidence), and on INCONCLUSIVE unless
     ``allow_inconclusive``; ``InvalidArgument`` on bad input (α, β ∉ (0, 1), δ ≤ 0, a
-    ``seed`` outside [0, 2**64 − 1], an estimate with NaN or the wrong shape, a quantity
-    whose exact value is the zero vector).
+    ``seed`` outside [0, :data:`~verify._validate.MAX_SEED`] (the CLI's ``--seed`` limit), an
+    estimate with NaN or the wrong shape, a quantity whose exact value is the zero vector).
 
     What the estimator declares about its draws (:class:`~verify.stats.TestOptions`): ``event_floor`` (default:
     the estimator's own ``event_floor`` attribute, as the toolkit's UORO states it, else nothing) and

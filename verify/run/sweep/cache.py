@@ -33,7 +33,7 @@ from typing import Any
 
 import theory
 from verify.errors import InvalidArgument
-from verify.files import write_file_atomic
+from verify.files import bounded_int, write_file_atomic
 
 __all__ = ["CACHE_MARKER", "CachedValue", "CellCache", "canonical_json", "cell_key", "code_version"]
 
@@ -130,9 +130,12 @@ class CellCache:
     @staticmethod
     def _read_marker(path: Path) -> None:
         try:
-            doc = json.loads((path / CACHE_MARKER).read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise _refuse(path, f"its marker {CACHE_MARKER} is damaged ({exc})") from None
+            size = (path / CACHE_MARKER).stat().st_size
+            if size > 2**16:  # a marker is a few lines: bounded before it is read
+                raise ValueError(f"{size} bytes, more than a marker holds")
+            doc = json.loads((path / CACHE_MARKER).read_text("utf-8"), parse_int=bounded_int)
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise _refuse(path, f"its marker {CACHE_MARKER} is damaged ({str(exc)[:200]})") from None
         if not isinstance(doc, dict) or doc.get("format") != _MARKER_FORMAT:
             raise _refuse(path, f"its marker {CACHE_MARKER} is not an rnn-verify cache marker")
         if doc.get("format_version") != _FORMAT_VERSION:
@@ -152,7 +155,7 @@ class CellCache:
             if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY_BYTES:
                 return None
             doc = json.loads(path.read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # huge integers, deep nesting: a miss
             return None
         code = code_version() if code is None else code
         if not isinstance(doc, dict):

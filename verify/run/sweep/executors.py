@@ -42,6 +42,7 @@ from typing import Any
 
 from verify import stop
 from verify.errors import InvalidArgument
+from verify.files import make_temp_dir, remove_temp_dir
 from verify.run.sweep.cells import SweepCell, execute_cell
 
 __all__ = [
@@ -58,6 +59,24 @@ __all__ = [
 
 EXECUTOR_KINDS = ("auto", "serial", "process", "dask")
 Outcome = dict[str, Any]
+#: most cells at once (``--workers``): each worker is a process with its own torch import (~0.3 GB), so 1024 of
+#: them already need ~300 GB; a larger number is a typo, refused before anything starts
+MAX_WORKERS = 1024
+#: most torch threads per cell (``--threads``): no machine rnn-verify runs on has more cores than this
+MAX_THREADS = 1024
+
+
+def check_count(argument: str, value: object, maximum: int, why: str) -> int:
+    """``value`` if it is an integer in [1, ``maximum``]; else InvalidArgument naming ``argument`` and the reason."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument(argument, value, "must be an integer >= 1")
+    if value > maximum:
+        raise InvalidArgument(argument, value, f"must be at most {maximum}: {why}")
+    return value
+
+
+WORKERS_WHY = "each worker is a process with its own torch import (~0.3 GB); more is a typo, not a machine"
+THREADS_WHY = "torch threads per cell; no machine has that many cores"
 
 
 def available_cpus() -> int:
@@ -89,9 +108,7 @@ class Executor:
     kind = "serial"
 
     def __init__(self, workers: int = 1, threads: int | None = None) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InvalidArgument("--workers", workers, "must be an integer >= 1")
-        self.workers = workers
+        self.workers = check_count("--workers", workers, MAX_WORKERS, WORKERS_WHY)
         self.threads = threads if threads is not None else max(1, available_cpus() // workers)
 
     def describe(self) -> str:
@@ -242,7 +259,13 @@ class DaskExecutor(Executor):
         self.reconnect_timeout = reconnect_timeout
         self.poll = poll
         self.cluster: Any = None
-        self.client: Any = self._connect()
+        #: the LocalCluster's scratch space (``dask-scratch-space``): a folder of ours, removed by close()
+        self.scratch: Any = None
+        try:
+            self.client: Any = self._connect()
+        except BaseException:  # a failed or interrupted start leaves nothing behind (no atexit AssertionError)
+            self.close()
+            raise
 
     def describe(self) -> str:
         where = self.address or f"LocalCluster on 127.0.0.1, {self.workers} worker processes"
@@ -256,18 +279,32 @@ class DaskExecutor(Executor):
         dask_config: Any = importlib.import_module("dask.config")
         if self.address is None:
             if self.cluster is None:
-                self.cluster = dist.LocalCluster(
-                    n_workers=self.workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    host="127.0.0.1",  # loopback only
-                    dashboard_address="127.0.0.1:0",  # its HTTP server: loopback, a free port
-                    silence_logs=logging.ERROR,
-                    # every worker's config: no statistical profiler (it samples the stack every 10 ms, ~5% CPU)
-                    config=dask_config.merge(
-                        dask_config.config, {"distributed": {"worker": {"profile": {"enabled": False}}}}
-                    ),
-                )
+                if self.scratch is None:
+                    self.scratch = make_temp_dir("dask")
+                spec_mod: Any = importlib.import_module("distributed.deploy.spec")
+                before = {id(c) for c in spec_mod.SpecCluster._instances}
+                scratch = {
+                    "temporary-directory": str(self.scratch),
+                    "distributed": {"worker": {"profile": {"enabled": False}}},
+                }
+                try:  # the scheduler (made here, in this process) reads its scratch folder from dask's config
+                    with dask_config.set({"temporary-directory": str(self.scratch)}):
+                        self.cluster = dist.LocalCluster(
+                            n_workers=self.workers,
+                            threads_per_worker=1,
+                            processes=True,
+                            host="127.0.0.1",  # loopback only
+                            dashboard_address="127.0.0.1:0",  # its HTTP server: loopback, a free port
+                            silence_logs=logging.CRITICAL,  # a cell's error comes back as its outcome
+                            local_directory=str(self.scratch),  # not $TMPDIR/dask-scratch-space
+                            # every worker's config: no statistical profiler (it samples the stack every 10 ms, ~5% CPU)
+                            config=dask_config.merge(dask_config.config, scratch),
+                        )
+                except BaseException:  # interrupted while starting: close what was made, disarm dask's atexit
+                    for c in list(spec_mod.SpecCluster._instances):
+                        if id(c) not in before:
+                            _close_cluster(c)
+                    raise
             return dist.Client(self.cluster, set_as_default=False)
         return dist.Client(self.address, timeout=self.reconnect_timeout, set_as_default=False)
 
@@ -357,12 +394,33 @@ class DaskExecutor(Executor):
         raise ConnectionError(f"could not reconnect to the Dask scheduler {self.address}: {last!r}")
 
     def close(self) -> None:
+        """Close the client and the LocalCluster (quietly, on every path) and remove the scratch space -- also when
+        a Ctrl-C interrupts the closing (the interrupt then goes on, once the scratch space is gone)."""
+        try:
+            client = getattr(self, "client", None)
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close(timeout=10)
+            if self.cluster is not None:
+                cluster, self.cluster = self.cluster, None
+                _close_cluster(cluster)
+        finally:
+            if self.scratch is not None:
+                remove_temp_dir(self.scratch)
+                self.scratch = None
+
+
+def _close_cluster(cluster: Any) -> None:
+    """Close a LocalCluster, whatever state it is in, and keep dask's atexit hook from closing it again (an
+    interrupted start leaves workers in ``Status.init``, on which that hook fails with ``AssertionError``)."""
+    try:
         with contextlib.suppress(Exception):
-            self.client.close(timeout=10)
-        if self.cluster is not None:
-            with contextlib.suppress(Exception):
-                self.cluster.close(timeout=10)
-            self.cluster = None
+            cluster.close(timeout=10)
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.shutdown_on_close = False
+        with contextlib.suppress(Exception):
+            cluster._loop_runner.stop()
 
 
 def parse_executor(spec: str) -> tuple[str, str | None]:
@@ -387,8 +445,10 @@ def make_executor(spec: str = "auto", workers: int | None = None, threads: int |
     one worker, ``auto`` runs serially in this process.
     """
     kind, address = parse_executor(spec)
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise InvalidArgument("--workers", workers, "must be an integer >= 1")
+    if workers is not None:
+        check_count("--workers", workers, MAX_WORKERS, WORKERS_WHY)
+    if threads is not None:
+        check_count("--threads", threads, MAX_THREADS, THREADS_WHY)
     n = workers if workers is not None else (1 if address else available_cpus())
     if kind == "auto":
         if n == 1:
