@@ -230,14 +230,20 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _subparser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, **kw: Any
+) -> argparse.ArgumentParser:
+    """A subcommand's parser; its ``--help`` ends with the command's exit codes (:mod:`verify.exit_codes`)."""
+    return sub.add_parser(name, epilog=_epilog(name), formatter_class=_HelpFormatter, **kw)
+
+
 def _add_list_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``rnn-verify list``: the claim catalog."""
-    ls = sub.add_parser(
+    ls = _subparser(
+        sub,
         "list",
         help="list the claim catalog",
         description="List the claim catalog.",
-        epilog=_epilog("list"),
-        formatter_class=_HelpFormatter,
     )
     ls.add_argument("--profile", choices=PROFILES, help="only claims that run in this profile")
     ls.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (e.g. 'uoro.*')")
@@ -248,12 +254,11 @@ def _add_list_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``rnn-verify run``: what to run, where, and the report it writes."""
-    run = sub.add_parser(
+    run = _subparser(
+        sub,
         "run",
         help="run claims and write a report",
         description="Run claims of the catalog, print one verdict per claim and write a report folder.",
-        epilog=_epilog("run"),
-        formatter_class=_HelpFormatter,
     )
     run.add_argument(
         "--profile", choices=PROFILES, default="ci", help="ci: the quick CI gate (default); full: larger sizes"
@@ -332,15 +337,14 @@ def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
 
 def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``rnn-verify sweep``: a named sweep on an executor, cached."""
-    sw = sub.add_parser(
+    sw = _subparser(
+        sub,
         "sweep",
         help="run a named sweep (reproductions at the papers' settings, calibration) on an executor, cached",
         description="Run a named sweep: its cells go to an executor (Dask LocalCluster on loopback by default, an "
         "existing Dask scheduler with --executor dask=ADDRESS, or a process pool); every finished cell is cached by "
         "content (claim, configuration, seed, code version), so an interrupted sweep resumes and a rerun computes "
         "nothing it has; the merged results go to one results.json and report.",
-        epilog=_epilog("sweep"),
-        formatter_class=_HelpFormatter,
     )
     sw.add_argument("name", nargs="?", metavar="NAME", help="the sweep (see --list)")
     sw.add_argument("--list", action="store_true", help="list the sweeps and exit")
@@ -385,12 +389,11 @@ def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``rnn-verify report``: re-render a saved run."""
-    rep = sub.add_parser(
+    rep = _subparser(
+        sub,
         "report",
         help="re-render a report from a saved results.json",
         description="Re-render report.md, report.html, junit.xml and figures from a saved run, without recomputing.",
-        epilog=_epilog("report"),
-        formatter_class=_HelpFormatter,
     )
     rep.add_argument("results", metavar="RESULTS", type=_path_arg, help="a results.json or a report folder holding one")
     rep.add_argument(
@@ -410,13 +413,12 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``rnn-verify golden``: export or check golden vectors."""
-    gold = sub.add_parser(
+    gold = _subparser(
+        sub,
         "golden",
         help="export or check portable golden vectors",
         description="Export golden vectors (.npz + JSON header) with exact float64 reference quantities, "
         "or re-verify a golden file with --check.",
-        epilog=_epilog("golden"),
-        formatter_class=_HelpFormatter,
     )
     gold.add_argument(
         "--check",
@@ -984,25 +986,27 @@ def _print_run_summary(
             print(f"  {finding_line(r.claim_id, r.verdict, f)}", file=stream)
 
 
+def _note_listed(what: str, items: list[str], limit: int) -> None:
+    """One note line on stderr: *what* (worded for the count) and at most *limit* of *items*."""
+    if items:
+        shown = ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+        print(f"rnn-verify: note: {what}: {shown}", file=sys.stderr)
+
+
 def _note_removed(out: Path, removed: list[str]) -> None:
     """Say exactly which files of the previous report (listed in its marker) were removed: never silently."""
-    if removed:
-        shown = ", ".join(removed[:20]) + (f" and {len(removed) - 20} more" if len(removed) > 20 else "")
-        print(
-            f"rnn-verify: note: removed {len(removed)} {'file' if len(removed) == 1 else 'files'} of the previous "
-            f"report in {out} (listed in its {MARKER} marker) that this report does not have: {shown}",
-            file=sys.stderr,
-        )
+    n = len(removed)
+    _note_listed(
+        f"removed {n} {'file' if n == 1 else 'files'} of the previous report in {out} (listed in its {MARKER} "
+        "marker) that this report does not have",
+        removed,
+        20,
+    )
 
 
 def _note_foreign(out: Path, kept: list[str]) -> None:
-    if kept:
-        shown = ", ".join(kept[:8]) + (f" and {len(kept) - 8} more" if len(kept) > 8 else "")
-        print(
-            f"rnn-verify: note: kept {len(kept)} {'entry' if len(kept) == 1 else 'entries'} in {out} that "
-            f"rnn-verify did not write: {shown}",
-            file=sys.stderr,
-        )
+    n = len(kept)
+    _note_listed(f"kept {n} {'entry' if n == 1 else 'entries'} in {out} that rnn-verify did not write", kept, 8)
 
 
 # --------------------------------------------------------------------- sweep

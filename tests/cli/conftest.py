@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import verify.cli as cli_mod
+import verify.run.catalog as runner
 import verify.run.check as check_mod
 from theory.catalog import Claim, all_claims
 from verify.config import RunConfig
@@ -42,3 +48,26 @@ def fake_claim(claim_id: str, profiles: tuple[str, ...] = ("ci", "full")) -> Cla
         check=f"verify.checks.{family}.fake",
         profiles=profiles,
     )
+
+
+def run_serial(todo: Any, cfg: Any, progress: Any, workers: int, results: Any) -> None:
+    """Stands in for the runner's ``_run_parallel``: every claim in this process, in order (fakes do not pickle)."""
+    for c in todo:
+        if progress:
+            progress("start", c, None)
+        results[c.id] = runner.run_check(c, cfg(c))
+        if progress:
+            progress("done", c, results[c.id])
+
+
+def run_cli_in(cwd: Path, argv: list[str]) -> tuple[int, str]:
+    """``rnn-verify ARGV`` in process with *cwd* as the working folder: (exit code, stdout + stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli_mod.main(argv)
+    finally:
+        os.chdir(old)
+    return code, out.getvalue() + err.getvalue()

@@ -24,7 +24,6 @@ the outcome. The named cases (each with its own expected exit code) are in
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import io
 import json
@@ -44,6 +43,7 @@ import verify.cli as cli
 import verify.oracles.golden as golden_mod
 import verify.run.catalog as runner
 import verify.run.check as check_mod
+from tests.cli.conftest import run_cli_in, run_serial
 from tests.conftest import examples
 from theory.catalog import all_claims
 from verify.config import RunConfig
@@ -69,15 +69,6 @@ def _fake(cid: str, i: int) -> Any:
                            data=data, statistic=1e-16, threshold=1e-14)  # fmt: skip
 
     return fn
-
-
-def _serial(todo: Any, cfg: Any, progress: Any, workers: int, results: Any) -> None:
-    for c in todo:
-        if progress:
-            progress("start", c, None)
-        results[c.id] = runner.run_check(c, cfg(c))
-        if progress:
-            progress("done", c, results[c.id])
 
 
 def _snapshot(root: Path) -> dict[str, tuple[bytes | str, int]]:
@@ -119,15 +110,7 @@ class Sandbox:
         (self.cwd / "inputs").mkdir()
 
     def run(self, argv: list[str]) -> tuple[int, str]:
-        out, err = io.StringIO(), io.StringIO()
-        old = Path.cwd()
-        os.chdir(self.cwd)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = cli.main(argv)
-        finally:
-            os.chdir(old)
-        return code, out.getvalue() + err.getvalue()
+        return run_cli_in(self.cwd, argv)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +120,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     with pytest.MonkeyPatch.context() as mp:
         fakes = {cid: _fake(cid, i) for i, cid in enumerate(all_claims())}
         mp.setattr(check_mod, "registry", lambda: dict(fakes))
-        mp.setattr(runner, "_run_parallel", _serial)
+        mp.setattr(runner, "_run_parallel", run_serial)
         mp.setattr(cli, "_BACKGROUND_PNG_MIN_CLAIMS", 10**9)
         real_cases = golden_mod.golden_cases
         mp.setattr(golden_mod, "golden_cases", lambda seed=0: real_cases(seed)[2:3])  # one small case: "linear"

@@ -29,6 +29,8 @@ import io
 import json
 import os
 import shutil
+import signal
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -43,6 +45,7 @@ import verify.cli as cli
 import verify.oracles.golden as golden_mod
 import verify.run.catalog as runner
 import verify.run.check as check_mod
+from tests.cli.conftest import run_cli_in, run_serial
 from tests.cli.test_fuzz import _snapshot
 from theory.catalog import all_claims
 from verify._validate import MAX_SEED
@@ -54,6 +57,7 @@ from verify.run.sweep.executors import MAX_THREADS, MAX_WORKERS
 from verify.verdict import CheckResult, Control, Verdict
 
 PASS_ID, FAIL_ID, STOP_ID = "reference.adjoint", "rtrl.exact", "reference.influence"
+USER_KI_ID = "reference.complex-step"  # a check whose code raises KeyboardInterrupt itself (not a signal)
 FINDING = "the printed bound fails by 3x"
 HUGE = "9" * 5000  # more digits than Python converts (4300): the ValueError the issue saw
 CUDA = torch.cuda.is_available()
@@ -63,8 +67,12 @@ OUTCOMES: Counter[str] = Counter()
 # ------------------------------------------------------------------ the sandbox
 def _fake(cid: str) -> Callable[[RunConfig], CheckResult]:
     def fn(config: RunConfig) -> CheckResult:
-        if cid == STOP_ID:
-            raise KeyboardInterrupt  # Ctrl-C while a check runs
+        if cid == STOP_ID:  # Ctrl-C delivered to rnn-verify while a check runs
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+            raise AssertionError("not interrupted")
+        if cid == USER_KI_ID:  # code under test raising KeyboardInterrupt: its error, not an interrupt
+            raise KeyboardInterrupt
         verdict = Verdict.FAIL if cid == FAIL_ID else Verdict.PASS
         findings = (FINDING,) if cid in (PASS_ID, FAIL_ID) else ()
         controls = (Control("mutant", "FAIL", "FAIL"),) if verdict is Verdict.PASS else ()
@@ -72,15 +80,6 @@ def _fake(cid: str) -> Callable[[RunConfig], CheckResult]:
                            findings=findings, reason=None if verdict is Verdict.PASS else "fake")  # fmt: skip
 
     return fn
-
-
-def _serial(todo: Any, cfg: Any, progress: Any, workers: int, results: Any) -> None:
-    for c in todo:
-        if progress:
-            progress("start", c, None)
-        results[c.id] = runner.run_check(c, cfg(c))
-        if progress:
-            progress("done", c, results[c.id])
 
 
 class Box:
@@ -108,15 +107,7 @@ class Box:
         (self.cwd / "gold.json").write_bytes(self.side)
 
     def run(self, argv: list[str]) -> tuple[int, str]:
-        out, err = io.StringIO(), io.StringIO()
-        old = Path.cwd()
-        os.chdir(self.cwd)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = cli.main(argv)
-        finally:
-            os.chdir(old)
-        return code, out.getvalue() + err.getvalue()
+        return run_cli_in(self.cwd, argv)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +117,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
     with pytest.MonkeyPatch.context() as mp:
         fakes = {cid: _fake(cid) for cid in all_claims()}
         mp.setattr(check_mod, "registry", lambda: dict(fakes))
-        mp.setattr(runner, "_run_parallel", _serial)
+        mp.setattr(runner, "_run_parallel", run_serial)
         mp.setattr(cli, "_BACKGROUND_PNG_MIN_CLAIMS", 10**9)
         real_cases = golden_mod.golden_cases
         mp.setattr(golden_mod, "golden_cases", lambda seed=0: real_cases(seed)[2:3])  # one small case
@@ -484,6 +475,8 @@ def _finding_cases() -> None:
 def _misc_cases() -> None:
     case("Ctrl-C in a check: one line, exit 130", 130, ["run", "--claims", STOP_ID, "--out", "o"],
          says=("interrupted",), after=lambda b, t: _absent(b, "o"))  # fmt: skip
+    case("KeyboardInterrupt raised by a check: its FAIL, exit 1", 1, ["run", "--claims", USER_KI_ID, "--no-report"],
+         says=("KeyboardInterrupt",))  # fmt: skip
     case("list", 0, ["list"])
     case("list --claims nope", 2, ["list", "--claims", "nope"], says=("--claims",))
     case("list --profile huge", 2, ["list", "--profile", "huge"], says=("--profile",))
