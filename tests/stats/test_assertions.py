@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from tests.stats.my_uoro import MyUORO
+from verify._validate import MAX_SEED
 from verify.errors import InvalidArgument
 from verify.estimators import UORO
 from verify.impl.mutants.uoro import get
@@ -111,8 +112,9 @@ def test_bad_input_is_invalid_argument_never_pass() -> None:
         assert_unbiased(UORO(), P, th, steps=(0, 9))
     with pytest.raises(InvalidArgument):
         assert_unbiased(UORO(), P, th, method="bayesian")
-    for bad in (2**70, -1, 1.5, True):  # issue 12: not torch's raw "Overflow when unpacking long long"
-        with pytest.raises(InvalidArgument, match=r"seed=.*\[0, 2\*\*64 - 1\]") as info:
+    for bad in (2**70, MAX_SEED + 1, -1, 1.5, True):  # issue 12: not torch's raw "Overflow when unpacking long long"
+        # issue 23: one seed limit for the API and the CLI
+        with pytest.raises(InvalidArgument, match=rf"seed=.*\[0, {MAX_SEED}\]") as info:
             assert_unbiased(UORO(), P, th, seed=bad)  # type: ignore[arg-type]
         assert info.value.argument == "seed" and info.value.value == bad
 
