@@ -637,12 +637,12 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     config = RunConfig(
         profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls, impl_specs=specs
     )
-    executor = _run_executor(args, workers)
     stream = sys.stderr if to_stdout else sys.stdout
     progress = _Progress(len(claims), stream, args.quiet)
     record_of = _claim_recorder(args, claims)
     records_by_id: dict[str, dict[str, object]] = {}
-    pngs = _BackgroundPNGs() if out is not None and n_run >= _BACKGROUND_PNG_MIN_CLAIMS else None
+    executor: Executor | None = None
+    pngs: _BackgroundPNGs | None = None
 
     def on_event(event: str, claim: Claim, result: CheckResult | None) -> None:
         progress(event, claim, result)
@@ -653,7 +653,9 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
-    try:
+    try:  # from the executor's start on: whatever stops the run stops the executor and the figure process too
+        executor = _run_executor(args, workers)
+        pngs = _BackgroundPNGs() if out is not None and n_run >= _BACKGROUND_PNG_MIN_CLAIMS else None
         results = run_claims(claims, config, on_event, workers=workers, skip=skip, executor=executor)
     except BaseException as exc:
         _stop_run(progress, executor, pngs)
@@ -1040,14 +1042,16 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     json_file = preflight_file(args.json, "--json") if args.json else None
     cache = None if args.no_cache else CellCache(Path(args.cache) if args.cache else default_cache_dir())
     stream = sys.stdout
-    executor = make_executor(args.executor, args.workers, args.threads)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     progress = SweepProgress(len({c.key for c in plan.cells}), sys.stderr, quiet=args.quiet)
-    on_start = _sweep_announcer(args.quiet, plan, executor, cache)
-    try:
+    executor: Executor | None = None
+    try:  # from the executor's start on: whatever stops the sweep closes the executor
+        executor = make_executor(args.executor, args.workers, args.threads)
+        on_start = _sweep_announcer(args.quiet, plan, executor, cache)
         run = run_plan(plan, executor, cache, progress, on_start=on_start)
     except BaseException as exc:
-        executor.close()
+        if executor is not None:
+            executor.close()
         if not isinstance(exc, _STOPS):
             raise
         what, code = _stopped(exc)

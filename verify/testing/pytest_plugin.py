@@ -6,23 +6,26 @@ pytest run (disable with ``-p no:rnn_verify``; load explicitly with
 
 Options
 -------
-``--rnn-verify-profile {ci,full}``  sizes of the fixtures and of catalog claims
-    (ini: ``rnn_verify_profile``; default ``ci``).
-``--rnn-verify-seed N``             base seed of the fixtures and claims, 0 .. 18446688733642 (default 0).
-``--rnn-verify-claims PATTERN``     also run catalog claims (ids or globs, repeatable)
-    as test items: PASS passes, FAIL fails, SKIPPED skips, INCONCLUSIVE fails.
-``--rnn-verify-impl FAMILY=SPEC``   the implementation under test (repeatable), loaded and
-    checked by :mod:`verify.impl.loader` exactly as ``rnn-verify run --impl`` does
-    (``uoro=mypkg.mod:MyUORO``, ``rtrl=path/to/file.py:my_rtrl``; a bad spec is a usage
-    error naming it): catalog claims (``--rnn-verify-claims``) run against it, and
-    :func:`rnn_verify_impl` returns it for its part.
-``--rnn-verify-mutant NAME``        the mutant ``NAME`` of the mutant catalog
-    (:mod:`verify.impl.mutants`) as the implementation under test: a name for the value
-    ``replace(default, field=broken)``, used wherever a test asks
-    :func:`rnn_verify_impl` for its part (e.g. ``adjoint``) and by the catalog claims
-    that exercise it: a suite that is any good must then FAIL.
-``--rnn-verify-report DIR``         write a report (results.json, report.md/html,
-    junit.xml, figures) of every claim seen in the session into DIR.
+``--rnn-verify-profile {ci,full}``
+    sizes of the fixtures and of catalog claims (ini: ``rnn_verify_profile``; default ``ci``).
+``--rnn-verify-seed N``
+    base seed of the fixtures and claims, 0 .. 18446688733642 (default 0).
+``--rnn-verify-claims PATTERN``
+    also run catalog claims (ids or globs, repeatable) as test items: PASS passes, FAIL fails,
+    SKIPPED skips, INCONCLUSIVE fails.
+``--rnn-verify-impl FAMILY=SPEC``
+    the implementation under test (repeatable), loaded and checked by :mod:`verify.impl.loader`
+    exactly as ``rnn-verify run --impl`` does (``uoro=mypkg.mod:MyUORO``,
+    ``rtrl=path/to/file.py:my_rtrl``; a bad spec is a usage error naming it): catalog claims
+    (``--rnn-verify-claims``) run against it, and :func:`rnn_verify_impl` returns it for its part.
+``--rnn-verify-mutant NAME``
+    the mutant ``NAME`` of the mutant catalog (:mod:`verify.impl.mutants`) as the implementation
+    under test: a name for the value ``replace(default, field=broken)``, used wherever a test asks
+    :func:`rnn_verify_impl` for its part (e.g. ``adjoint``) and by the catalog claims that exercise
+    it: a suite that is any good must then FAIL.
+``--rnn-verify-report DIR``
+    write a report (results.json, report.md/html, junit.xml, figures) of every claim seen in the
+    session into DIR.
 
 Marker
 ------
@@ -34,18 +37,22 @@ Tests can attach the measured statistic and figure data with :func:`rnn_verify_r
 
 Fixtures
 --------
-``rnn_verify_config``      the :class:`~verify.config.RunConfig` of the session;
-``rnn_verify_problem``     one :class:`~verify.testing.strategies.ProblemCase` per cell kind
-                           (parametrized: the test runs once per kind);
-``rnn_verify_problems``    the list of those cases;
-``rnn_verify_reference``   ``rnn_verify_reference(problem, theta)`` -> :class:`References`
-                           (exact float64 gradient, per-step gradients, influence
-                           matrices, truncated gradients, round-off budget; cached);
-``rnn_verify_impl``        ``rnn_verify_impl(target, default)`` -> the implementation
-                           to test: a view of the session's implementations under test
-                           (``--rnn-verify-impl`` / ``--rnn-verify-mutant``; ``default``
-                           where the part ``target`` was not given);
-``rnn_verify_record``      ``rnn_verify_record(statistic=..., threshold=..., data=...)``.
+``rnn_verify_config``
+    the :class:`~verify.config.RunConfig` of the session;
+``rnn_verify_problem``
+    one :class:`~verify.testing.strategies.ProblemCase` per cell kind (parametrized: the test runs
+    once per kind);
+``rnn_verify_problems``
+    the list of those cases;
+``rnn_verify_reference``
+    ``rnn_verify_reference(problem, theta)`` -> :class:`References` (exact float64 gradient,
+    per-step gradients, influence matrices, truncated gradients, round-off budget; cached);
+``rnn_verify_impl``
+    ``rnn_verify_impl(target, default)`` -> the implementation to test: a view of the session's
+    implementations under test (``--rnn-verify-impl`` / ``--rnn-verify-mutant``; ``default`` where
+    the part ``target`` was not given);
+``rnn_verify_record``
+    ``rnn_verify_record(statistic=..., threshold=..., data=...)``.
 
 Assertion helpers
 -----------------
