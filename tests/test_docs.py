@@ -61,7 +61,7 @@ def test_docs_build(tmp_path: Path) -> None:
         assert html.is_file(), f"{page} was not built"
     # the gallery ran: every example has its page and at least one figure
     examples = sorted((DOCS / "examples").glob("plot_*.py"))
-    assert 1 <= len(examples) <= 3
+    assert examples, "the gallery has no example"
     for ex in examples:
         assert (out / "auto_examples" / f"{ex.stem}.html").is_file(), ex.name
         assert list((src / "auto_examples" / "images").glob(f"sphx_glr_{ex.stem}_*.png")), f"{ex.name} drew no figure"

@@ -132,6 +132,7 @@ __all__ = [
     "golden_cases",
     "golden_pair",
     "load_golden",
+    "normwise_error",
 ]
 
 FORMAT = "rnn-verify.golden"
@@ -562,6 +563,15 @@ def _rebuild(case: GoldenCase, index: int, stored: Mapping[str, np.ndarray], fil
         ) from None
 
 
+def normwise_error(a: np.ndarray, r: np.ndarray) -> float:
+    """The header's ``check_norm``: ``max|a - r| / max|r|`` (``max|a - r|`` where ``r`` is 0; 0 for empty arrays)."""
+    if not r.size:
+        return 0.0
+    err = float(np.max(np.abs(a - r)))
+    scale = float(np.max(np.abs(r)))
+    return err / scale if scale > 0 else err
+
+
 def check_golden(path: Path | str, rtol: float | None = None) -> GoldenCheck:
     """Re-verify a golden pair (integrity and recomputation); name either its .npz or its .json.
 
@@ -610,9 +620,7 @@ def check_golden(path: Path | str, rtol: float | None = None) -> GoldenCheck:
             if a.shape != b.shape:
                 msgs.append(f"shape {a.shape} != recomputed {b.shape}")
             else:
-                scale = float(np.max(np.abs(b))) if b.size else 0.0
-                err = float(np.max(np.abs(a - b))) if b.size else 0.0
-                rel = err / scale if scale > 0 else err
+                rel = normwise_error(a, b)
                 if not np.isfinite(rel) or rel > tol:
                     msgs.append(f"recomputed value differs: max rel error {rel:.2e} > {tol:.0e}")
             report.lines.append((key, not msgs, "; ".join(msgs) or "ok"))

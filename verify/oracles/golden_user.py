@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from verify.errors import InvalidArgument, InvalidFile
-from verify.oracles.golden import HEADER_KEY, INPUT_ARRAYS, SEP, _sha, golden_pair, load_golden
+from verify.oracles.golden import HEADER_KEY, INPUT_ARRAYS, SEP, _sha, golden_pair, load_golden, normwise_error
 from verify.schema import load_npz
 
 __all__ = ["DIAGNOSES", "FAMILIES", "UserCheck", "check_user_results", "diagnose", "family_of"]
@@ -252,9 +252,7 @@ def _compare(a: np.ndarray, r: np.ndarray, tol: float, layout: Sequence[Mapping[
         return "holds NaN or infinite entries"
     if not r.size:
         return "verifies (empty)"
-    err = np.abs(a - r)
-    scale = float(np.abs(r).max())
-    rel = float(err.max()) / scale if scale > 0 else float(err.max())
+    rel = normwise_error(a, r)
     if rel <= tol:
         return f"verifies ({rel:.1e})"
     where = _blocks(a - r, layout, 1e-3) if layout and r.ndim else ""
