@@ -124,7 +124,10 @@ def test_reproduction_figures_draw_learning_curves() -> None:
         "controls": {},
     }
     fig, bars = _ok(stochasticworld_figures(sw), 2)
-    assert [h["y"] for h in fig["hlines"]] == [0.66, 0.52, 0.45]
+    assert [h["y"] for h in fig["hlines"]] == [0.66, 0.63, 0.52, 0.45]  # 0.63: o_(t-30) only, the 'learned' level
+    assert "learned" in fig["hlines"][1]["label"]
+    sw["context"] = "the Bayes optimum 0.4545 is reachable ..."
+    assert sw["context"] in _ok(stochasticworld_figures(sw), 2)[0]["caption"]
     assert bars["x"] == ["fpp/T=4"]
 
 

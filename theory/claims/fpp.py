@@ -193,11 +193,14 @@ CLAIMS: tuple[Claim, ...] = (
         "the lowest mean online cross-entropy (App. D), runs paired. Criteria, fixed before the run: (S0) the Bayes "
         "cross-entropies with no memory, with o_{t-15} and with both lags lie within 0.01 of the printed 0.66, 0.51 "
         "and 0.46 (one that does not round to it is a finding); (S1, premise) FPP and T-BPTT at the largest T learned: "
-        "final-window (last fifth) cross-entropy 95% CI upper end < the memoryless 0.6616; (S2) no learner is "
+        "final-window (last fifth) cross-entropy 95% CI upper end < the lag-30-only Bayes level 0.6277 (below it a "
+        "learner uses o_{t-15}; mere recurrent memory gets below the memoryless 0.6616); (S2) no learner is "
         "significantly below the Bayes optimum 0.4545 (a leaky stream); (S3, the paper's point) FPP's online "
         "cross-entropy is below T-BPTT's (and No-Overlap T-BPTT's) at every smaller T: one-sided paired t-tests, Holm "
-        "at family alpha = 0.05; controls: the same harness with a zeroed gradient and with T-BPTT at k = 1 must fail "
-        "(S1). PASS = all hold; a learner that learns nothing fails (S1), so a FAIL; a comparison not reproduced is a "
+        "at family alpha = 0.05; controls, learners that cannot learn by construction: the same harness with a "
+        "zeroed gradient and with T-BPTT at the largest T fed each run's observations shuffled in time (the lags "
+        "destroyed: best reachable cross-entropy the memoryless 0.6616) must fail (S1). "
+        "PASS = all hold; a learner that learns nothing fails (S1), so a FAIL; a comparison not reproduced is a "
         "FAIL and a finding. Fig. 3's caption (FPP at T >= 20 reaches the optimum at the end) is reported as a "
         "finding when it is not reproduced (final-window CI lower end above the optimum + 0.02), not judged. "
         "Sizes: full T in {20, 40}, 10 000 steps, 10 runs, lrs {3e-4, "
@@ -206,8 +209,16 @@ CLAIMS: tuple[Claim, ...] = (
         math="H(0.625) = 0.662, 1/2 [H(0.875) + H(0.375)] = 0.519, 1/4 sum H(P) = 0.454; paper: CE_FPP(T) < "
         "CE_TBPTT(T)",
         assumptions=(
-            "ci profile: the same harness and criteria (S0)-(S2) and the controls (zeroed and sign-flipped gradient) "
-            "at lags (2, 4), 8 units, T = 5, 400 steps, 12 runs, lr 3e-3, buffer 20; (S3) is not judged at that size",
+            "ci profile: the same harness and criteria (S0)-(S2) and the controls (zeroed and sign-flipped gradient, "
+            "T-BPTT fed shuffled observations) at lags (2, 4), 8 units, T = 5, 400 steps, 12 runs, lr 3e-3, buffer "
+            "20; (S3) is not judged at that size",
+            "T-BPTT with k = 1 is no control: it learns through the recurrent dynamics (final CE 0.655 at full size, "
+            "below the memoryless 0.6616), so 'learned' is judged against the lag-30-only level 0.6277 and the "
+            "control is a learner whose input stream has its lags destroyed",
+            "context, cited (issue 24's independent runs, not re-run here): a 32-unit RNN trained offline reaches "
+            "0.470, so the optimum 0.4545 is attainable by the model class; an independent online T-BPTT reproduces "
+            "the toolkit's numbers (0.622 vs 0.629 at T = 40, 10 000 steps) and reaches 0.530 at 50 000 steps: the "
+            "step budget is why no online learner reaches the optimum",
             "initialisation: with this toolkit's default (recurrent spectral radius about 0.48) neither learner "
             "learns anything in 10 000 steps (0.48^15 ~ 1e-5: the lag-15 signal vanishes); the authors' TensorFlow "
             "code (BasicRNNCell, Glorot-uniform kernel, radius about 1.0) is what the paper ran",

@@ -22,8 +22,8 @@ The learner under test: every block of FPP (method ``fpp``, no mutant) runs ``le
 inputs, targets, theta0, lrs, generator) -> online losses (R, steps)`` (:data:`Learner`; the check
 passes ``config.impls.fpp.learner``, default :func:`fpp_learner`, the batched engine's Algorithm 1).
 The rivals (T-BPTT, No-Overlap T-BPTT, FPP without state update) are the toolkit's, and a control
-block (``mutant``) is the toolkit's engine with a broken gradient (:mod:`verify.fpp.broken_learners`):
-a broken implementation rerun through the same harness. The paper-scale sweep
+block (``mutant``) is the toolkit's engine with a broken gradient, or fed a broken input stream
+(:mod:`verify.fpp.broken_learners`): a broken implementation rerun through the same harness. The paper-scale sweep
 (:mod:`verify.run.sweep.definitions`) runs its cells with the default learner.
 
 Measures: CycleWorld's squared error divided by the predict-zero baseline
@@ -47,7 +47,7 @@ import torch
 from verify._validate import SEED_MULTIPLIER, validate_seed
 from verify.errors import InvalidArgument
 from verify.fpp.batched import BATCHED_METHODS, run_online_batched
-from verify.fpp.broken_learners import learner_mutant
+from verify.fpp.broken_learners import BROKEN_LEARNERS, STREAM_MUTANTS, learner_mutant, stream_mutant
 from verify.fpp.envs import cycle_world, cycle_world_baseline, stochastic_world
 from verify.fpp.online import OnlineConfig, model_problem
 from verify.model.cells import ElmanCell
@@ -144,8 +144,8 @@ class Block:
             raise InvalidArgument("final_fraction", self.final_fraction, "must lie in (0, 1]")
         if not self.lrs or any(not (isinstance(x, (int, float)) and 0 < x < math.inf) for x in self.lrs):
             raise InvalidArgument("lrs", self.lrs, "a non-empty tuple of positive learning rates")
-        if self.mutant is not None:
-            learner_mutant(self.mutant)  # validates the name
+        if self.mutant is not None and self.mutant not in BROKEN_LEARNERS:
+            raise InvalidArgument("mutant", self.mutant, f"must be one of {sorted(BROKEN_LEARNERS)}")
         self.config()  # validates T, lr, buffer ...
 
     def config(self) -> OnlineConfig:
@@ -263,11 +263,28 @@ def fpp_learner(
 
 def _block_learner(b: Block, learner: Learner | None) -> Learner:
     """What runs block ``b``: a control's broken engine, the learner under test for FPP, else the toolkit's rival."""
+    if b.mutant in STREAM_MUTANTS:  # a negative control: the toolkit's engine fed a broken stream
+        return partial(_fed_broken_stream, b.method, stream_mutant(b.mutant))
     if b.mutant is not None:  # a negative control: the toolkit's engine with a broken gradient
         return partial(run_online_batched, b.method, theta_grad=learner_mutant(b.mutant))
     if b.method == "fpp" and learner is not None:
         return learner
     return partial(run_online_batched, b.method)
+
+
+def _fed_broken_stream(
+    method: str,
+    transform: Callable[[torch.Tensor, torch.Generator], torch.Tensor],
+    model: Problem,
+    cfg: OnlineConfig,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    theta0: torch.Tensor,
+    lrs: torch.Tensor,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """The toolkit's engine ``method`` on ``transform(inputs)`` (the targets and the loss untouched)."""
+    return run_online_batched(method, model, cfg, transform(inputs, generator), targets, theta0, lrs, generator)
 
 
 def run_block(b: Block, learner: Learner | None = None) -> dict[str, Any]:
@@ -427,18 +444,29 @@ def _check_scale(scale: str) -> None:
         raise InvalidArgument("scale", scale, f"must be one of {SCALES}")
 
 
+#: Stochastic World's negative controls at the paper's lags (T = 40, the largest T): learners that cannot learn
+_SW_CONTROLS = (
+    ("FPP, gradient zeroed (fpp.learner-frozen), T = 40", "fpp", 40, "fpp.learner-frozen"),
+    ("T-BPTT, T = 40, observations shuffled in time (fpp.learner-shuffled-inputs)", "tbptt", 40,
+     "fpp.learner-shuffled-inputs"),
+)  # fmt: skip
+
+
 def stochasticworld_design(scale: str, seed: int = 0, *, split_lrs: bool = False) -> Reproduction:
     """Stochastic World (§5, Fig. 3(b), App. D.2) at ``scale`` (:data:`SCALES`).
 
     ``paper``: 32 units, lags (15, 30), 10 000 steps, 30 runs, the App. D lr grid,
-    FPP, T-BPTT and No-Overlap T-BPTT at T ∈ {10, 15, 20, 30, 40}; controls: FPP at
-    T = 40 with its gradient zeroed (learns nothing) and T-BPTT with k = 1 (no credit
-    beyond one step: it cannot learn a lag of 15). ``full``: FPP and T-BPTT at
+    FPP, T-BPTT and No-Overlap T-BPTT at T ∈ {10, 15, 20, 30, 40}; controls, learners
+    that cannot learn by construction: FPP at T = 40 with its gradient zeroed (learns
+    nothing) and T-BPTT at T = 40 fed each run's observations shuffled in time
+    (:func:`~verify.fpp.broken_learners.shuffled_inputs`: the lags destroyed, best
+    reachable cross-entropy the memoryless 0.6616). T-BPTT with k = 1, the former
+    control, learns through the recurrent dynamics (0.655 at full size, below 0.6616):
+    a control that can succeed is none. ``full``: FPP and T-BPTT at
     T ∈ {20, 40}, 10 runs, lrs {3e-4, 1e-3, 3e-3} (the neighbourhood of the best
     points of the paper-scale grid), same controls. ``ci``: the same harness scaled
     down -- 8 units, lags (2, 4), T = 5, 400 steps, 12 runs, lr 3e-3; controls: the
-    zeroed and the sign-flipped gradient (T-BPTT with k = 1 still learns lags of 2
-    and 4 through the recurrent dynamics, so it is no control at this size).
+    zeroed and the sign-flipped gradient and T-BPTT at T = 5 fed the shuffled observations.
     Initialisation: ``glorot`` (the authors' TensorFlow code, see :func:`block_theta0`).
     """
     _check_scale(scale)
@@ -447,22 +475,22 @@ def stochasticworld_design(scale: str, seed: int = 0, *, split_lrs: bool = False
         learners = tuple((m, T) for m in ("fpp", "tbptt", "tbptt-no-overlap") for T in Ts)
         return Reproduction(
             "fpp.stochasticworld", scale, "stochasticworld", learners, APP_D_LRS, 10_000, 30, seed,
-            controls=(("FPP, gradient zeroed (fpp.learner-frozen), T = 40", "fpp", 40, "fpp.learner-frozen"),
-                      ("T-BPTT with k = 1", "tbptt", 1, None)),
+            controls=_SW_CONTROLS,
             common={"hidden": 32, "lags": (15, 30), "init": "glorot"}, split_lrs=split_lrs,
         )  # fmt: skip
     if scale == "full":
         learners = tuple((m, T) for m in ("fpp", "tbptt") for T in (20, 40))
         return Reproduction(
             "fpp.stochasticworld", scale, "stochasticworld", learners, (3e-4, 1e-3, 3e-3), 10_000, 10, seed,
-            controls=(("FPP, gradient zeroed (fpp.learner-frozen), T = 40", "fpp", 40, "fpp.learner-frozen"),
-                      ("T-BPTT with k = 1", "tbptt", 1, None)),
+            controls=_SW_CONTROLS,
             common={"hidden": 32, "lags": (15, 30), "init": "glorot"}, split_lrs=split_lrs,
         )  # fmt: skip
     return Reproduction(
         "fpp.stochasticworld", scale, "stochasticworld", (("fpp", 5), ("tbptt", 5)), (3e-3,), 400, 12, seed,
         controls=(("FPP, gradient zeroed (fpp.learner-frozen)", "fpp", 5, "fpp.learner-frozen"),
-                  ("FPP, gradient sign flipped (fpp.learner-sign-flip)", "fpp", 5, "fpp.learner-sign-flip")),
+                  ("FPP, gradient sign flipped (fpp.learner-sign-flip)", "fpp", 5, "fpp.learner-sign-flip"),
+                  ("T-BPTT, observations shuffled in time (fpp.learner-shuffled-inputs)", "tbptt", 5,
+                   "fpp.learner-shuffled-inputs")),
         common={"hidden": 8, "lags": (2, 4), "init": "glorot", "buffer_size": 20}, split_lrs=split_lrs,
     )  # fmt: skip
 

@@ -215,7 +215,8 @@ def cycleworld_figures(data: Mapping[str, Any]) -> list[Figure]:
 def stochasticworld_figures(data: Mapping[str, Any]) -> list[Figure]:
     """FPP §5, Fig. 3(b): Stochastic World learning curves and per-learner CE against the Bayes levels."""
     refs = data.get("references") or {}
-    names = {"none": "no memory", "lag15": "o_(t-15) remembered", "both": "both lags (Bayes)"}
+    names = {"none": "no memory", "lag30": "o_(t-30) only ('learned' below)", "lag15": "o_(t-15) remembered",
+             "both": "both lags (Bayes)"}  # fmt: skip
     hlines = [{"y": refs[k], "label": f"{names[k]} {refs[k]:.3f}"} for k in names if finite(refs.get(k)) is not None]
     design = data.get("design") or {}
     return _learner_figures(
@@ -223,7 +224,7 @@ def stochasticworld_figures(data: Mapping[str, Any]) -> list[Figure]:
         title="Stochastic World", hlines=hlines,
         caption=f"mean over {design.get('runs')} runs x {design.get('steps')} steps, in windows of steps; the lines "
         "are the Bayes cross-entropies of Table 1's information sets (the paper: 0.66 / 0.51 / 0.46); dashed: the "
-        "negative controls",
+        "negative controls" + (f"; {data['context']}" if data.get("context") else ""),
     )  # fmt: skip
 
 
