@@ -39,10 +39,19 @@ def _prop2_setup(config: RunConfig) -> prop2.Prop2Setup:
     return prop2.Prop2Setup(n=8, d=8, T=40, k=13, N=50, runs=2)
 
 
-def _prop2_run(config: RunConfig, kind: str, setup: prop2.Prop2Setup) -> prop2.Prop2Experiment:
+#: Fig. 1(b)'s curves: name -> (model kind, U rescaled so that tanh is not saturated); the tanh runs share their draws
+_PROP2_CURVES = {"linear": ("linear", False), "elman-tanh": ("elman-tanh", False),
+                 "elman-tanh-unsaturated": ("elman-tanh", True)}  # fmt: skip
+#: the curves that stand for Fig. 1(b) and must be curves; App. A.5's tanh instance is reported (a finding)
+_PROP2_JUDGED = ("linear", "elman-tanh-unsaturated")
+
+
+def _prop2_run(config: RunConfig, name: str, setup: prop2.Prop2Setup) -> prop2.Prop2Experiment:
     """The toolkit's truncated gradient trains in the batched path; a user's one step at a time."""
     user = None if config.impls.is_default("truncation.model_gradient") else config.impls.truncation.model_gradient
-    return prop2.prop2_experiment(kind, config.generator(salt=700 + (kind == "linear")), setup, user)
+    kind, unsat = _PROP2_CURVES[name]
+    sd = fixtures.UNSATURATED_INPUT_SD if unsat else None
+    return prop2.prop2_experiment(kind, config.generator(salt=700 + (kind == "linear")), setup, user, input_sd=sd)
 
 
 def _prop2_fails(res: dict[str, Any]) -> list[str]:
@@ -63,7 +72,8 @@ def _prop2_controls(exps: dict[str, prop2.Prop2Experiment], setup: prop2.Prop2Se
     conf, ratios = prop2.control_measurements(list(exps.values()), setup, mut.impl.model_gradient)
     caught = any(x > 1.0 for x in ratios if not math.isnan(x))
     ratios_text = ", ".join(f"{x:.3g}" for x in ratios)
-    detail = f"max delta_t / bound = {ratios_text} (linear, tanh; caught when > 1 on some model; nan: no truncation "
+    detail = f"max delta_t / bound = {ratios_text} ({', '.join(exps)}; caught when > 1 on some model; nan: no "
+    detail += "truncation "
     return [
         control(
             "batched training gradients = verify.oracles.bptt",
@@ -98,12 +108,16 @@ def _prop2_summary(
     summary += "; alpha*beta_emp (measured Lemma 3 constant): " + ", ".join(f"{k} {v:.3g}" for k, v in big.items())
     if any(v > 10 for v in big.values()):
         summary += " (N^(alpha beta) makes the measured-constant bound vacuous after a few steps where this is > 10)"
+    summary += "; tanh instances: " + ", ".join(
+        f"{kind} (mean tanh' {r['instance']['mean_derivative']:.2g}, pre-activation s.d. "
+        f"{r['instance']['preactivation_sd']:.2g}, max delta_t / round-off {at[kind]['roundoff_margin']:.3g})"
+        for kind, r in res.items() if kind != "linear"
+    )  # fmt: skip
     degenerate = [kind for kind, a in at.items() if a["degenerate"]]
     if degenerate:
         summary += (
             f"; {', '.join(degenerate)}: delta_t = 0 at every step -- the truncation changes the gradient by "
-            "less than one ulp of the weights (tanh saturates: measured contraction far below lambda), so "
-            "Prop. 2 holds trivially there and the step-size comparison is void"
+            "less than one ulp of the weights (tanh saturates), so Prop. 2 holds trivially there"
         )
     return summary + (f"; FAILED: {', '.join(fails)}" if fails else "")
 
@@ -111,8 +125,15 @@ def _prop2_summary(
 def _prop2_findings(
     setup: prop2.Prop2Setup, res: dict[str, Any], observed: dict[tuple[str, str], tuple[float, float]]
 ) -> tuple[str, ...]:
-    """What §7.1 at its own sizes (the full profile) says about Prop. 2 as printed."""
-    out = [
+    """What §7.1 at its own sizes (the full profile) says about Prop. 2 and App. A.5's instance as printed."""
+    printed = prop2.degenerate_reasons("elman-tanh", res.get("elman-tanh"))
+    out = []
+    if printed:
+        out.append(
+            f"App. A.5's instance gives no tanh curve for Fig. 1(b) ({'; '.join(printed)}); the curve judged is the "
+            f"same draws with U rescaled (input drive s.d. {fixtures.UNSATURATED_INPUT_SD} instead of sqrt(2d))"
+        )
+    out += [
         "Prop. 2 holds but is vacuous with the proof's constants: bound "
         + ", ".join(f"10^{r['log10_explicit_prop2']:.3g} ({kind})" for kind, r in res.items())
         + f" against the trivial 2 lam sqrt(n) = {2 * setup.lam * math.sqrt(setup.n):.3g}"
@@ -134,7 +155,11 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
     .. math:: \|w^N_{recurr} - w^N_{trunc}\| \le \alpha\gamma k\lambda^kN^{\alpha\beta+1}
 
     §7.1 setup (``full``: λ = 0.75, n = d = 32, T = 200, k = 35, α = 0.01, N = 200,
-    10 runs, linear and tanh; ``ci``: n = d = 8, T = 40, k = 13, N = 50, 2 runs).
+    10 runs, linear and tanh; ``ci``: n = d = 8, T = 40, k = 13, N = 50, 2 runs). App. A.5's tanh
+    instance saturates tanh (input drive s.d. sqrt(2d) = 8), so its curve is 0: it is run and reported
+    (a finding at full size), and Fig. 1(b)'s tanh curve is the same draws with U rescaled
+    (:data:`~verify.truncation.fixtures.UNSATURATED_INPUT_SD`). Premise: the judged curves (linear,
+    unsaturated tanh) are curves (:func:`~verify.truncation.prop2.degenerate_reasons`); not met, a FAIL.
     Checked: Lemma 2 (:math:`e_i \le` bound) and Lemma 3 (:math:`\beta_i \le \beta`) along the
     trajectories with the sympy constants on Ω; δ_N against Prop. 2 with those constants
     (reported: astronomically vacuous); δ_t against Prop. 2 with the constants measured
@@ -144,9 +169,11 @@ def check_training_prop2(config: RunConfig) -> CheckResult:
     """
     t0 = time.perf_counter()
     setup = _prop2_setup(config)
-    exps = {kind: _prop2_run(config, kind, setup) for kind in ("linear", "elman-tanh")}
+    exps = {name: _prop2_run(config, name, setup) for name in _PROP2_CURVES}
     res = {kind: e.record for kind, e in exps.items()}
-    fails, observed = _prop2_fails(res), prop2.schedule_maxima(res)
+    premise = [x for name in _PROP2_JUDGED for x in prop2.degenerate_reasons(name, res.get(name))]
+    fails = [f"premise (Fig. 1(b)'s curves are curves) NOT MET: {'; '.join(premise)}"] if premise else []
+    fails, observed = fails + _prop2_fails(res), prop2.schedule_maxima(res)
     summary = _prop2_summary(setup, res, fails, observed)
     figs = [plots.prop2_figure(kind, r, setup) for kind, r in res.items()]
     data: dict[str, Any] = {"setup": setup.__dict__, **res, "figures": figs}

@@ -4,7 +4,9 @@ r"""Fixtures of the truncation claims (Miller & Hardt, "Stable Recurrent Models"
   tight, with its independent closed form :func:`scalar_closed_form` and the conformance of an
   implementation part to it (:func:`conformance`);
 * :func:`prop3_problem` -- Prop. 3's unstable scalar system (App. A.4);
-* :func:`figure1_instance` -- a random instance of §7.1 / App. A.5 (Fig. 1(a), Prop. 2);
+* :func:`figure1_instance` -- a random instance of §7.1 / App. A.5 (Fig. 1(a), Prop. 2), or the same
+  instance with U rescaled so that tanh is not saturated (:data:`UNSATURATED_INPUT_SD`), and how
+  saturated an instance's tanh is (:func:`tanh_saturation`);
 * :func:`random_suite` -- random λ-contractive tanh and linear instances, λ in [0.3, 0.95].
 """
 
@@ -17,8 +19,9 @@ from typing import Any
 
 import torch
 
+from verify.errors import InvalidArgument
 from verify.model.builders import clip_spectral_norm, contractive_problem, make_cell
-from verify.model.cells import LinearCell
+from verify.model.cells import ElmanCell, LinearCell
 from verify.model.losses import LinearReadout, SquaredError
 from verify.model.problem import Problem
 from verify.oracles.budget import roundoff_budget, unit_roundoff
@@ -27,6 +30,8 @@ from verify.truncation.rate_fit import RATE_DECADES
 
 __all__ = [
     "FIB",
+    "TANH_UNSATURATED",
+    "UNSATURATED_INPUT_SD",
     "Instance",
     "SuiteSetup",
     "conformance",
@@ -36,6 +41,7 @@ __all__ = [
     "random_suite",
     "scalar_closed_form",
     "scalar_theta",
+    "tanh_saturation",
     "unstable_suite",
 ]
 
@@ -44,6 +50,15 @@ FIB = (1, 2, 3, 5, 8, 13, 21, 34, 55)
 
 #: a labelled instance: (label, problem, θ)
 Instance = tuple[str, Problem, torch.Tensor]
+
+#: Fig. 1(b) beside the printed instance: the s.d. of each unit's input drive (U x_t)_i after U is rescaled. App. A.5's
+#: U_ij ~ N(0, 0.5), x_t ~ N(0, 4I_d) gives s.d. sqrt(2d) = 8 at d = 32: tanh is saturated (mean tanh' ~ 0.1) and
+#: the truncation changes nothing above round-off. At 0.5 (pre-activation s.d. ~ 0.6, mean tanh' ~ 0.77) the k = 35
+#: curve lies ~1e4 above the round-off allowance; at 1.0 (mean tanh' ~ 0.57) it lies within ~10x of it.
+UNSATURATED_INPUT_SD = 0.5
+#: tanh counts as not saturated on an instance when the mean of tanh'(a) over its units and steps is at least this
+#: (the gradient keeps half its size through the nonlinearity on average; App. A.5: ~0.1 at d = 32, ~0.23 at d = 8)
+TANH_UNSATURATED = 0.5
 
 
 def scalar_theta(P: Problem, w: float, u: float, v: float) -> torch.Tensor:
@@ -176,18 +191,25 @@ def prop3_problem(a: float = 2.0, T: int = 30) -> tuple[Problem, torch.Tensor]:
 
 
 def figure1_instance(
-    kind: str, n: int, d: int, T: int, lam: float, gen: torch.Generator
+    kind: str, n: int, d: int, T: int, lam: float, gen: torch.Generator, *, input_sd: float | None = None
 ) -> tuple[Problem, torch.Tensor]:
     r"""A random instance of §7.1 / App. A.5: :math:`x_t \sim N(0, 4I)`, :math:`U_{ij}, W_{ij} \sim N(0, 0.5)`,
     W's singular values thresholded at λ, :math:`y_T \sim U[-2, 2]`, prediction :math:`f(h, x) = Ch + Dx`
     with :math:`C, D \sim N(0, I)`, squared loss at step T.
 
+    ``input_sd``: ``None``, the printed instance; a value s, the same draws with U multiplied by
+    :math:`s/\sqrt{2d}`, so that each unit's input drive :math:`(Ux_t)_i` has s.d. s instead of
+    :math:`\sqrt{2d}` (:data:`UNSATURATED_INPUT_SD`); W, and so the contraction λ, are unchanged.
     Departure: the term :math:`Dx_T` is folded into the target (:math:`y_T - Dx_T`), which
     leaves :math:`p_T` and its gradient unchanged; no bias, :math:`h_0 = 0`.
     """
+    if input_sd is not None and not (math.isfinite(input_sd) and input_sd > 0):
+        raise InvalidArgument("input_sd", input_sd, "a positive finite number, or None for the printed instance")
     cell = make_cell(kind, n, d)
     x = 2.0 * torch.randn(T, d, generator=gen, dtype=torch.float64)
     U = math.sqrt(0.5) * torch.randn(n, d, generator=gen, dtype=torch.float64)
+    if input_sd is not None:
+        U = U * (input_sd / math.sqrt(2 * d))  # Var((Ux)_i) = d * 0.5 * 4 = 2d before the rescaling
     W = clip_spectral_norm(math.sqrt(0.5) * torch.randn(n, n, generator=gen, dtype=torch.float64), lam)
     C = torch.randn(1, n, generator=gen, dtype=torch.float64)
     D = torch.randn(1, d, generator=gen, dtype=torch.float64)
@@ -205,6 +227,35 @@ def figure1_instance(
         }
     )
     return P, theta
+
+
+def tanh_saturation(problem: Problem, theta: torch.Tensor) -> dict[str, float]:
+    r"""How saturated the tanh of ``problem`` at ``theta`` is along its input sequence (from :math:`h_0`).
+
+    The pre-activations :math:`a_t = Wh_{t-1} + Ux_t + b`: their s.d. over units and steps
+    (``preactivation_sd``), the mean of :math:`\tanh'(a_t) = 1 - \tanh^2(a_t)` (``mean_derivative``; not
+    saturated: at least :data:`TANH_UNSATURATED`) and the fraction with :math:`|a| > 2`, where
+    :math:`\tanh' < 0.071` (``saturated_fraction``). For a cell without tanh (linear): derivative 1, fraction 0.
+    """
+    cell = problem.cell
+    tanh = isinstance(cell, ElmanCell) and cell.activation == "tanh"
+    if not (tanh or isinstance(cell, LinearCell)):
+        raise InvalidArgument("problem", cell.describe(), "a tanh Elman cell or a linear cell")
+    prm = problem.layout.unflatten(theta)
+    W, U, b = prm["cell.W"], prm["cell.U"], prm["cell.b"]
+    h, pre = problem.s0.clone(), []
+    for x in problem.inputs:
+        a = W @ h + U @ x + b
+        pre.append(a)
+        h = torch.tanh(a) if tanh else a
+    A = torch.stack(pre)
+    deriv = 1.0 - torch.tanh(A) ** 2 if tanh else torch.ones_like(A)
+    frac = (A.abs() > 2.0).double().mean() if tanh else torch.zeros(())
+    return {
+        "preactivation_sd": float(A.std()),
+        "mean_derivative": float(deriv.mean()),
+        "saturated_fraction": float(frac),
+    }
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@ r"""Prop. 2 of Miller & Hardt ("Stable Recurrent Models", §4, §7.1): training 
 
 Projected gradient descent on w = W for the full model (:math:`p_T`) and the truncated model
 of eq. (3) (:math:`p^k_T`) from the same :math:`w^0`, on the instances of §7.1 / App. A.5
-(:func:`~verify.truncation.fixtures.figure1_instance`), with step sizes α/t (Prop. 2), α/√t and
+(:func:`~verify.truncation.fixtures.figure1_instance`; for tanh also the same instances with U rescaled so
+that tanh is not saturated), with step sizes α/t (Prop. 2), α/√t and
 constant (§7.1's observation). Measured along the trajectories: δ_t = ‖w_recurr − w_trunc‖,
 Lemma 2's error and Lemma 3's β; compared with Prop. 2's bound with the sympy constants on Ω
 and with the constants measured on the trajectory (:func:`theory.truncation.prop2_bound`).
@@ -23,8 +24,8 @@ from verify.model.builders import clip_spectral_norm
 from verify.model.cells import ElmanCell
 from verify.model.problem import Problem
 from verify.oracles.budget import projected_gd_roundoff
-from verify.oracles.contraction import truncation_constants
-from verify.truncation.fixtures import figure1_instance
+from verify.oracles.contraction import require_contraction, truncation_constants
+from verify.truncation.fixtures import TANH_UNSATURATED, figure1_instance, tanh_saturation
 from verify.truncation.instances import GradFn, final_gradient, truncated_final_gradient
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "batched_final_gradient_W",
     "batched_gradient_errors",
     "control_measurements",
+    "degenerate_reasons",
     "max_ratio",
     "mutant_delta_ratio",
     "prop2_experiment",
@@ -247,6 +249,8 @@ def _schedule_record(
         "runs": per_run,
         # no separation at all: the truncation changes the gradient by less than one ulp of the weights
         "degenerate": bool((delta == 0).all()),
+        # max_t mean delta_t / the round-off allowance: <= 1, the curve cannot be told from 0 in float64
+        "roundoff_margin": max_ratio(delta.mean(1).tolist(), rho),
         "gamma_zero": all(x == 0.0 for x in (e.max(0).values / kl).tolist()),
         "max_truncation_error": float(e.max()),
         "mean_delta": delta.mean(1).tolist(),
@@ -266,23 +270,40 @@ class Prop2Experiment:
 
 
 def prop2_experiment(
-    kind: str, gen: torch.Generator, setup: Prop2Setup, model_gradient: GradFn | None
+    kind: str, gen: torch.Generator, setup: Prop2Setup, model_gradient: GradFn | None, *, input_sd: float | None = None
 ) -> Prop2Experiment:
     r"""Prop. 2 on ``setup.runs`` instances of ``kind`` drawn from ``gen``, every schedule of :data:`SCHEDULES`.
 
     The record: the worst explicit γ and β over the runs (sympy constants on Ω), Prop. 2's
     bound with them (``log10_explicit_prop2``: :math:`\log_{10}(\alpha\gamma k\lambda^kN^{\alpha\beta+1})`)
     and, per schedule, each run's measurements (:func:`prop2_train` with ``model_gradient``
-    training w_trunc; ``None``: the toolkit's batched truncated gradient).
+    training w_trunc; ``None``: the toolkit's batched truncated gradient) and ``instance``: ``input_sd``
+    (:func:`~verify.truncation.fixtures.figure1_instance`; ``None``: App. A.5 as printed), the contraction
+    certificate's largest λ (every instance must be contractive: AssumptionViolated otherwise) and the worst
+    tanh saturation over the runs (:func:`~verify.truncation.fixtures.tanh_saturation`; ``saturated``: mean
+    tanh' below :data:`~verify.truncation.fixtures.TANH_UNSATURATED` on some run).
     """
-    insts = [figure1_instance(kind, setup.n, setup.d, setup.T, setup.lam, gen) for _ in range(setup.runs)]
+    insts = [
+        figure1_instance(kind, setup.n, setup.d, setup.T, setup.lam, gen, input_sd=input_sd) for _ in range(setup.runs)
+    ]
     problems, thetas = [p for p, _ in insts], [t for _, t in insts]
+    lam_cert = max(require_contraction(P, th).lam for P, th in insts)  # Prop. 2's premise, on every instance
+    sat = [tanh_saturation(P, th) for P, th in insts]
     consts = _omega_constants(problems, thetas, setup.lam)  # worst case over runs
     gam = max(tt.gamma(c) for c in consts)
     bet = max(tt.beta(c) for c in consts)
     lemma2 = [tt.gradient_bound(c, setup.k) for c in consts]
     kl = setup.k * setup.lam**setup.k
-    out: dict[str, Any] = {"gamma": gam, "beta": bet, "schedules": {}}
+    mean_deriv = min(x["mean_derivative"] for x in sat)
+    instance = {
+        "input_sd": input_sd,
+        "contraction_lambda": lam_cert,
+        "preactivation_sd": max(x["preactivation_sd"] for x in sat),
+        "mean_derivative": mean_deriv,
+        "saturated_fraction": max(x["saturated_fraction"] for x in sat),
+        "saturated": mean_deriv < TANH_UNSATURATED,
+    }
+    out: dict[str, Any] = {"gamma": gam, "beta": bet, "instance": instance, "schedules": {}}
     log_explicit = (
         math.log10(setup.alpha) + math.log10(gam) + math.log10(kl) + (setup.alpha * bet + 1) * math.log10(setup.N)
     )
@@ -291,6 +312,27 @@ def prop2_experiment(
     for sched in SCHEDULES:
         out["schedules"][sched] = _schedule_record(setup, sched, trained[sched], lemma2, bet)
     return Prop2Experiment(out, problems, thetas)
+
+
+def degenerate_reasons(name: str, record: dict[str, Any] | None) -> list[str]:
+    """Why the α/t curve of the experiment ``record`` (:func:`prop2_experiment`) is no curve; [] when it is one.
+
+    Degenerate: not run (``None``); the model's tanh saturated (mean tanh' below
+    :data:`~verify.truncation.fixtures.TANH_UNSATURATED`: the truncation changes the gradient by almost
+    nothing); or the mean δ_t never above the round-off allowance ρ_t (it cannot be told from 0 in float64).
+    """
+    if record is None:
+        return [f"{name}: not run"]
+    inst, margin = record["instance"], record["schedules"]["alpha/t"]["roundoff_margin"]
+    out = []
+    if inst["saturated"]:
+        out.append(
+            f"{name}: tanh saturated (mean tanh' {inst['mean_derivative']:.2g} < {TANH_UNSATURATED}, pre-activation "
+            f"s.d. {inst['preactivation_sd']:.2g})"
+        )
+    if not margin > 1.0:
+        out.append(f"{name}: delta_t never above the round-off allowance (max delta_t / rho_t = {margin:.2g})")
+    return out
 
 
 def batched_gradient_errors(problem: Problem, theta: torch.Tensor, setup: Prop2Setup) -> list[float]:

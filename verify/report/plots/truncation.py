@@ -170,7 +170,8 @@ def prop2_figure(kind: str, r: Mapping[str, Any], setup: _Prop2Sizes) -> Figure:
     δ_t = 0 throughout (tanh saturates: the truncation changes the gradient by less than one
     ulp of the weights) cannot sit on a log axis; it is drawn at a floor a decade below the
     smallest drawn bound value and labelled, instead of vanishing from the figure. The bound
-    with the sympy constants (10^(10^9) for tanh) is stated in the caption, not drawn.
+    with the sympy constants (10^(10^9) for tanh) is stated in the caption, not drawn; so is how saturated
+    a tanh instance is (``r["instance"]``, :func:`~verify.truncation.prop2.prop2_experiment`).
     ``r``: one model kind's Prop. 2 record (schedules α/t, α/√t, constant, in that order).
     """
     sharp = _drawable(r["schedules"]["alpha/t"]["mean_bound_sharp"])
@@ -190,6 +191,15 @@ def prop2_figure(kind: str, r: Mapping[str, Any], setup: _Prop2Sizes) -> Figure:
         caption += (
             f"; delta_t is exactly 0 at every step for {', '.join(zero)} (the truncation changes the gradient by "
             "less than one ulp of the weights): drawn at the floor, below every bound"
+        )
+    inst = r.get("instance")
+    if inst is not None and kind != "linear":
+        sd = inst["input_sd"]
+        drawn = "App. A.5's instance" if sd is None else f"App. A.5's draws with U rescaled (input drive s.d. {sd:g})"
+        state = "saturated" if inst["saturated"] else "not saturated"
+        caption += (
+            f"; {drawn}: pre-activation s.d. {inst['preactivation_sd']:.2g}, mean tanh' "
+            f"{inst['mean_derivative']:.2g} ({state})"
         )
     return _fig(
         "line",
