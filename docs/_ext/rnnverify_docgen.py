@@ -3,7 +3,9 @@
 * ``reference/generated/catalog.md`` -- the claim catalog, exactly ``rnn-verify list --markdown``
   (rendered by the CLI itself, so the page cannot drift from ``theory/``);
 * ``reference/generated/cli.md`` -- the ``--help`` of ``rnn-verify`` and of every subcommand,
-  epilogs included, verbatim.
+  epilogs included, verbatim;
+* ``reference/generated/experiments.md`` -- the table of every experiment of the five papers
+  (:mod:`verify.report.experiments`, the same table as the README's and every report's).
 
 The generated folder is git-ignored; nothing else is written.
 """
@@ -79,4 +81,13 @@ def write_pages(srcdir: Path) -> list[Path]:
     for cmd, text in subcommand_helps().items():
         parts.append(f"\n## `{cmd}`\n\n" + _fence(text))
     cli.write_text("".join(parts), encoding="utf-8")
-    return [catalog, cli]
+    experiments = out / "experiments.md"
+    experiments.write_text(experiments_markdown(), encoding="utf-8")
+    return [catalog, cli, experiments]
+
+
+def experiments_markdown() -> str:
+    """The table of every experiment of the five papers (``python -m verify.report.experiments``)."""
+    from verify.report import experiments
+
+    return "\n".join(experiments.markdown_table()) + "\n"

@@ -230,8 +230,22 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             lines += _md_figure(f, figure_key(None, j), f"figures[{j}]")
     for i, r in enumerate(claims):
         lines += _md_claim(i, r)
+    if _with_experiments(claims):
+        from verify.report import experiments as _experiments  # late: python -m verify.report.experiments
+
+        lines += ["", f"## {_experiments.TITLE}", "", md_escape(_experiments.NOTE + _experiments.papers_line()), ""]
+        lines += _experiments.markdown_table(_verdicts(claims))
     lines.append("")
     return "\n".join(lines)
+
+
+def _with_experiments(claims: Sequence[Mapping[str, Any]]) -> bool:
+    """The table of the papers' experiments closes a report that ran catalog claims."""
+    return any(r.get("source", "catalog") == "catalog" for r in claims)
+
+
+def _verdicts(claims: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    return {str(r["id"]): str(r["verdict"]) for r in claims}
 
 
 def _md_summary(claims: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -404,6 +418,13 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
             out.append(_html_figure(f, pngs.get(key), "run", j, f"figures[{j}]"))
     for i, r in enumerate(claims):
         out += _html_claim(i, r, pngs)
+    if _with_experiments(claims):
+        from verify.report import experiments as _experiments  # late: python -m verify.report.experiments
+
+        cols, rows = _experiments.html_rows(_verdicts(claims))
+        out.append(f'<h2 id="experiments">{html.escape(_experiments.TITLE)}</h2>')
+        out.append(f"<p>{html.escape(_experiments.NOTE + _experiments.papers_line())}</p>")
+        out.append(_html_table(cols, rows, "experiments"))
     out.append(
         f"<footer><p>{html.escape(str(doc.get('tool', {}).get('name', 'rnn-verify')))} "
         f"{html.escape(str(doc.get('tool', {}).get('version', '')))}</p></footer></body></html>"

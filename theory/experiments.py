@@ -1,0 +1,301 @@
+"""Every experiment of the five papers, and what rnn-verify did with it.
+
+One :class:`Experiment` per figure, table or experiment paragraph of the papers in
+:mod:`theory.papers`: **reproduced** (the claims or sweeps that reproduce it, the paper's numbers beside
+ours, the committed report that holds ours), **partly reproduced**, **not reproduced** (with the
+evidence), **not resolved at this power** (a comparison whose test could not tell at the sample
+size run), or **not run** (the command that would run it and its cost, or -- where the toolkit has
+no way to run it, e.g. a proprietary data set -- what it would take). Nothing is silently missing:
+``tests/test_experiments.py`` checks that every claim and sweep named exists, that every committed
+report named holds the claims with the verdicts the status implies, and that every number in
+``ours`` occurs in that report's ``results.json``.
+
+The table is rendered by :mod:`verify.report.experiments` into the README, every theory-check
+report and the documentation (``python -m verify.report.experiments`` prints it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from theory.papers import COOIJMANS_MARTENS, FPP, MILLER_HARDT, RTRL_CONVERGENCE, UORO
+
+__all__ = ["EXPERIMENTS", "STATUSES", "Experiment"]
+
+#: the statuses an experiment can have, in the order the table explains them
+STATUSES = ("reproduced", "partly reproduced", "not reproduced", "not resolved at this power", "not run")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment of one paper and its status in rnn-verify.
+
+    ``paper`` is the key of :data:`theory.papers.PAPERS`; ``where`` the figure/section;
+    ``what`` the experiment in a few words; ``paper_result`` what the paper reports (its
+    numbers); ``status`` one of :data:`STATUSES`; ``ours`` our outcome with numbers (each
+    number found in ``evidence``'s ``results.json``); ``claims`` the catalog claims that
+    judge it; ``evidence`` the committed report folder (relative to the repository root)
+    holding ``ours``; ``command`` the command that (re)runs it, ``cost`` its measured or
+    estimated cost; ``needs`` for an experiment with no command: what running it would take.
+    """
+
+    paper: str
+    where: str
+    what: str
+    paper_result: str
+    status: str
+    ours: str = ""
+    claims: tuple[str, ...] = ()
+    evidence: str = ""
+    command: str = ""
+    cost: str = ""
+    needs: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} of {self.paper} {self.where}: must be one of {STATUSES}")
+        if self.status == "not run" and not (self.command or self.needs):
+            raise ValueError(f"{self.paper} {self.where} is not run: give the command (and cost) or what it needs")
+        if self.status != "not run" and not (self.ours and (self.claims or self.evidence)):
+            raise ValueError(f"{self.paper} {self.where} is {self.status}: give our numbers and their evidence")
+
+
+_F, _U, _C, _R, _M = FPP.key, UORO.key, COOIJMANS_MARTENS.key, RTRL_CONVERGENCE.key, MILLER_HARDT.key
+
+EXPERIMENTS: tuple[Experiment, ...] = (
+    # ------------------------------------------------------------------ FPP
+    Experiment(
+        _F,
+        "§5, Fig. 2",
+        "CycleWorld, p in {4, 6, 8, 10}, T in {p/2, p}: FPP vs T-BPTT, error ratio to predicting 0",
+        "FPP more robust to T; T-BPTT at T = p/2 poor (30 runs, 5000 steps)",
+        "not resolved at this power",
+        ours="p = 8, 10 runs: FPP at T = 4 0.673 vs T-BPTT 0.577 (one-sided paired t, p = 0.92)",
+        claims=("fpp.cycleworld-reproduction",),
+        evidence="reports/latest",
+        command="rnn-verify sweep fpp-fig2 --scale paper",
+        cost="about 0.5 CPU-hour",
+    ),
+    Experiment(
+        _F,
+        "§5, Fig. 3(a)",
+        "CycleWorld across T: FPP, T-BPTT, No-Overlap T-BPTT",
+        "FPP better than both for every T except T = 1",
+        "not run",
+        needs="a sweep over T at fixed p (the fpp-fig2 cells with other T); not defined",
+    ),
+    Experiment(
+        _F,
+        "§5, Fig. 3(b); App. D Table 1",
+        "Stochastic World, T in {10, 15, 20, 30, 40}, three methods, cross-entropy",
+        "FPP better than both T-BPTTs at T in {10, 15, 20, 30}; optimum about 0.46 reached at T >= 20",
+        "partly reproduced",
+        ours="10 runs x 10000 steps: FPP 0.608 vs T-BPTT 0.629 at T = 20; no learner reaches the optimum 0.4545",
+        claims=("fpp.stochasticworld-reproduction",),
+        evidence="reports/latest",
+        command="rnn-verify sweep fpp-fig3b --scale paper",
+        cost="74 min on one core",
+    ),
+    Experiment(
+        _F,
+        "§5, Fig. 3(c)",
+        "Sequential MNIST, 512 units, rows as inputs, 10000 images",
+        "FPP better than both T-BPTTs for T in {7, 14, 21, 28}",
+        "not run",
+        needs="the MNIST data set (not shipped) and a 512-unit run per (method, T): about 10 CPU-hours per run",
+    ),
+    Experiment(
+        _F,
+        "§5, Fig. 3(d)",
+        "Penn Tree Bank, LSTM with 200 units, 10000 words",
+        "FPP better than both T-BPTTs for T in {1, 5, 10, 20}",
+        "not run",
+        needs="the Penn Tree Bank data set (not shipped) and an LSTM learner for FPP",
+    ),
+    Experiment(
+        _F,
+        "§5, Fig. 4",
+        "M updates per step and mini-batches B, FPP with and without state update",
+        "FPP profits more than FPP without state update (largest gaps T = 16, 32 on Stochastic World)",
+        "not reproduced",
+        ours="premise not met: FPP 0.913 vs FPP without state update 0.839 (CycleWorld, T = 1, M = 1, B = 8)",
+        claims=("fpp.updates-reproduction",),
+        evidence="reports/latest",
+        command="rnn-verify sweep fpp-fig4 --scale paper",
+        cost="not estimated",
+    ),
+    Experiment(
+        _F,
+        "App. C, Fig. 5",
+        "sensitivity to buffer size N in {100, 1000, 10000} and T in {1, 5, 10, 15, 50}",
+        "FPP robust to N and T (except very small T)",
+        "not run",
+        needs="a sweep over (N, T) of the FPP learner; not defined",
+    ),
+    Experiment(
+        _F,
+        "App. C, Fig. 6",
+        "sensitivity to lambda for several T",
+        "higher lambda better for small T",
+        "not run",
+        needs="a sweep over lambda of the FPP learner; not defined",
+    ),
+    Experiment(
+        _F,
+        "App. D, Fig. 7",
+        "CycleWorld, T = 1, B = 16, 50000 steps, varying M",
+        "FPP error goes to 0 with more updates; FPP without state update does not",
+        "not run",
+        needs="a sweep definition at B = 16 and 50000 steps",
+    ),
+    # ------------------------------------------------------------------ UORO
+    Experiment(
+        _U,
+        "§4, eq. (8)-(9), Fig. 1",
+        "influence balancing: the sign of truncated BPTT's derivative",
+        "truncated BPTT has the wrong sign for short truncations",
+        "reproduced",
+        ours="n = 23, p = 10: RTRL -6, exact -6; truncated BPTT has the wrong sign for k < 41",
+        claims=("rtrl.influence-balancing",),
+        evidence="reports/latest",
+    ),
+    Experiment(
+        _U,
+        "§4, Fig. 3(a)",
+        "influence balancing learned online, 23 units, 13 minus",
+        "UORO converges, truncated BPTT diverges",
+        "not run",
+        needs="in progress",
+    ),
+    Experiment(
+        _U,
+        "§4, Fig. 3(b)",
+        "distant brackets (1, 5, 5, 10), 64 GRU/LSTM units, Adam",
+        "UORO learns, slower than TBPTT",
+        "not run",
+        needs="in progress",
+    ),
+    Experiment(
+        _U,
+        "§4, Fig. 4-5",
+        "a^n b^n (1, 32), 64 GRU/LSTM units, UORO vs TBPTT-16 and TBPTT-2",
+        "UORO reaches the entropy rate 0.14 bpc after about 3x TBPTT-16's characters",
+        "not run",
+        needs="in progress",
+    ),
+    Experiment(
+        _U,
+        "§4, Fig. 2",
+        "synthetic text samples",
+        "samples of the two data sets",
+        "not run",
+        needs="nothing to reproduce: an illustration of the data sets",
+    ),
+    # ------------------------------------------------------------------ Cooijmans & Martens
+    Experiment(
+        _C,
+        "'Variance reduction through iterative rescaling', 'Theoretical framework'",
+        "UORO's variance against t and the state size",
+        "the variance is dominated by products of traces over the past steps",
+        "reproduced",
+        ours="relative variance at T = 20: n = 2 0.474, n = 32 8.31; exponent in n 1.06",
+        claims=("uoro.variance-growth",),
+        evidence="reports/latest",
+    ),
+    Experiment(
+        _C,
+        "'Toward improved variance reduction'",
+        "optimal alpha_t and Q_0 = B^(-1/4) against UORO's greedy rescaling, B known by backprop",
+        "significant variance reduction; V(Q) from tr(B) tr(I) to tr(B^(1/2))^2",
+        "not run",
+        needs="in progress",
+    ),
+    # ------------------------------------------------------------------ RTRL convergence
+    Experiment(
+        _R,
+        "§7.1, Fig. 1-2",
+        "linear RNN as a discretised SDE, RTRL vs TBPTT, RMSprop, learning-rate schedules",
+        "RTRL typically better; TBPTT unstable for some learning rates and truncations",
+        "partly reproduced",
+        ours="2000 online steps (linear, seed 0): loss 0.0062 vs teacher 0.0050",
+        claims=("rtrl.online-convergence",),
+        evidence="reports/latest",
+    ),
+    Experiment(
+        _R,
+        "§7.2, Fig. 3-8",
+        "single-layer Elman RNNs (ReLU, tanh), RTRL vs TBPTT",
+        "RTRL better than TBPTT for each activation",
+        "not run",
+        needs="in progress",
+    ),
+    Experiment(
+        _R,
+        "§7.3, Fig. 9",
+        "neural ODE with a Wishart matrix, RTRL vs TBPTT",
+        "RTRL better",
+        "not run",
+        needs="a neural-ODE model; the printed constants are lost from the text",
+    ),
+    Experiment(
+        _R,
+        "§7.4, Fig. 10",
+        "next character of 1 million characters of Shakespeare; GRU, Elman tanh and ELU, 10-50 units",
+        "RTRL not consistently better",
+        "not run",
+        needs="the text (not shipped) and RTRL at 50 units: O(n^4) per step, about 100 CPU-hours per run",
+    ),
+    Experiment(
+        _R,
+        "§7.5, Fig. 11",
+        "Amazon order-book events (180 million), Elman RNN, three-class cross-entropy",
+        "RTRL vs TBPTT training curves",
+        "not run",
+        needs="proprietary order-book data; cannot be reproduced from the paper",
+    ),
+    # ------------------------------------------------------------------ Miller & Hardt
+    Experiment(
+        _M,
+        "§7.1, Fig. 1(a)",
+        "gradient error of truncation against k, linear and tanh",
+        "the error follows k lambda^k (Lemma 2)",
+        "reproduced",
+        ours="linear: fitted slope -0.334 vs log lambda -0.288",
+        claims=("truncation.figure-1a",),
+        evidence="reports/latest",
+    ),
+    Experiment(
+        _M,
+        "§7.1, Fig. 1(b)",
+        "parameter error of truncated training with alpha/t steps",
+        "the error scales like Prop. 2's bound",
+        "reproduced",
+        ours="10 runs, N = 200, k = 35: Lemma 2 and Lemma 3 hold along every trajectory",
+        claims=("truncation.training-prop2",),
+        evidence="reports/latest",
+    ),
+    Experiment(
+        _M,
+        "§7.2",
+        "stable (||W|| <= 1) vs unconstrained tanh RNN on Wikitext-2",
+        "test perplexity 143.5 (stable) vs 146.7",
+        "not run",
+        needs="the Wikitext-2 data set (not shipped) and word-level language-model training (GPU-hours)",
+    ),
+    Experiment(
+        _M,
+        "§7.2, Fig. 2",
+        "gradient norm with respect to inputs against distance, RNN and LSTM on Wikitext-2",
+        "the gradient vanishes for moderate distances",
+        "not run",
+        needs="the Wikitext-2 data set (not shipped) and trained language models",
+    ),
+    Experiment(
+        _M,
+        "§7.2, Fig. 3",
+        "distance between truncated (k <= 64) and k = 65 models during training on Wikitext-2",
+        "||W_k - W_65|| grows slowly, less for larger k",
+        "not run",
+        needs="the Wikitext-2 data set (not shipped) and one training run per k (GPU-hours)",
+    ),
+)
