@@ -84,7 +84,7 @@ def test_catalog_page_is_the_cli_table() -> None:
 
 
 def test_cli_page_has_every_subcommand_help_verbatim(tmp_path: Path) -> None:
-    catalog, cli = rnnverify_docgen.write_pages(tmp_path)
+    catalog, cli, experiments = rnnverify_docgen.write_pages(tmp_path)
     text = cli.read_text(encoding="utf-8")
     parser = _parser()
     names = list(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
@@ -97,3 +97,5 @@ def test_cli_page_has_every_subcommand_help_verbatim(tmp_path: Path) -> None:
         if epilog:
             assert epilog.split()[0] in helps[f"rnn-verify {name}"]
     assert "## `rnn-verify`" in text and catalog.read_text(encoding="utf-8").startswith("# Claim catalog")
+    assert experiments.read_text(encoding="utf-8").strip() == rnnverify_docgen.experiments_markdown().strip()
+    assert "| paper | experiment | status |" in experiments.read_text(encoding="utf-8")
