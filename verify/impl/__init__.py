@@ -62,6 +62,7 @@ from typing import Any, ClassVar
 import torch
 
 from verify.errors import InvalidArgument, NotApplicable
+from verify.estimators.framework import FrameworkUORO
 from verify.estimators.reinforce import Reinforce
 from verify.estimators.rtrl import RTRL
 from verify.estimators.tbptt import TBPTT, TruncatedModel
@@ -333,7 +334,8 @@ class TruncationImpl(FamilyImpl):
 
 @dataclass(frozen=True, eq=False)
 class UOROImpl(FamilyImpl):
-    """The UORO family: Algorithm 1 (``rank=``, UORO-T ``block=``), preactivation-space UORO, REINFORCE."""
+    """The UORO family: Algorithm 1 (``rank=``, UORO-T ``block=``), preactivation-space UORO, REINFORCE, the UORO of
+    Cooijmans & Martens's framework (given Q_t or greedy rescaling)."""
 
     FAMILY: ClassVar[str] = "uoro"
     PRIMARY: ClassVar[str] = "uoro"
@@ -341,12 +343,15 @@ class UOROImpl(FamilyImpl):
         "uoro": "uoro(**{rank, block}) -> online UORO estimator (noise hook optional, see verify.estimators.noise)",
         "preactivation": "preactivation(**{rank}) -> online preactivation-space UORO estimator",
         "reinforce": "reinforce(sigma, baseline=True) -> object with .sample(problem, theta, m, rng, jac)",
+        "framework": "framework(alpha=None, Q0=None) -> online UORO of Cooijmans & Martens's framework with "
+        "Q_t = alpha_t Q0 (None: UORO's greedy rescaling), preactivation space",
     }
-    FACTORIES: ClassVar[tuple[str, ...]] = ("uoro", "preactivation", "reinforce")
+    FACTORIES: ClassVar[tuple[str, ...]] = ("uoro", "preactivation", "reinforce", "framework")
 
     uoro: Callable[..., Any] = UORO
     preactivation: Callable[..., Any] = PreactivationUORO
     reinforce: Callable[..., Any] = reinforce_estimator
+    framework: Callable[..., Any] = FrameworkUORO
 
 
 @dataclass(frozen=True, eq=False)
