@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from theory.catalog import Claim
 
-#: the judged level of "converged": UORO's final-window online loss below a fifth of the initial loss 1/2
-CONVERGED_LOSS = 0.1
+#: the judged level of "converged": the median run's last-fifth online loss a tenth of the initial loss 1/2.
+#: Fixed on 200 calibration runs (seeds 1000-1199, never the ci/full seeds) at 20 000 steps: per-run last-fifth
+#: loss quantiles 10/25/50/75/90 % = 8e-7 / 9e-6 / 1.6e-4 / 3.4e-3 / 0.023, P(run > 0.05) = 0.065, so a median of
+#: 10 runs exceeds 0.05 with probability ~3e-4 (binomial, >= 5 of 10); the 20 medians of 10 ranged 7e-6..0.023.
+CONVERGED_LOSS = 0.05
+#: the batched Algorithm 1 must reproduce the UORO under test on the same ν to this absolute difference
+CONFORMANCE_TOL = 1e-9
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
@@ -20,23 +25,29 @@ CLAIMS: tuple[Claim, ...] = (
         title="influence balancing: UORO learns θ online while truncated BPTT diverges (Fig. 3a)",
         paper="Tallec & Ollivier 2017",
         where="§4 'Influence balancing', eq. (8)-(9), Fig. 3a",
-        statement="On eq. (8) with n = 23 units and 13 minus signs (p = 10), loss l_t = 1/2 (s^1_t - 1)^2, θ_0 = 0 "
-        "(initial loss 1/2, optimum θ* = 1/(4p - 2n) = -1/6 with loss 0), θ learned online by SGD with steps "
-        "eta/(1 + sqrt t), eta = 3e-4, the gradient estimate from the UORO under test (Algorithm 1, rank 1) or from "
-        "the truncated BPTT under test with k = 10 < n (whose truncated derivative has the wrong sign; "
-        "rtrl.influence-balancing). Criteria, fixed before the run: (L1, the paper's UORO) the median over runs of "
-        "UORO's mean online loss over the last fifth of the steps is below 0.1 (a fifth of the initial loss); "
-        "(L2, the paper's TBPTT) truncated BPTT's last-fifth loss is above the initial loss 1/2 and above its own "
-        "first-fifth loss (it moves away from the optimum); control, a learner that cannot learn by construction: "
-        "the same harness with the UORO estimate zeroed (θ frozen at θ_0) must fail (L1). PASS = L1 and L2 hold "
-        "and the control fails. Sizes: full 10 UORO runs x 20 000 steps, ci 3 runs x 4000 steps (truncated BPTT "
-        "is deterministic here: one run, 1500 steps at ci; the frozen control: one run, 1000 steps).",
+        statement="On eq. (8) with n = 23 units and 13 minus signs (p = 10), loss l_t = 1/2 (s^1_t - 1)^2, theta_0 = 0 "
+        "(initial loss 1/2, optimum theta* = 1/(4p - 2n) = -1/6 with loss 0), theta learned online by vanilla SGD with "
+        "steps eta/(1 + sqrt t), eta = 3e-4 (§4), the gradient estimate from rank-1 UORO (Algorithm 1) or from the "
+        "truncated BPTT under test with k = 10 < n (whose truncated derivative has the wrong sign; "
+        "rtrl.influence-balancing). Criteria, fixed before the judged runs: (L0) the UORO runs (batched Algorithm 1 "
+        "for eq. (8)) reproduce the UORO under test fed the same signs nu to 1e-9 over 300 learning steps; (L1, the "
+        "paper's UORO converges) the median over runs of UORO's mean online loss over the last fifth of the steps is "
+        "below 0.05 (a tenth of the initial loss; the median run is typically at ~1e-4); (L2, the paper's TBPTT "
+        "fails) truncated BPTT's last-fifth loss is above the initial loss 1/2 and above its own first-fifth loss "
+        "(theta moves away from the optimum, in the wrong direction). Controls, broken learners rerun in the same "
+        "harness, same sizes, 3 runs each: UORO with its estimate zeroed (theta frozen) and sign-flipped (gradient "
+        "ascent) must fail (L1). PASS = L0, L1 and L2 hold and both controls fail. Sizes: ci 10 UORO runs x 20 000 "
+        "steps, TBPTT 400 steps (deterministic: one run); full 30 runs x 50 000 steps, TBPTT 5000 steps.",
         math="l_t = 1/2 (s^1_t - 1)^2;  theta_{t+1} = theta_t - eta/(1 + sqrt t) g_t;  "
-        "median_runs mean_{last fifth} l_t(UORO) < 0.1;  mean_{last fifth} l_t(TBPTT-10) > max(1/2, first fifth)",
+        "median_runs mean_{last fifth} l_t(UORO) < 0.05;  mean_{last fifth} l_t(TBPTT-10) > max(1/2, first fifth)",
         assumptions=(
             "the paper prints neither eta nor the step count nor theta_0: eta = 3e-4 is the largest of "
-            "{3e-4, 5e-4, 1e-3, 3e-3} at which UORO did not diverge on any of 4 pilot seeds (5e-4 leaves some "
-            "runs at loss ~0.3-0.5, 1e-3 and 3e-3 blow up); the same eta for truncated BPTT",
+            "{3e-4, 6e-4, 1e-3, 3e-3} at which UORO did not diverge or wander on pilot seeds (6e-4 and 1e-3 leave "
+            "most runs at loss > 1); the same eta for truncated BPTT",
+            "the horizon is the binding size: at eta = 3e-4 even the exact gradient (RTRL) is at loss 0.06 after "
+            "4000 steps, and 2 of 12 UORO runs were still near the initial loss there (the earlier ci size, 3 runs x "
+            "4000 steps, FAILed correct code at one seed); at 20 000 steps 93.5 % of 200 calibration runs are below "
+            "0.05",
             "truncated BPTT here is the toolkit's per-step sliding-window estimator (gradient of l_t through the "
             "last k transitions); its equilibrium derivative gets the right sign from k = 41 on, and with k = 50 it "
             "converges. The paper's 'TBPTT requires a truncation above 200' refers to its TBPTT-T, which is not "
