@@ -43,7 +43,7 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
         "truncation.gradient-bound": 0.7, "truncation.tbptt-gradient-bound": 0.8, "truncation.rate": 0.05,
         "truncation.training-prop2": 1.2, "truncation.unstable-counterexample": 0.4, "truncation.gd-divergence": 0.4,
         "truncation.assumption-checker": 0.1, "truncation.figure-1a": 0.6, "device.float32-standin": 0.5,
-        "uoro.influence-balancing-learning": 3.0,
+        "uoro.influence-balancing-learning": 7.8,
     },
     "full": {
         "reference.adjoint": 16.3, "reference.influence": 16.5, "reference.complex-step": 13.5,
