@@ -89,3 +89,41 @@ def test_claim_passes_at_ci_seeds_0_to_9() -> None:
     verdicts = [check_influence_balancing_learning(RunConfig(seed=s)) for s in range(10)]
     assert all(v.verdict == "PASS" for v in verdicts), [v.summary for v in verdicts if v.verdict != "PASS"]
     assert all(c.observed == "FAIL" for v in verdicts for c in v.controls)
+
+
+def _run_with(uoro: object) -> object:
+    from theory.catalog import get_claim
+    from verify.config import RunConfig
+    from verify.impl import DEFAULT
+    from verify.run.check import run_check
+
+    return run_check(
+        get_claim("uoro.influence-balancing-learning"),
+        RunConfig(implementations=DEFAULT.with_part("uoro", "uoro", uoro)),
+    )
+
+
+def test_a_valid_uoro_variant_the_batched_runs_do_not_model_is_skipped_not_accused() -> None:
+    """Post-update g~ (App. A) and a UORO without a noise hook: SKIPPED with the reason, never a FAIL."""
+    from verify.estimators.uoro import UORO
+    from verify.verdict import Verdict
+
+    class PostUpdate(UORO):
+        gtilde = "post"
+
+    res = _run_with(PostUpdate)
+    assert res.verdict is Verdict.SKIPPED and "post-update form" in res.summary, res.summary  # type: ignore[attr-defined]
+
+    class NoHook:
+        """The toolkit's UORO without the noise-hook methods: it cannot take a table of signs."""
+
+        def __init__(self, *a: object, **k: object) -> None:
+            self._inner = UORO(*a, **k)  # type: ignore[arg-type]
+
+        def __getattr__(self, name: str) -> object:
+            if name in ("noise_shape", "noise_draws", "with_noise"):
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    res = _run_with(NoHook)
+    assert res.verdict is Verdict.SKIPPED and "noise hook" in res.summary, res.summary  # type: ignore[attr-defined]

@@ -208,9 +208,12 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         _C,
         "'Toward improved variance reduction'",
         "optimal alpha_t and Q_0 = B^(-1/4) against UORO's greedy rescaling, B known by backprop",
-        "significant variance reduction; V(Q) from tr(B) tr(I) to tr(B^(1/2))^2",
-        "not run",
-        needs="in progress",
+        "significant variance reduction (no numbers); V(Q) from tr(B) tr(I) to tr(B^(1/2))^2",
+        "reproduced",
+        ours="Elman-tanh n = 6, T = 16: variance 98.05 (UORO) and 95.3 (greedy) against 47.46 (optimal; exact "
+        "47.62); predicted levels 110.8 to 54.77",
+        claims=("uoro.variance-reduction-optimal",),
+        evidence="reports/latest",
     ),
     # ------------------------------------------------------------------ RTRL convergence
     Experiment(

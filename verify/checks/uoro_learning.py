@@ -16,9 +16,13 @@ from typing import Any
 from theory.claims.uoro_learning import CONFORMANCE_TOL, CONVERGED_LOSS
 from verify.checks import register, result
 from verify.config import RunConfig
+from verify.errors import NotApplicable
+from verify.estimators.noise import require_noise_hook
 from verify.impl import build
+from verify.model.builders import LabeledProblem, influence_balancing_problem
 from verify.report.plots.uoro_learning import influence_learning_figures
 from verify.uoro import influence_learning as il
+from verify.uoro.conformance import gtilde_form, noise_law
 from verify.verdict import CheckResult, Control
 
 __all__ = ["check_influence_balancing_learning", "judge_uoro"]
@@ -39,6 +43,21 @@ def judge_uoro(finals: list[float]) -> tuple[bool, float]:
     return median < CONVERGED_LOSS, median
 
 
+def _algorithm1_form(est: Any, setup: il.LearningSetup, config: RunConfig) -> None:
+    """The batched runs are Algorithm 1 with random signs: a UORO of another valid form (g~ from the updated
+    s~, theta~ -- Tallec & Ollivier 2017, App. A -- or Gaussian nu) is not judged against them (NotApplicable)."""
+    law, how_law = noise_law(est)
+    P, th = influence_balancing_problem(n=setup.n, p=setup.p, T=6, theta=setup.theta0)
+    form, how = gtilde_form(est, LabeledProblem("influence-balancing", P, th), config.generator(471))
+    if law != "rademacher" or form == "post-update":
+        what = f"nu {law} ({how_law})" if law != "rademacher" else f"g~ in the post-update form ({how})"
+        raise NotApplicable(
+            _CLAIM,
+            f"the reproduction's batched runs are Algorithm 1 with random signs and the UORO under test has {what}: "
+            "a valid variant whose learning curve is not compared with them",
+        )
+
+
 @register(_CLAIM, uses=("uoro.uoro", "truncation.tbptt"))
 def check_influence_balancing_learning(config: RunConfig) -> CheckResult:
     """Tallec & Ollivier §4, Fig. 3a: UORO converges (L1), TBPTT(10) moves away (L2); broken UOROs must fail L1."""
@@ -46,7 +65,9 @@ def check_influence_balancing_learning(config: RunConfig) -> CheckResult:
     setup = il.learning_setup(config.full)
     R, C = setup.runs, CONTROL_RUNS
     seeds = [config.seed * (R + 2 * C) + i for i in range(R + 2 * C)]
-    conf = il.conformance(build(config.impls.uoro.uoro, _CLAIM), setup, seeds[0])
+    est = require_noise_hook(build(config.impls.uoro.uoro, _CLAIM), _CLAIM)  # the conformance run needs a nu table
+    _algorithm1_form(est, setup, config)
+    conf = il.conformance(est, setup, seeds[0])  # type: ignore[arg-type]
     l0 = conf["theta"] <= CONFORMANCE_TOL and conf["loss"] <= CONFORMANCE_TOL * max(1.0, conf["loss_scale"])
     runs = il.uoro_runs(setup, seeds, factor=[1.0] * R + [0.0] * C + [-1.0] * C)
     finals = [il.final_loss(runs.curve(i), setup.window) for i in range(R + 2 * C)]
