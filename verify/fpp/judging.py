@@ -22,6 +22,7 @@ from scipy import stats
 
 from verify.fpp.envs import cycle_world_predict_zero_ratio, stochastic_world_reference_losses
 from verify.fpp.reproduction import Reproduction, design_dict, summarize
+from verify.stats.rates import mean_interval
 
 __all__ = [
     "INDEPENDENT_RUNS",
@@ -35,6 +36,7 @@ __all__ = [
     "missing_blocks",
     "one_sided_paired",
     "optimum_context",
+    "paired_effect",
     "paired_p",
     "stochasticworld_table",
     "updates_table",
@@ -98,6 +100,18 @@ def paired_p(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     return one_sided_paired(a["online_runs"], b["online_runs"])
 
 
+def paired_effect(a: list[float], b: list[float]) -> dict[str, Any]:
+    """The paired difference ``a - b`` over runs: ``effect`` (mean), ``effect_ci`` (two-sided 95% t), ``sd_diff``,
+    ``n``, ``p_value`` (one-sided, a below b: :func:`one_sided_paired`) and ``p_reverse`` (one-sided, a above b)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    mean, lo, hi = mean_interval(d) if d.size else (math.nan, math.nan, math.nan)
+    return {
+        "effect": mean, "effect_ci": [lo, hi], "sd_diff": float(d.std(ddof=1)) if d.size > 1 else math.nan,
+        "n": int(d.size), "p_value": one_sided_paired(list(a), list(b)),
+        "p_reverse": one_sided_paired(list(b), list(a)),
+    }  # fmt: skip
+
+
 # ------------------------------------------------------------------ Stochastic World (Fig. 3(b))
 @dataclass(frozen=True)
 class StochasticWorldTable:
@@ -144,8 +158,9 @@ def stochasticworld_table(rep: Reproduction, values: Values) -> StochasticWorldT
 # ------------------------------------------------------------------ CycleWorld (Fig. 2)
 @dataclass(frozen=True)
 class CycleWorldTable:
-    """CycleWorld(p): the row of ``per_p`` (design, predict-zero ratio, summaries) and the paper's comparison at
-    T = p/2 (``test``; None at the ``ci`` scale or where a learner has no result)."""
+    """CycleWorld(p): the row of ``per_p`` (design, predict-zero ratio, summaries, measure) and the paper's
+    comparison at T = p/2 (``test``: the means and :func:`paired_effect` of FPP - T-BPTT; None at the ``ci`` scale
+    or where a learner has no result)."""
 
     p: int
     row: dict[str, Any]
@@ -161,7 +176,7 @@ class CycleWorldTable:
 
 
 def cycleworld_table(rep: Reproduction, values: Values) -> CycleWorldTable:
-    """FPP §5 / Fig. 2 at one p: what :func:`verify.checks.fpp_reproduction.judge_cycleworld` compares."""
+    """FPP §5 / Fig. 2 at one p: what :func:`verify.checks.fpp_cycleworld.judge_cycleworld` compares."""
     p = int(rep.common["p"])
     zero = cycle_world_predict_zero_ratio(p)
     summ = summarize(rep, values)
@@ -170,8 +185,10 @@ def cycleworld_table(rep: Reproduction, values: Values) -> CycleWorldTable:
     a, b = L.get(f"fpp/T={half}"), L.get(f"tbptt/T={half}")
     test = None
     if rep.scale != "ci" and a is not None and b is not None and half < p:
-        test = {"p": p, "T": half, "fpp": a["online_mean"], "tbptt": b["online_mean"], "p_value": paired_p(a, b)}
-    row = {"p": p, "design": design_dict(rep), "predict_zero_ratio": zero, "learners": L, "controls": C}
+        test = {"p": p, "T": half, "fpp": a["online_mean"], "tbptt": b["online_mean"],
+                **paired_effect(a["online_runs"], b["online_runs"])}  # fmt: skip
+    row = {"p": p, "design": design_dict(rep), "predict_zero_ratio": zero, "learners": L, "controls": C,
+           "measure": str(rep.common.get("measure", "squared"))}  # fmt: skip
     return CycleWorldTable(p, row, test)
 
 

@@ -26,9 +26,11 @@ block (``mutant``) is the toolkit's engine with a broken gradient, or fed a brok
 (:mod:`verify.fpp.broken_learners`): a broken implementation rerun through the same harness. The paper-scale sweep
 (:mod:`verify.run.sweep.definitions`) runs its cells with the default learner.
 
-Measures: CycleWorld's squared error divided by the predict-zero baseline
-:math:`1/(2p)` (Fig. 2's "ratio to the baseline of predicting 0"); Stochastic
-World's cross-entropy in nats against the Bayes levels of
+Measures (:data:`MEASURES`): CycleWorld's ``squared`` error divided by the predict-zero baseline
+:math:`1/(2p)` (Fig. 2's "ratio to the baseline of predicting 0", on a scalar target), or the paper's own
+``accuracy`` measure -- the authors' code (VincentLiu3/fpp, ``main_torch.py``) trains softmax cross-entropy on the
+one-hot next observation and reports accuracy, so Fig. 2's ratio is the error rate over predict-zero's error rate
+:math:`1/p`: :math:`p\,(1 - \mathrm{acc})`; Stochastic World's cross-entropy in nats against the Bayes levels of
 :func:`~verify.fpp.envs.stochastic_world_reference_losses`.
 """
 
@@ -59,6 +61,7 @@ __all__ = [
     "APP_D_LRS",
     "ENVIRONMENTS",
     "INITS",
+    "MEASURES",
     "SCALES",
     "SETTINGS_NOTES",
     "Block",
@@ -69,6 +72,7 @@ __all__ = [
     "cycleworld_designs",
     "design_dict",
     "fpp_learner",
+    "prediction_errors",
     "run_block",
     "run_blocks",
     "stochasticworld_design",
@@ -82,6 +86,10 @@ APP_D_LRS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 #: initialisations: this toolkit's (``default``), PyTorch's ``nn.RNN``/``nn.Linear`` (the authors' PyTorch code),
 #: TensorFlow 1's ``BasicRNNCell`` + Xavier readout (the authors' TensorFlow code of the paper's time)
 INITS = ("default", "torch", "glorot")
+#: the measures per environment (the first is the default): CycleWorld ``squared`` (squared error on the scalar next
+#: observation / 1/(2p)) and ``accuracy`` (the paper's: cross-entropy on the one-hot next observation, error rate /
+#: predict-zero's 1/p); Stochastic World ``ce`` (nats)
+MEASURES: dict[str, tuple[str, ...]] = {"cycleworld": ("squared", "accuracy"), "stochasticworld": ("ce",)}
 #: where the settings the paper leaves open come from
 SETTINGS_NOTES = (
     "RMSprop decay 0.99, eps 1e-8 (the authors' PyTorch code, model/torch_fpp.py: torch.optim.RMSprop(alpha=0.99))",
@@ -108,7 +116,8 @@ class Block:
     (Stochastic World); ``method`` (:data:`~verify.fpp.batched.BATCHED_METHODS`);
     the :class:`~verify.fpp.online.OnlineConfig` fields; ``init`` (:data:`INITS`);
     ``mutant`` a broken learner of :mod:`verify.fpp.broken_learners` (negative controls);
-    ``bins`` the learning curve's resolution; ``final_fraction`` the final window.
+    ``bins`` the learning curve's resolution; ``final_fraction`` the final window; ``measure`` one of the
+    environment's :data:`MEASURES` (None: its first).
     """
 
     env: str
@@ -131,6 +140,7 @@ class Block:
     mutant: str | None = None
     bins: int = 50
     final_fraction: float = 0.2
+    measure: str | None = None
 
     def __post_init__(self) -> None:
         if self.env not in ENVIRONMENTS:
@@ -144,6 +154,8 @@ class Block:
             raise InvalidArgument("final_fraction", self.final_fraction, "must lie in (0, 1]")
         if not self.lrs or any(not (isinstance(x, (int, float)) and 0 < x < math.inf) for x in self.lrs):
             raise InvalidArgument("lrs", self.lrs, "a non-empty tuple of positive learning rates")
+        if self.measure is not None and self.measure not in MEASURES[self.env]:
+            raise InvalidArgument("measure", self.measure, f"must be one of {MEASURES[self.env]} for env {self.env!r}")
         if self.mutant is not None and self.mutant not in BROKEN_LEARNERS:
             raise InvalidArgument("mutant", self.mutant, f"must be one of {sorted(BROKEN_LEARNERS)}")
         self.config()  # validates T, lr, buffer ...
@@ -176,10 +188,16 @@ class Block:
     def learner(self) -> tuple[str, int]:
         return self.method, self.T
 
+    @property
+    def metric(self) -> str:
+        """The block's measure: ``measure`` or the environment's default (:data:`MEASURES`)."""
+        return self.measure or MEASURES[self.env][0]
+
 
 def block_model(b: Block) -> Problem:
-    """Elman-tanh with ``hidden`` units and a linear readout: squared error (CycleWorld) or softmax CE."""
-    if b.env == "cycleworld":
+    """Elman-tanh with ``hidden`` units and a linear readout: squared error (CycleWorld) or softmax CE on two logits
+    (Stochastic World; CycleWorld's ``accuracy`` measure, as the authors' code)."""
+    if b.metric == "squared":
         return model_problem(ElmanCell(b.hidden, 1, "tanh"), LinearReadout(b.hidden, 1), SquaredError())
     return model_problem(ElmanCell(b.hidden, 1, "tanh"), LinearReadout(b.hidden, 2), SoftmaxCrossEntropy())
 
@@ -224,6 +242,8 @@ def block_theta0(b: Block, model: Problem, gen: torch.Generator) -> torch.Tensor
 def _stream(b: Block, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, float]:
     if b.env == "cycleworld":
         s = cycle_world(b.p, b.steps, b.runs, gen)
+        if b.metric == "accuracy":  # the one-hot next observation (the authors' code); base: predict-zero's error 1/p
+            return s.inputs, torch.cat([1.0 - s.targets, s.targets], -1), 1.0 / b.p
         return s.inputs, s.targets, cycle_world_baseline(b.p)
     s = stochastic_world(b.steps, b.runs, gen, lags=b.lags)
     return s.inputs, torch.nn.functional.one_hot(s.targets, 2).to(torch.float64), 1.0
@@ -322,16 +342,33 @@ def _run_block(b: Block, learner: Learner) -> dict[str, Any]:
     if not isinstance(raw, torch.Tensor) or tuple(raw.shape) != (L_ * b.runs, b.steps):
         got = tuple(raw.shape) if isinstance(raw, torch.Tensor) else type(raw).__name__
         raise InvalidArgument("learner(...)", got, f"online losses of shape (runs, steps) = ({L_ * b.runs}, {b.steps})")
-    L = raw.detach().reshape(L_, b.runs, -1) / base
+    raw = raw.detach()
+    finite = bool(torch.isfinite(raw).all())
+    if b.metric == "accuracy":
+        raw = prediction_errors(raw, y.repeat(L_, 1, 1)[..., 1])
+    L = raw.reshape(L_, b.runs, -1) / base
     tail = max(1, round(b.steps * b.final_fraction))
     return {
-        "measure": "ratio" if b.env == "cycleworld" else "ce",
+        "measure": {"squared": "ratio", "accuracy": "error-ratio", "ce": "ce"}[b.metric],
         "lrs": [float(v) for v in b.lrs],
         "online": L.mean(-1).tolist(),
         "final": L[..., -tail:].mean(-1).tolist(),
         "curve": [_curve(L[j], b.bins) for j in range(L_)],
-        "finite": bool(torch.isfinite(L).all()),
+        "finite": finite,
     }
+
+
+def prediction_errors(losses: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
+    r"""Per-step errors of the argmax prediction, from two-class softmax cross-entropies: 1.0 wrong, 0.0 right.
+
+    With two logits the true class has probability above 1/2 iff its cross-entropy is below
+    :math:`\ln 2`, so the online losses a learner returns determine its accuracy; at exactly
+    :math:`\ln 2` (equal logits, e.g. a zero state and a zero readout bias) ``torch.argmax`` -- the
+    authors' accuracy -- picks class 0, right iff ``label`` is 0. A loss that is not finite is an error.
+    """
+    tie = losses == math.log(2.0)
+    wrong = ~(losses < math.log(2.0)) & ~tie  # NaN: neither below nor tied -> wrong
+    return (wrong | (tie & (label > 0.5))).to(torch.float64)
 
 
 @dataclass(frozen=True)
@@ -495,8 +532,13 @@ def stochasticworld_design(scale: str, seed: int = 0, *, split_lrs: bool = False
     )  # fmt: skip
 
 
-def cycleworld_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
+def cycleworld_designs(
+    scale: str, seed: int = 0, *, split_lrs: bool = False, measure: str = "squared"
+) -> list[Reproduction]:
     """CycleWorld (§5, Fig. 2, App. D.1) at ``scale``: one :class:`Reproduction` per cycle length p.
+
+    ``measure`` (:data:`MEASURES`): ``squared`` (squared error on the scalar next observation / 1/(2p)) or
+    ``accuracy`` (the paper's: softmax cross-entropy on the one-hot next observation, error rate / 1/p).
 
     Every p: FPP and T-BPTT at T ∈ {p/2, p}, 4 units; controls: FPP at T = p with its
     gradient sign-flipped and zeroed. ``paper``: p ∈ {4, 6, 8, 10} (the paper does not
@@ -505,6 +547,8 @@ def cycleworld_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) ->
     ``ci``: p = 4, 600 steps, 8 runs, lrs {1e-2, 3e-2}, buffer 20.
     """
     _check_scale(scale)
+    if measure not in MEASURES["cycleworld"]:
+        raise InvalidArgument("measure", measure, f"must be one of {MEASURES['cycleworld']}")
     ps: tuple[int, ...]
     lrs: tuple[float, ...]
     if scale == "paper":
@@ -518,12 +562,14 @@ def cycleworld_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) ->
         Ts = sorted({max(1, p // 2), p})
         out.append(
             Reproduction(
-                f"fpp.cycleworld-p{p}", scale, "cycleworld", tuple((m, T) for m in ("fpp", "tbptt") for T in Ts),
+                f"fpp.cycleworld-p{p}" + ("-accuracy" if measure == "accuracy" else ""), scale,
+                "cycleworld", tuple((m, T) for m in ("fpp", "tbptt") for T in Ts),
                 lrs, steps, runs, seed,
                 controls=(("FPP, gradient sign flipped (fpp.learner-sign-flip), T = p", "fpp", p,
                            "fpp.learner-sign-flip"),
                           ("FPP, gradient zeroed (fpp.learner-frozen), T = p", "fpp", p, "fpp.learner-frozen")),
-                common={"hidden": 4, "p": p, "init": "glorot", "buffer_size": buf}, split_lrs=split_lrs,
+                common={"hidden": 4, "p": p, "init": "glorot", "buffer_size": buf, "measure": measure},
+                split_lrs=split_lrs,
             )
         )  # fmt: skip
     return out
