@@ -120,8 +120,9 @@ def judge_cycleworld(
     ]  # fmt: skip
     _power_and_status(tests)
     size = f"{reps[0].runs} runs, {reps[0].steps} steps"
-    findings = [f"§5 / Fig. 2 {t['status']} ({size}): {_test_txt(t)}" for t in tests if t["status"] != "reproduced"]
     bad = [t for t in tests if t["status"] in ("contradicted", "not reproduced")]
+    # a finding says the paper's claim differs from what holds: only a contradicted or adequately powered null is one
+    findings = [f"§5 / Fig. 2 {t['status']} ({size}): {_test_txt(t)}" for t in bad]
     open_ = [t for t in tests if t["status"] == "not resolved at this power"]
     cmp_ok: bool | None = None if not tests or (open_ and not bad) else not bad
     criteria: list[dict[str, Any]] = [

@@ -223,16 +223,17 @@ def _sw_result(
 # ================================================================ M updates and mini-batches
 def judge_updates(
     reps: list[Reproduction], values: Values, *, seed: int, errors: dict[Any, str] | None = None,
-    t0: float | None = None,
+    t0: float | None = None, figure: str = "Fig. 4",
 ) -> CheckResult:  # fmt: skip
-    """FPP §5 Fig. 4: M updates per step and mini-batches of B, FPP vs FPP without state update.
+    """FPP §5 Fig. 4 (``figure``; App. D Fig. 7 the same criteria at B = 16): M updates per step and mini-batches
+    of B, FPP vs FPP without state update. A run below the ``paper`` scale says in its summary that it is REDUCED.
 
     Per environment, at the T where the paper sees the largest gaps (Stochastic World
-    T = 16; CycleWorld T ∈ {1, 2}; the grid's T otherwise): (U0, premise) FPP at the
+    T ∈ {16, 32}; CycleWorld T ∈ {1, 2}; the grid's T otherwise): (U0, premise) FPP at the
     largest M learned (CycleWorld: online ratio 95% CI upper < 1; Stochastic World:
     final CE 95% CI upper < 0.6616); (U1, the paper) FPP's online loss is below FPP
     without state update's at the largest M and at the largest B, and (U2) FPP's
-    online loss at the largest M (B) is below its own at M = B = 1 -- one-sided paired
+    online loss at the largest M (B) is below its own at the grid's smallest (M, B) -- one-sided paired
     t-tests, one Holm family at α = 0.05 (``full``/``paper``; reported at ``ci``);
     controls: FPP with a zeroed gradient at the largest M must fail (U0).
     """
@@ -243,7 +244,7 @@ def judge_updates(
     tests, judged = tab.tests, reps[0].scale != "ci"
     _mark_reproduced(tests, "p")
     findings = [
-        f"§5 / Fig. 4 not reproduced: {t['test']} ({t['better']:.4f} vs {t['other']:.4f}, "
+        f"§5 / {figure} not reproduced: {t['test']} ({t['better']:.4f} vs {t['other']:.4f}, "
         f"one-sided paired t p = {t['p']:.2g}, Holm over {len(tests)} tests)"
         for t in tests
         if judged and not t["reproduced"]
@@ -259,14 +260,17 @@ def judge_updates(
     ok = prem_ok and cmp_ok is not False and all(c.ok for c in ctrl_objs) and not missing
     verdict, reason = _decide(ok, missing, criteria, ctrl_objs)
     data = {"scale": reps[0].scale, "criteria": criteria, "tests": tests, "configs": tab.summaries,
-            "designs": {r.name: design_dict(r) for r in reps}, "settings_notes": list(SETTINGS_NOTES)}  # fmt: skip
+            "designs": {r.name: design_dict(r) for r in reps}, "settings_notes": list(SETTINGS_NOTES),
+            "figure": figure, "reduced": reps[0].scale != "paper"}  # fmt: skip
     data["figures"] = updates_figures(data)
+    sweep = "fpp-fig7" if figure == "Fig. 7" else "fpp-fig4"
+    reduced = f" REDUCED (not the paper's grid: rnn-verify sweep {sweep} --scale paper)" if data["reduced"] else ""
     return result(
         "fpp.updates-reproduction",
         seed,
         t0,
         verdict,
-        f"[{reps[0].scale}] Fig. 4: {len(reps)} (env, M, B) configurations, {reps[0].runs} runs x "
+        f"[{reps[0].scale}]{reduced} {figure}: {len(reps)} (env, M, B) configurations, {reps[0].runs} runs x "
         f"{reps[0].steps} steps (seed {seed}); premise {'met' if prem_ok else 'NOT MET'}; "
         + (f"paper's comparisons {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
         + "; ".join(f"{t['test']} {t['better']:.3f} vs {t['other']:.3f}" for t in tests[:6]),

@@ -218,9 +218,10 @@ class UpdatesTable:
 def updates_table(reps: list[Reproduction], values: Values) -> UpdatesTable:
     """FPP §5 / Fig. 4: what :func:`verify.checks.fpp_reproduction.judge_updates` compares.
 
-    Per environment, at the T where the paper sees the largest gaps (Stochastic World T = 16; CycleWorld
+    Per environment, at the T where the paper sees the largest gaps (Stochastic World T ∈ {16, 32}; CycleWorld
     T ∈ {1, 2}; the grid's largest T otherwise): FPP vs FPP without state update at the largest M and at the
-    largest B, and FPP there vs FPP at M = B = 1 (one-sided paired t).
+    largest B, and FPP there vs FPP at the smallest (M, B) of the grid -- M = B = 1 in Fig. 4, M = 1 at B = 16 in
+    Fig. 7 (one-sided paired t).
     """
     memoryless = stochastic_world_reference_losses()["none"]
     by_env: dict[str, dict[tuple[int, int], Any]] = {}
@@ -233,27 +234,31 @@ def updates_table(reps: list[Reproduction], values: Values) -> UpdatesTable:
     tests: list[dict[str, Any]] = []
     for env, cfgs in by_env.items():
         Ts = sorted({T for _, T in next(iter(cfgs.values()))[0].learners})
-        gap = [T for T in ((16,) if env == "stochasticworld" else (1, 2)) if T in Ts] or [Ts[-1]]
-        M_max = max(M for M, B in cfgs if B == 1)
-        B_max = max(B for M, B in cfgs if M == 1)
-        premise = [(T, cfgs[(M_max, 1)][1]["learners"].get(f"fpp/T={T}")) for T in gap]
+        gap = [T for T in ((16, 32) if env == "stochasticworld" else (1, 2)) if T in Ts] or [Ts[-1]]
+        base = (min(M for M, _ in cfgs), min(B for _, B in cfgs))  # Fig. 4: M = B = 1; Fig. 7: M = 1, B = 16
+        M_max = max(M for M, B in cfgs if B == base[1])
+        B_max = max(B for M, B in cfgs if M == base[0])
+        premise = [(T, cfgs[(M_max, base[1])][1]["learners"].get(f"fpp/T={T}")) for T in gap]
         for T in gap:
-            tests += _updates_tests(env, cfgs, T, M_max, B_max)
-        envs.append(UpdatesEnv(env, M_max, premise, cfgs[(M_max, 1)][1]["controls"]))
+            tests += _updates_tests(env, cfgs, T, base, (M_max, B_max))
+        envs.append(UpdatesEnv(env, M_max, premise, cfgs[(M_max, base[1])][1]["controls"]))
     return UpdatesTable(memoryless, summaries, envs, tests)
 
 
 def _updates_tests(
-    env: str, cfgs: Mapping[tuple[int, int], Any], T: int, M_max: int, B_max: int
+    env: str, cfgs: Mapping[tuple[int, int], Any], T: int, base: tuple[int, int], top: tuple[int, int]
 ) -> list[dict[str, Any]]:
-    """The comparisons of Fig. 4 at one T: FPP below FPP w/o state update, and below FPP at M = B = 1."""
+    """The comparisons of Fig. 4 (Fig. 7) at one T: FPP below FPP w/o state update at the largest M and B, and
+    below FPP at the ``base`` configuration (the smallest M and B of the grid)."""
     pairs = []
-    for cfg in {(M_max, 1), (1, B_max)} - {(1, 1)}:
+    M_max, B_max = top
+    for cfg in {(M_max, base[1]), (base[0], B_max)} - {base}:
         L = cfgs[cfg][1]["learners"]
         pairs.append((f"{env} M={cfg[0]} B={cfg[1]} T={T}: FPP < FPP w/o state update",
                       L.get(f"fpp/T={T}"), L.get(f"fpp-no-state-update/T={T}")))  # fmt: skip
-        base = cfgs[(1, 1)][1]["learners"].get(f"fpp/T={T}")
-        pairs.append((f"{env} T={T}: FPP at M={cfg[0]} B={cfg[1]} < FPP at M=B=1", L.get(f"fpp/T={T}"), base))
+        ref = cfgs[base][1]["learners"].get(f"fpp/T={T}")
+        pairs.append((f"{env} T={T}: FPP at M={cfg[0]} B={cfg[1]} < FPP at M={base[0]} B={base[1]}",
+                      L.get(f"fpp/T={T}"), ref))  # fmt: skip
     return [
         {"test": name, "better": a["online_mean"], "other": b["online_mean"], "p": paired_p(a, b)}
         for name, a, b in pairs

@@ -71,6 +71,7 @@ __all__ = [
     "block_theta0",
     "cycleworld_designs",
     "design_dict",
+    "fig7_designs",
     "fpp_learner",
     "prediction_errors",
     "run_block",
@@ -576,48 +577,99 @@ def cycleworld_designs(
 
 
 def updates_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
-    """FPP §5 Fig. 4 (and App. D Fig. 7): M updates per step and mini-batches of B, FPP with and without state update.
+    """FPP §5 Fig. 4: M updates per step and mini-batches of B, FPP with and without state update.
 
     One :class:`Reproduction` per (environment, M, B) with the learners FPP and FPP
     without state update at each T; buffer 1000 (§5: "We use a buffer size of 1000
-    and 10000 training steps"). ``paper``: Stochastic World (32 units) and CycleWorld
-    (p = 10, 4 units, the authors' ``cyc_run_all.sh``), T ∈ {1, 2, 4, 8, 16},
-    M ∈ {1, 2, 4, 8, 16} at B = 1 and B ∈ {2, 4, 8, 16} at M = 1 (the authors'
-    ``sd_run_all.sh`` / ``cyc_run_all.sh`` grids), 10 000 steps, 30 runs, the App. D
-    lr grid; control: FPP with its gradient zeroed at M = 16. ``full``: CycleWorld
-    p = 10, T = 1, M ∈ {1, 8}, B ∈ {1, 8}, 5000 steps, 10 runs, lrs {3e-3, 1e-2, 3e-2}.
-    ``ci``: CycleWorld p = 4, T = 1, M ∈ {1, 3}, 300 steps, 8 runs, lr 3e-2, buffer 100 (at M = B = 1
-    FPP only: the comparisons there need it alone).
+    and 10000 training steps"). ``paper``: Stochastic World (32 units) at
+    T ∈ {1, 2, 4, 8, 16, 32} (§5: "the most noticeable gaps are for T = 16 and T = 32 in
+    StochasticWorld") and CycleWorld (p = 10, 4 units, the authors' ``cyc_run_all.sh``)
+    at T ∈ {1, 2, 4, 8, 16}, M ∈ {1, 2, 4, 8, 16} at B = 1 and B ∈ {2, 4, 8, 16} at M = 1
+    (§5), 10 000 steps, 30 runs, the App. D lr grid; control: FPP with its gradient
+    zeroed at M = 16. Cost of ``paper``: about 30-100 CPU core-hours (pilots on this shared 2-core machine: Stochastic
+    World at 180 batched runs x lrs takes 0.14-0.35 s per step at M = 16, B = 1 and T = 1..32, and 0.75 s per step at
+    M = 1, B = 16; summed over the grid about 28 s per step for both learners, x 10 000 steps ~ 77 h here, an
+    unshared core perhaps 3x faster; CycleWorld adds about a fifth); run it on a Dask cluster with
+    ``rnn-verify sweep fpp-fig4 --scale paper --split-lrs --executor dask=ADDRESS`` (1200 cells).
+    ``full`` (a REDUCED run, not the paper's grid): CycleWorld p = 10, T = 1, M ∈ {1, 8},
+    B ∈ {1, 8}, 5000 steps, 10 runs, lrs {3e-3, 1e-2, 3e-2}. ``ci``: CycleWorld p = 4,
+    T = 1, M ∈ {1, 3}, 300 steps, 8 runs, lr 3e-2, buffer 100 (at M = B = 1 FPP only: the
+    comparisons there need it alone). App. D's Fig. 7 is :func:`fig7_designs`.
     """
     _check_scale(scale)
-    envs: list[tuple[str, dict[str, Any]]]
+    envs: list[tuple[str, dict[str, Any], tuple[int, ...]]]
     configs: list[tuple[int, int]]
-    Ts: tuple[int, ...]
     lrs: tuple[float, ...]
     if scale == "paper":
-        envs = [("stochasticworld", {"hidden": 32, "lags": (15, 30)}), ("cycleworld", {"hidden": 4, "p": 10})]
-        Ts, steps, runs, lrs, buf = (1, 2, 4, 8, 16), 10_000, 30, APP_D_LRS, 1000
+        envs = [("stochasticworld", {"hidden": 32, "lags": (15, 30)}, (1, 2, 4, 8, 16, 32)),
+                ("cycleworld", {"hidden": 4, "p": 10}, (1, 2, 4, 8, 16))]  # fmt: skip
+        steps, runs, lrs, buf = 10_000, 30, APP_D_LRS, 1000
         configs = [(M, 1) for M in (1, 2, 4, 8, 16)] + [(1, B) for B in (2, 4, 8, 16)]
     elif scale == "full":
-        envs = [("cycleworld", {"hidden": 4, "p": 10})]
-        Ts, steps, runs, lrs, buf = (1,), 5000, 10, (3e-3, 1e-2, 3e-2), 1000
+        envs = [("cycleworld", {"hidden": 4, "p": 10}, (1,))]
+        steps, runs, lrs, buf = 5000, 10, (3e-3, 1e-2, 3e-2), 1000
         configs = [(1, 1), (8, 1), (1, 8)]
     else:
-        envs = [("cycleworld", {"hidden": 4, "p": 4})]
-        Ts, steps, runs, lrs, buf = (1,), 300, 8, (3e-2,), 100
+        envs = [("cycleworld", {"hidden": 4, "p": 4}, (1,))]
+        steps, runs, lrs, buf = 300, 8, (3e-2,), 100
         configs = [(1, 1), (3, 1)]
-    M_max = max(M for M, _ in configs)
+    return _updates_reps("", scale, seed, envs, configs, (steps, runs, lrs, buf), split_lrs=split_lrs)
+
+
+def fig7_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
+    """FPP App. D Fig. 7: CycleWorld, T = 1, mini-batch B = 16, 50 000 steps, M updates per step, FPP with and
+    without state update (§5: "for both larger mini-batch and number of updates FPP can get the error down to
+    zero, whereas FPP without state updating cannot").
+
+    ``paper``: p = 10 (as Fig. 4's CycleWorld), 4 units, buffer 1000, M ∈ {1, 2, 4, 8, 16}, 30 runs, the App. D lr
+    grid; control: FPP with its gradient zeroed at M = 16. ``full`` (a REDUCED run, not the paper's grid: it fits
+    a few CPU minutes): M ∈ {1, 16}, 3000 steps, 4 runs, lr 1e-2. ``ci``: p = 4, M ∈ {1, 4}, B = 4, 300 steps,
+    8 runs, lr 3e-2, buffer 100. Cost of ``paper`` (measured per-update times on this 2-core machine, shared):
+    about 1.5 s per step for the 180 batched runs x lrs summed over M (31 updates of B = 16), x 2 learners x
+    50 000 steps: about 40 CPU core-hours; ``rnn-verify sweep fpp-fig7 --scale paper --split-lrs`` spreads it
+    over a Dask cluster (66 cells).
+    """
+    _check_scale(scale)
+    lrs: tuple[float, ...]
+    env: dict[str, Any] = {"hidden": 4, "p": 10}
+    if scale == "paper":
+        Ms, B, (steps, runs, lrs, buf) = (1, 2, 4, 8, 16), 16, (50_000, 30, APP_D_LRS, 1000)
+    elif scale == "full":
+        Ms, B, (steps, runs, lrs, buf) = (1, 16), 16, (3000, 4, (1e-2,), 1000)
+    else:
+        env, Ms, B, (steps, runs, lrs, buf) = {"hidden": 4, "p": 4}, (1, 4), 4, (300, 8, (3e-2,), 100)
+    return _updates_reps(
+        "Fig. 7 ",
+        scale,
+        seed,
+        [("cycleworld", env, (1,))],
+        [(M, B) for M in Ms],
+        (steps, runs, lrs, buf),
+        split_lrs=split_lrs,
+    )
+
+
+def _updates_reps(
+    prefix: str, scale: str, seed: int, envs: list[tuple[str, dict[str, Any], tuple[int, ...]]],
+    configs: list[tuple[int, int]], sizes: tuple[int, int, tuple[float, ...], int], *, split_lrs: bool,
+) -> list[Reproduction]:  # fmt: skip
+    """One :class:`Reproduction` per (environment, M, B): FPP and FPP without state update at each T of the
+    environment; the zeroed-gradient control at the largest M of the smallest B and the environment's largest T."""
+    steps, runs, lrs, buf = sizes
+    B_min = min(B for _, B in configs)
+    M_max = max(M for M, B in configs if B == B_min)
+    base = (min(M for M, _ in configs), B_min)
     out = []
-    for env, kw in envs:
+    for env, kw, Ts in envs:
         for M, B in configs:
             controls: tuple[tuple[str, str, int, str | None], ...] = ()
-            if M == M_max and B == 1:
+            if M == M_max and B == B_min:
                 controls = ((f"FPP, gradient zeroed (fpp.learner-frozen), M = {M}, T = {max(Ts)}", "fpp", max(Ts),
                              "fpp.learner-frozen"),)  # fmt: skip
-            methods = ("fpp",) if scale == "ci" and (M, B) == (1, 1) else ("fpp", "fpp-no-state-update")
+            methods = ("fpp",) if scale == "ci" and (M, B) == base and not prefix else ("fpp", "fpp-no-state-update")
             out.append(
                 Reproduction(
-                    f"{env} M={M} B={B}", scale, env,
+                    f"{prefix}{env} M={M} B={B}", scale, env,
                     tuple((m, T) for m in methods for T in Ts), lrs, steps, runs, seed,
                     controls=controls,
                     common={**kw, "init": "glorot", "buffer_size": buf, "updates": M, "batch": B},

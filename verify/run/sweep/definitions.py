@@ -13,7 +13,8 @@ sweep                  what                                                     
 ``fpp-fig2``           FPP §5 Fig. 2, CycleWorld p in {4, 6, 8, 10}, T in {p/2, p},   48 (288 split)
                        both measures (squared error; the paper's accuracy)
 ``fpp-fig3b``          FPP §5 Fig. 3(b), Stochastic World, T in {10..40}, 3 methods   17 (102 split)
-``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   per (env, M, B)
+``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   200 (SW T to 32)
+``fpp-fig7``           FPP App. D Fig. 7, CycleWorld T = 1, B = 16, 50 000 steps, M       11
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           65
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
 ``gate``               every claim x seeds: FAIL rates, controls, family-wise rate   claims x seeds
@@ -32,6 +33,7 @@ import fnmatch
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from theory.catalog import GATE_ALPHA, all_claims, gate_budget
@@ -40,7 +42,7 @@ from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
-from verify.fpp.reproduction import SCALES, cycleworld_designs, stochasticworld_design, updates_designs
+from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, stochasticworld_design, updates_designs
 from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
@@ -158,8 +160,17 @@ def _fig4(opts: SweepOptions) -> _Part:
     return cells, merge, {"scale": opts.scale, "seed": opts.seed, "configurations": len(reps)}
 
 
+def _fig7(opts: SweepOptions) -> _Part:
+    reps = fig7_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
+    blocks = [b for r in reps for b in r.all_blocks()]
+    judge = partial(judge_updates, figure="Fig. 7")
+    cells, merge, _ = _reproduction_part("fpp.updates-reproduction", blocks, judge, reps, opts.seed)
+    return cells, merge, {"scale": opts.scale, "seed": opts.seed, "configurations": len(reps), "figure": "Fig. 7"}
+
+
 def _block_label(b: Any) -> str:
     mut = f" [{b.mutant}]" if b.mutant else ""
+    mut += f" M={b.updates} B={b.batch}" if (b.updates, b.batch) != (1, 1) else ""
     lrs = ",".join(f"{x:g}" for x in b.lrs)
     where = f"p={b.p}" if b.env == "cycleworld" else f"lags={b.lags[0]},{b.lags[1]}"
     if b.env == "cycleworld" and b.metric != "squared":
@@ -602,6 +613,11 @@ _DEFS = (
         "fpp-fig4",
         "FPP §5 Fig. 4: M updates and mini-batches, FPP vs FPP without state update",
         _single("fpp-fig4", _fig4),
+    ),
+    SweepDefinition(
+        "fpp-fig7",
+        "FPP App. D Fig. 7: CycleWorld, T = 1, B = 16, 50 000 steps, M updates, FPP vs FPP without state update",
+        _single("fpp-fig7", _fig7),
     ),
     SweepDefinition("fpp-reproductions", "FPP §5: Fig. 2 and Fig. 3(b)", _both),
     SweepDefinition(
