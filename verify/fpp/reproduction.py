@@ -631,6 +631,7 @@ def fig7_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[
     """
     _check_scale(scale)
     lrs: tuple[float, ...]
+    Ms: tuple[int, ...]
     env: dict[str, Any] = {"hidden": 4, "p": 10}
     if scale == "paper":
         Ms, B, (steps, runs, lrs, buf) = (1, 2, 4, 8, 16), 16, (50_000, 30, APP_D_LRS, 1000)
