@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import torch
 
-from verify.checks.fpp_reproduction import judge_cycleworld, judge_stochasticworld, judge_updates
+from verify.checks.fpp_cycleworld import judge_cycleworld
+from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.errors import InvalidArgument
 from verify.fpp.batched import run_online_batched
 from verify.fpp.envs import cycle_world, stochastic_world

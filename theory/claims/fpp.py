@@ -167,19 +167,64 @@ CLAIMS: tuple[Claim, ...] = (
         "lowest mean (App. D); runs paired (same streams and initial weights). Criteria, fixed before the run: (C0) "
         "the environment's predict-zero ratio is exactly 1; (C1, premise) FPP and T-BPTT at T = p learned: online "
         "ratio 95% CI upper end < 1; (C2, the paper's point) FPP's ratio at T = p/2 is below T-BPTT's at T = p/2: "
-        "one-sided paired t-test per p, Holm over the p's at family alpha = 0.05; controls: the same harness with a "
-        "sign-flipped and with a zeroed gradient (FPP at T = p) must fail (C1). PASS = all hold; a premise that "
-        "fails, a control that passes or a comparison not reproduced is a FAIL, and a non-reproduction is also "
-        "reported as a finding with its numbers. Sizes: full p = 8, 5000 steps, 10 runs, lrs {1e-3, 3e-3, 1e-2, "
+        "one-sided paired t-test per p, Holm over the p's at family alpha = 0.05, each comparison reported with its "
+        "effect (FPP - T-BPTT, 95% CI), p-value and power to detect the minimal effect 0.1 (one tenth of the "
+        "predict-zero baseline; power of the one-sided paired t at the Bonferroni level alpha/m, the sample's "
+        "scatter); controls: the same harness with a sign-flipped and with a zeroed gradient (FPP at T = p) must "
+        "fail (C1). Each comparison is reproduced (Holm rejects), contradicted (FPP significantly worse), not "
+        "reproduced (not significant with power >= 0.8) or not resolved at this power (not significant, power < "
+        "0.8). PASS = (C0), (C1), the controls and every comparison reproduced; FAIL = missing blocks, a premise "
+        "that fails, a control that passes, or a comparison contradicted or not reproduced; otherwise (an "
+        "underpowered null) INCONCLUSIVE, never 'not reproduced'. Every non-reproduction is a finding with its "
+        "numbers. Sizes: full p = 8, 5000 steps, 10 runs, lrs {1e-3, 3e-3, 1e-2, "
         "3e-2}; paper scale (rnn-verify sweep fpp-fig2) p in {4, 6, 8, 10}, 5000 steps, 30 runs, the App. D grid.",
         math="ratio = mean_t l_t / (1/(2p));  paper: ratio_FPP(T = p/2) < ratio_TBPTT(T = p/2)",
         assumptions=(
             "ci profile: the same harness and criteria (C0), (C1) and the controls at p = 4, 600 steps, 8 runs, lrs "
             "{1e-2, 3e-2}, buffer 20; (C2) is measured and reported but not judged at that size",
             "squared error on a scalar observation (the authors train softmax cross-entropy on a one-hot "
-            "observation and report accuracy): a documented departure",
+            "observation and report accuracy): a documented departure; the paper's measure is the claim "
+            "fpp.cycleworld-accuracy-reproduction, judged by the same criteria",
         ),
         check="verify.checks.fpp.check_cycleworld_reproduction",
+        kind="reproduction",
+        profiles=("ci", "full"),
+    ),
+    Claim(
+        id="fpp.cycleworld-accuracy-reproduction",
+        title="CycleWorld, the paper's measure: FPP beats T-BPTT at T = p/2 (error-rate ratio to predict-zero, Fig. 2)",
+        paper=PAPER,
+        where="§5 (Simulation Problems: 'we measure the prediction accuracy'; Comparison to T-BPTT), Fig. 2 and its "
+        "caption ('the ratio error ... with respect to the baseline of predicting 0'), App. D.1",
+        statement="As fpp.cycleworld-reproduction, with the paper's measure: the learners train softmax "
+        "cross-entropy on the one-hot next observation (two logits, as the authors' code VincentLiu3/fpp, "
+        "main_torch.py), the prediction is the argmax and performance is the online error rate over all steps "
+        "divided by predict-zero's error rate 1/p, i.e. p (1 - accuracy); the learning rate per (method, T) by the "
+        "lowest mean of that ratio (App. D: 'based on the average accuracy'). Criteria, fixed before the run: (C0) "
+        "the predict-zero ratio is 1; (C1, premise) FPP and T-BPTT at T = p: online ratio 95% CI upper end < 1; "
+        "(C2, the paper's point) FPP's ratio at T = p/2 below T-BPTT's: one-sided paired t per p, Holm over the "
+        "p's at family alpha = 0.05, each with its effect, 95% CI, p-value and power at the minimal effect 0.1 "
+        "(Bonferroni level alpha/m, the sample's scatter); controls: the harness with a sign-flipped and with a "
+        "zeroed gradient (FPP at T = p) must fail (C1). A comparison is reproduced (Holm rejects), contradicted "
+        "(FPP significantly worse), not reproduced (not significant, power >= 0.8) or not resolved at this power "
+        "(not significant, power < 0.8). PASS = all criteria and controls hold and every comparison is reproduced; "
+        "FAIL = missing blocks, premise, a control that passes, a comparison contradicted or not reproduced; "
+        "otherwise INCONCLUSIVE (an underpowered null is never 'not reproduced'). Sizes: full p = 8, 5000 steps, "
+        "10 runs, lrs {1e-3, 3e-3, 1e-2, 3e-2}; paper scale (rnn-verify sweep fpp-fig2, which runs both measures) "
+        "p in {4, 6, 8, 10}, 5000 steps, 30 runs, the App. D grid.",
+        math="ratio = p * mean_t 1[argmax z_t != y_t];  paper: ratio_FPP(T = p/2) < ratio_TBPTT(T = p/2);  "
+        "power = P(t_{n-1, 0.1 sqrt(n)/sd_d} > t_{1-alpha/m, n-1})",
+        assumptions=(
+            "ci profile: the same harness, criteria (C0), (C1) and controls at p = 4, 600 steps, 8 runs, lrs "
+            "{1e-2, 3e-2}, buffer 20; (C2) measured and reported, not judged at that size",
+            "the observation enters as one scalar o in {0, 1}: the authors' one-hot input is the same model class "
+            "(the bias absorbs the second column); the target is one-hot (two logits), which is what changes the loss",
+            "the accuracy is read from the online cross-entropies the learner returns: with two classes the true "
+            "class wins the argmax iff its loss is below ln 2 (a tie, equal logits, is class 0 as torch.argmax)",
+            "the minimal effect 0.1 is this toolkit's stated choice: the text gives no Fig. 2 values, and the paper's "
+            "words (T-BPTT at p/2 'performs poorly', FPP 'more robust') describe gaps of that order or larger",
+        ),
+        check="verify.checks.fpp_cycleworld.check_cycleworld_accuracy_reproduction",
         kind="reproduction",
         profiles=("ci", "full"),
     ),
@@ -233,16 +278,21 @@ CLAIMS: tuple[Claim, ...] = (
         paper=PAPER,
         where="§5 (Benefits of mini-batch updates and multiple updates per step), Fig. 4, App. D Fig. 7",
         statement="Online FPP and FPP without state update (buffer 1000, lambda = 1, RMSprop, Glorot "
-        "initialisation) with M updates per step (B = 1) and mini-batches of B (M = 1); each learner at its best "
-        "learning rate of the grid, runs paired. Criteria, fixed before the run, at the T where the paper sees the "
-        "largest gaps (Stochastic World T = 16, CycleWorld T in {1, 2}): (U0, premise) FPP at the largest M learned "
-        "(CycleWorld online ratio 95% CI upper < 1; Stochastic World final CE 95% CI upper < 0.6616); (U1) FPP's "
-        "online loss is below FPP without state update's at the largest M and at the largest B; (U2) FPP's online "
-        "loss at the largest M (B) is below its own at M = B = 1 -- one-sided paired t-tests in one Holm family at "
-        "alpha = 0.05; control: FPP with a zeroed gradient at the largest M must fail (U0). PASS = all hold; a "
-        "comparison not reproduced is a FAIL and a finding. Sizes: full CycleWorld p = 10, T = 1, M in {1, 8}, B in "
-        "{1, 8}, 5000 steps, 10 runs; paper scale (rnn-verify sweep fpp-fig4) Stochastic World and CycleWorld "
-        "(p = 10), T in {1, 2, 4, 8, 16}, M and B in {1, 2, 4, 8, 16}, 10 000 steps, 30 runs, the App. D grid.",
+        "initialisation) with M updates per step (B = 1) and mini-batches of B (M = 1); each learner at "
+        "its best learning rate of the grid, runs paired. Criteria, fixed before the run, at the T where"
+        " the paper sees the largest gaps (Stochastic World T in {16, 32}, CycleWorld T in {1, 2}): (U0,"
+        " premise) FPP at the largest M learned (CycleWorld online ratio 95% CI upper < 1; Stochastic "
+        "World final CE 95% CI upper < 0.6616); (U1) FPP's online loss is below FPP without state "
+        "update's at the largest M and at the largest B; (U2) FPP's online loss at the largest M (B) is "
+        "below its own at M = B = 1 (Fig. 7: at M = 1, B = 16) -- one-sided paired t-tests in one Holm "
+        "family at alpha = 0.05; control: FPP with a zeroed gradient at the largest M must fail (U0). "
+        "PASS = all hold; a comparison not reproduced is a FAIL and a finding. Sizes: full CycleWorld p "
+        "= 10, T = 1, M in {1, 8}, B in {1, 8}, 5000 steps, 10 runs; paper scale (rnn-verify sweep fpp-"
+        "fig4) Stochastic World and CycleWorld (p = 10), T in {1, 2, 4, 8, 16} (Stochastic World also "
+        "32), M and B in {1, 2, 4, 8, 16}, 10 000 steps, 30 runs, the App. D grid (about 30-100 CPU "
+        "core-hours: a Dask cluster); App. D Fig. 7 (rnn-verify sweep fpp-fig7): CycleWorld T = 1, B = "
+        "16, M in {1, 2, 4, 8, 16}, 50 000 steps, 30 runs, the same criteria with the smallest M at B = "
+        "16 as the base (about 40 CPU core-hours). Runs below the paper scale say REDUCED.",
         math="L_FPP(M_max) < L_noSU(M_max), L_FPP(B_max) < L_noSU(B_max), L_FPP(M_max) < L_FPP(1)",
         assumptions=(
             "ci profile: CycleWorld p = 4, T = 1, M in {1, 3}, 300 steps, 8 runs: the premise and the control are "

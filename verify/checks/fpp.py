@@ -21,7 +21,8 @@ import torch
 from theory.catalog import declared_rate
 from theory.fpp_kkt import verify_prop2
 from verify.checks import register, result
-from verify.checks.fpp_reproduction import judge_cycleworld, judge_stochasticworld, judge_updates
+from verify.checks.fpp_cycleworld import judge_cycleworld
+from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated
 from verify.fpp.exactness import SuiteSetup, eq7_comparisons, lemma3_comparisons

@@ -4,7 +4,8 @@ A judge takes a reproduction's design and the values of its blocks -- run in-pro
 the registered checks of :mod:`verify.checks.fpp`, or as the cells of a sweep
 (:mod:`verify.run.sweep`) -- and decides by the criteria stated in the claim: the
 tables it compares come from :mod:`verify.fpp.judging`; here are the thresholds, the
-Holm correction (:func:`verify.stats.multiple.holm`), the controls and the result.
+Holm correction (:func:`verify.stats.multiple.holm`), the controls and the result. CycleWorld's judge, with the
+power of its comparisons, is :func:`verify.checks.fpp_cycleworld.judge_cycleworld`.
 """
 
 from __future__ import annotations
@@ -20,18 +21,17 @@ from verify.fpp.judging import (
     StochasticWorldTable,
     UpdatesTable,
     Values,
-    cycleworld_table,
     missing_blocks,
     optimum_context,
     stochasticworld_table,
     updates_table,
 )
 from verify.fpp.reproduction import SETTINGS_NOTES, Reproduction, design_dict
-from verify.report.plots.fpp import cycleworld_figures, stochasticworld_figures, updates_figures
+from verify.report.plots.fpp import stochasticworld_figures, updates_figures
 from verify.stats.multiple import holm
 from verify.verdict import CheckResult, Control, Verdict
 
-__all__ = ["REPRO_ALPHA", "judge_cycleworld", "judge_stochasticworld", "judge_updates"]
+__all__ = ["REPRO_ALPHA", "judge_stochasticworld", "judge_updates"]
 
 #: family-wise false-FAIL rate of a reproduction's statistical criteria (Holm over the tests of a criterion)
 REPRO_ALPHA = 0.05
@@ -220,110 +220,20 @@ def _sw_result(
     )
 
 
-# ================================================================ CycleWorld
-def judge_cycleworld(
-    reps: list[Reproduction], values: Values, *, seed: int, errors: dict[Any, str] | None = None,
-    t0: float | None = None,
-) -> CheckResult:  # fmt: skip
-    """FPP §5 / Fig. 2 on CycleWorld(p) for each p of ``reps``, judged by the criteria stated in the claim.
-
-    (C0) the environment's predict-zero ratio is exactly 1; (C1, premise) FPP and T-BPTT
-    at T = p learned: online ratio's 95% CI upper end below 1 (better than predicting
-    0); (C2, the paper, ``full``/``paper`` only) FPP's online ratio at T = p/2 is below
-    T-BPTT's at T = p/2: one-sided paired t-test per p, Holm at family α = 0.05 over
-    the p's; controls: each broken learner at T = p, judged by (C1), must FAIL. PASS
-    needs all of them; a premise that fails is a FAIL.
-    """
-    t0 = time.perf_counter() if t0 is None else t0
-    missing = missing_blocks([b for r in reps for b in r.all_blocks()], values, errors)
-    tabs = [cycleworld_table(rep, values) for rep in reps]
-    per_p = [t.row for t in tabs]
-    tests = [t.test for t in tabs if t.test is not None]
-    zero_ok = all(abs(t.row["predict_zero_ratio"] - 1.0) <= 1e-12 for t in tabs)
-    prem_ok = all(_learned_ratio(t.learners.get(k)) for t in tabs for k in (f"fpp/T={t.p}", f"tbptt/T={t.p}"))
-    ctrl_objs = [
-        Control(f"p = {t.p}: harness rerun with {label}", "FAIL", "PASS" if _learned_ratio(s) else "FAIL",
-                f"online ratio {_ci_txt(s, 'online')} (lr {s['lr']:g})" if s else "no result")
-        for t in tabs for label, s in t.controls.items()
-    ]  # fmt: skip
-    _mark_reproduced(tests, "p_value")
-    findings = [
-        f"§5 / Fig. 2 not reproduced at p = {t['p']}: FPP at T = {t['T']} has online error ratio "
-        f"{t['fpp']:.3f}, not significantly below T-BPTT's {t['tbptt']:.3f} (one-sided paired t, "
-        f"p = {t['p_value']:.2g}, Holm over {len(tests)} p's; {reps[0].runs} runs, {reps[0].steps} steps)"
-        for t in tests
-        if not t["reproduced"]
-    ]
-    cmp_ok: bool | None = all(t["reproduced"] for t in tests) if tests else None
-    ps = [t.p for t in tabs]
-    criteria: list[dict[str, Any]] = [
-        {"name": "C0 predict-zero ratio of the environment is 1", "passed": zero_ok, "detail": ""},
-        {"name": "C1 premise: FPP and T-BPTT at T = p beat predict-zero (online ratio 95% CI upper < 1)",
-         "passed": prem_ok,
-         "detail": "; ".join(f"p={d['p']} {k}: " + (_ci_txt(v, 'online') if v else "no result")
-                             for d in per_p for k, v in d["learners"].items() if k.endswith(f"/T={d['p']}"))},
-        {"name": f"C2 paper: FPP below T-BPTT at T = p/2 for p in {ps} (one-sided paired t, Holm, alpha "
-                 f"{REPRO_ALPHA})" if tests else "C2 paper's comparison",
-         "passed": cmp_ok,
-         "detail": "; ".join(f"p={t['p']}: {t['fpp']:.3f} vs {t['tbptt']:.3f} (p = {t['p_value']:.2g})" for t in tests)
-         or "reported, not judged at the ci size"},
-    ]  # fmt: skip
-    ok = zero_ok and prem_ok and cmp_ok is not False and all(c.ok for c in ctrl_objs) and not missing
-    verdict, reason = _decide(ok, missing, criteria, ctrl_objs)
-    data = {"scale": reps[0].scale, "criteria": criteria, "tests": tests, "per_p": per_p,
-            "settings_notes": list(SETTINGS_NOTES),
-            "paper": {"claims": ["FPP is more robust to T: at T = p/2 FPP beats T-BPTT (Fig. 2)",
-                                 "T-BPTT with T = p eventually learns"]}}  # fmt: skip
-    data["figures"] = cycleworld_figures(data)
-    return _cw_result(reps, data, (verdict, reason, prem_ok, cmp_ok), ctrl_objs, findings, seed, t0)
-
-
-def _cw_result(
-    reps: list[Reproduction], data: dict[str, Any], decided: tuple[Verdict, str | None, bool, bool | None],
-    ctrl_objs: list[Control], findings: list[str], seed: int, t0: float,
-) -> CheckResult:  # fmt: skip
-    """The CycleWorld result: summary and statistic (the largest p-value of the paper's comparisons)."""
-    verdict, reason, prem_ok, cmp_ok = decided
-    tests, per_p = data["tests"], data["per_p"]
-    res_txt = "; ".join(
-        f"p={d['p']}: "
-        + ", ".join(f"{k} {_ci_txt(v, 'online')} (lr {v['lr']:g})" for k, v in d["learners"].items() if v)
-        for d in per_p
-    )
-    return result(
-        "fpp.cycleworld-reproduction",
-        seed,
-        t0,
-        verdict,
-        f"[{reps[0].scale}] CycleWorld p in {[d['p'] for d in per_p]}, {reps[0].runs} runs x "
-        f"{reps[0].steps} steps (seed {seed}), online error ratio to predict-zero; premise "
-        f"{'met' if prem_ok else 'NOT MET'}; "
-        + (f"paper's comparison {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
-        + res_txt,
-        controls=ctrl_objs,
-        reason=reason,
-        statistic=max((t["p_value"] for t in tests), default=None),
-        threshold=REPRO_ALPHA if tests else None,
-        alpha=REPRO_ALPHA,
-        samples_used=reps[0].runs,
-        data=data,
-        findings=tuple(findings),
-    )
-
-
 # ================================================================ M updates and mini-batches
 def judge_updates(
     reps: list[Reproduction], values: Values, *, seed: int, errors: dict[Any, str] | None = None,
-    t0: float | None = None,
+    t0: float | None = None, figure: str = "Fig. 4",
 ) -> CheckResult:  # fmt: skip
-    """FPP §5 Fig. 4: M updates per step and mini-batches of B, FPP vs FPP without state update.
+    """FPP §5 Fig. 4 (``figure``; App. D Fig. 7 the same criteria at B = 16): M updates per step and mini-batches
+    of B, FPP vs FPP without state update. A run below the ``paper`` scale says in its summary that it is REDUCED.
 
     Per environment, at the T where the paper sees the largest gaps (Stochastic World
-    T = 16; CycleWorld T ∈ {1, 2}; the grid's T otherwise): (U0, premise) FPP at the
+    T ∈ {16, 32}; CycleWorld T ∈ {1, 2}; the grid's T otherwise): (U0, premise) FPP at the
     largest M learned (CycleWorld: online ratio 95% CI upper < 1; Stochastic World:
     final CE 95% CI upper < 0.6616); (U1, the paper) FPP's online loss is below FPP
     without state update's at the largest M and at the largest B, and (U2) FPP's
-    online loss at the largest M (B) is below its own at M = B = 1 -- one-sided paired
+    online loss at the largest M (B) is below its own at the grid's smallest (M, B) -- one-sided paired
     t-tests, one Holm family at α = 0.05 (``full``/``paper``; reported at ``ci``);
     controls: FPP with a zeroed gradient at the largest M must fail (U0).
     """
@@ -334,7 +244,7 @@ def judge_updates(
     tests, judged = tab.tests, reps[0].scale != "ci"
     _mark_reproduced(tests, "p")
     findings = [
-        f"§5 / Fig. 4 not reproduced: {t['test']} ({t['better']:.4f} vs {t['other']:.4f}, "
+        f"§5 / {figure} not reproduced: {t['test']} ({t['better']:.4f} vs {t['other']:.4f}, "
         f"one-sided paired t p = {t['p']:.2g}, Holm over {len(tests)} tests)"
         for t in tests
         if judged and not t["reproduced"]
@@ -350,14 +260,17 @@ def judge_updates(
     ok = prem_ok and cmp_ok is not False and all(c.ok for c in ctrl_objs) and not missing
     verdict, reason = _decide(ok, missing, criteria, ctrl_objs)
     data = {"scale": reps[0].scale, "criteria": criteria, "tests": tests, "configs": tab.summaries,
-            "designs": {r.name: design_dict(r) for r in reps}, "settings_notes": list(SETTINGS_NOTES)}  # fmt: skip
+            "designs": {r.name: design_dict(r) for r in reps}, "settings_notes": list(SETTINGS_NOTES),
+            "figure": figure, "reduced": reps[0].scale != "paper"}  # fmt: skip
     data["figures"] = updates_figures(data)
+    sweep = "fpp-fig7" if figure == "Fig. 7" else "fpp-fig4"
+    reduced = f" REDUCED (not the paper's grid: rnn-verify sweep {sweep} --scale paper)" if data["reduced"] else ""
     return result(
         "fpp.updates-reproduction",
         seed,
         t0,
         verdict,
-        f"[{reps[0].scale}] Fig. 4: {len(reps)} (env, M, B) configurations, {reps[0].runs} runs x "
+        f"[{reps[0].scale}]{reduced} {figure}: {len(reps)} (env, M, B) configurations, {reps[0].runs} runs x "
         f"{reps[0].steps} steps (seed {seed}); premise {'met' if prem_ok else 'NOT MET'}; "
         + (f"paper's comparisons {'reproduced' if cmp_ok else 'NOT reproduced'}; " if cmp_ok is not None else "")
         + "; ".join(f"{t['test']} {t['better']:.3f} vs {t['other']:.3f}" for t in tests[:6]),

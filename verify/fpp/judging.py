@@ -22,6 +22,7 @@ from scipy import stats
 
 from verify.fpp.envs import cycle_world_predict_zero_ratio, stochastic_world_reference_losses
 from verify.fpp.reproduction import Reproduction, design_dict, summarize
+from verify.stats.rates import mean_interval
 
 __all__ = [
     "INDEPENDENT_RUNS",
@@ -35,6 +36,7 @@ __all__ = [
     "missing_blocks",
     "one_sided_paired",
     "optimum_context",
+    "paired_effect",
     "paired_p",
     "stochasticworld_table",
     "updates_table",
@@ -98,6 +100,18 @@ def paired_p(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     return one_sided_paired(a["online_runs"], b["online_runs"])
 
 
+def paired_effect(a: list[float], b: list[float]) -> dict[str, Any]:
+    """The paired difference ``a - b`` over runs: ``effect`` (mean), ``effect_ci`` (two-sided 95% t), ``sd_diff``,
+    ``n``, ``p_value`` (one-sided, a below b: :func:`one_sided_paired`) and ``p_reverse`` (one-sided, a above b)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    mean, lo, hi = mean_interval(d) if d.size else (math.nan, math.nan, math.nan)
+    return {
+        "effect": mean, "effect_ci": [lo, hi], "sd_diff": float(d.std(ddof=1)) if d.size > 1 else math.nan,
+        "n": int(d.size), "p_value": one_sided_paired(list(a), list(b)),
+        "p_reverse": one_sided_paired(list(b), list(a)),
+    }  # fmt: skip
+
+
 # ------------------------------------------------------------------ Stochastic World (Fig. 3(b))
 @dataclass(frozen=True)
 class StochasticWorldTable:
@@ -144,8 +158,9 @@ def stochasticworld_table(rep: Reproduction, values: Values) -> StochasticWorldT
 # ------------------------------------------------------------------ CycleWorld (Fig. 2)
 @dataclass(frozen=True)
 class CycleWorldTable:
-    """CycleWorld(p): the row of ``per_p`` (design, predict-zero ratio, summaries) and the paper's comparison at
-    T = p/2 (``test``; None at the ``ci`` scale or where a learner has no result)."""
+    """CycleWorld(p): the row of ``per_p`` (design, predict-zero ratio, summaries, measure) and the paper's
+    comparison at T = p/2 (``test``: the means and :func:`paired_effect` of FPP - T-BPTT; None at the ``ci`` scale
+    or where a learner has no result)."""
 
     p: int
     row: dict[str, Any]
@@ -161,7 +176,7 @@ class CycleWorldTable:
 
 
 def cycleworld_table(rep: Reproduction, values: Values) -> CycleWorldTable:
-    """FPP §5 / Fig. 2 at one p: what :func:`verify.checks.fpp_reproduction.judge_cycleworld` compares."""
+    """FPP §5 / Fig. 2 at one p: what :func:`verify.checks.fpp_cycleworld.judge_cycleworld` compares."""
     p = int(rep.common["p"])
     zero = cycle_world_predict_zero_ratio(p)
     summ = summarize(rep, values)
@@ -170,8 +185,10 @@ def cycleworld_table(rep: Reproduction, values: Values) -> CycleWorldTable:
     a, b = L.get(f"fpp/T={half}"), L.get(f"tbptt/T={half}")
     test = None
     if rep.scale != "ci" and a is not None and b is not None and half < p:
-        test = {"p": p, "T": half, "fpp": a["online_mean"], "tbptt": b["online_mean"], "p_value": paired_p(a, b)}
-    row = {"p": p, "design": design_dict(rep), "predict_zero_ratio": zero, "learners": L, "controls": C}
+        test = {"p": p, "T": half, "fpp": a["online_mean"], "tbptt": b["online_mean"],
+                **paired_effect(a["online_runs"], b["online_runs"])}  # fmt: skip
+    row = {"p": p, "design": design_dict(rep), "predict_zero_ratio": zero, "learners": L, "controls": C,
+           "measure": str(rep.common.get("measure", "squared"))}  # fmt: skip
     return CycleWorldTable(p, row, test)
 
 
@@ -201,9 +218,10 @@ class UpdatesTable:
 def updates_table(reps: list[Reproduction], values: Values) -> UpdatesTable:
     """FPP §5 / Fig. 4: what :func:`verify.checks.fpp_reproduction.judge_updates` compares.
 
-    Per environment, at the T where the paper sees the largest gaps (Stochastic World T = 16; CycleWorld
+    Per environment, at the T where the paper sees the largest gaps (Stochastic World T ∈ {16, 32}; CycleWorld
     T ∈ {1, 2}; the grid's largest T otherwise): FPP vs FPP without state update at the largest M and at the
-    largest B, and FPP there vs FPP at M = B = 1 (one-sided paired t).
+    largest B, and FPP there vs FPP at the smallest (M, B) of the grid -- M = B = 1 in Fig. 4, M = 1 at B = 16 in
+    Fig. 7 (one-sided paired t).
     """
     memoryless = stochastic_world_reference_losses()["none"]
     by_env: dict[str, dict[tuple[int, int], Any]] = {}
@@ -216,27 +234,31 @@ def updates_table(reps: list[Reproduction], values: Values) -> UpdatesTable:
     tests: list[dict[str, Any]] = []
     for env, cfgs in by_env.items():
         Ts = sorted({T for _, T in next(iter(cfgs.values()))[0].learners})
-        gap = [T for T in ((16,) if env == "stochasticworld" else (1, 2)) if T in Ts] or [Ts[-1]]
-        M_max = max(M for M, B in cfgs if B == 1)
-        B_max = max(B for M, B in cfgs if M == 1)
-        premise = [(T, cfgs[(M_max, 1)][1]["learners"].get(f"fpp/T={T}")) for T in gap]
+        gap = [T for T in ((16, 32) if env == "stochasticworld" else (1, 2)) if T in Ts] or [Ts[-1]]
+        base = (min(M for M, _ in cfgs), min(B for _, B in cfgs))  # Fig. 4: M = B = 1; Fig. 7: M = 1, B = 16
+        M_max = max(M for M, B in cfgs if B == base[1])
+        B_max = max(B for M, B in cfgs if M == base[0])
+        premise = [(T, cfgs[(M_max, base[1])][1]["learners"].get(f"fpp/T={T}")) for T in gap]
         for T in gap:
-            tests += _updates_tests(env, cfgs, T, M_max, B_max)
-        envs.append(UpdatesEnv(env, M_max, premise, cfgs[(M_max, 1)][1]["controls"]))
+            tests += _updates_tests(env, cfgs, T, base, (M_max, B_max))
+        envs.append(UpdatesEnv(env, M_max, premise, cfgs[(M_max, base[1])][1]["controls"]))
     return UpdatesTable(memoryless, summaries, envs, tests)
 
 
 def _updates_tests(
-    env: str, cfgs: Mapping[tuple[int, int], Any], T: int, M_max: int, B_max: int
+    env: str, cfgs: Mapping[tuple[int, int], Any], T: int, base: tuple[int, int], top: tuple[int, int]
 ) -> list[dict[str, Any]]:
-    """The comparisons of Fig. 4 at one T: FPP below FPP w/o state update, and below FPP at M = B = 1."""
+    """The comparisons of Fig. 4 (Fig. 7) at one T: FPP below FPP w/o state update at the largest M and B, and
+    below FPP at the ``base`` configuration (the smallest M and B of the grid)."""
     pairs = []
-    for cfg in {(M_max, 1), (1, B_max)} - {(1, 1)}:
+    M_max, B_max = top
+    for cfg in {(M_max, base[1]), (base[0], B_max)} - {base}:
         L = cfgs[cfg][1]["learners"]
         pairs.append((f"{env} M={cfg[0]} B={cfg[1]} T={T}: FPP < FPP w/o state update",
                       L.get(f"fpp/T={T}"), L.get(f"fpp-no-state-update/T={T}")))  # fmt: skip
-        base = cfgs[(1, 1)][1]["learners"].get(f"fpp/T={T}")
-        pairs.append((f"{env} T={T}: FPP at M={cfg[0]} B={cfg[1]} < FPP at M=B=1", L.get(f"fpp/T={T}"), base))
+        ref = cfgs[base][1]["learners"].get(f"fpp/T={T}")
+        pairs.append((f"{env} T={T}: FPP at M={cfg[0]} B={cfg[1]} < FPP at M={base[0]} B={base[1]}",
+                      L.get(f"fpp/T={T}"), ref))  # fmt: skip
     return [
         {"test": name, "better": a["online_mean"], "other": b["online_mean"], "p": paired_p(a, b)}
         for name, a, b in pairs

@@ -26,9 +26,11 @@ block (``mutant``) is the toolkit's engine with a broken gradient, or fed a brok
 (:mod:`verify.fpp.broken_learners`): a broken implementation rerun through the same harness. The paper-scale sweep
 (:mod:`verify.run.sweep.definitions`) runs its cells with the default learner.
 
-Measures: CycleWorld's squared error divided by the predict-zero baseline
-:math:`1/(2p)` (Fig. 2's "ratio to the baseline of predicting 0"); Stochastic
-World's cross-entropy in nats against the Bayes levels of
+Measures (:data:`MEASURES`): CycleWorld's ``squared`` error divided by the predict-zero baseline
+:math:`1/(2p)` (Fig. 2's "ratio to the baseline of predicting 0", on a scalar target), or the paper's own
+``accuracy`` measure -- the authors' code (VincentLiu3/fpp, ``main_torch.py``) trains softmax cross-entropy on the
+one-hot next observation and reports accuracy, so Fig. 2's ratio is the error rate over predict-zero's error rate
+:math:`1/p`: :math:`p\,(1 - \mathrm{acc})`; Stochastic World's cross-entropy in nats against the Bayes levels of
 :func:`~verify.fpp.envs.stochastic_world_reference_losses`.
 """
 
@@ -59,6 +61,7 @@ __all__ = [
     "APP_D_LRS",
     "ENVIRONMENTS",
     "INITS",
+    "MEASURES",
     "SCALES",
     "SETTINGS_NOTES",
     "Block",
@@ -68,7 +71,9 @@ __all__ = [
     "block_theta0",
     "cycleworld_designs",
     "design_dict",
+    "fig7_designs",
     "fpp_learner",
+    "prediction_errors",
     "run_block",
     "run_blocks",
     "stochasticworld_design",
@@ -82,6 +87,10 @@ APP_D_LRS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 #: initialisations: this toolkit's (``default``), PyTorch's ``nn.RNN``/``nn.Linear`` (the authors' PyTorch code),
 #: TensorFlow 1's ``BasicRNNCell`` + Xavier readout (the authors' TensorFlow code of the paper's time)
 INITS = ("default", "torch", "glorot")
+#: the measures per environment (the first is the default): CycleWorld ``squared`` (squared error on the scalar next
+#: observation / 1/(2p)) and ``accuracy`` (the paper's: cross-entropy on the one-hot next observation, error rate /
+#: predict-zero's 1/p); Stochastic World ``ce`` (nats)
+MEASURES: dict[str, tuple[str, ...]] = {"cycleworld": ("squared", "accuracy"), "stochasticworld": ("ce",)}
 #: where the settings the paper leaves open come from
 SETTINGS_NOTES = (
     "RMSprop decay 0.99, eps 1e-8 (the authors' PyTorch code, model/torch_fpp.py: torch.optim.RMSprop(alpha=0.99))",
@@ -108,7 +117,8 @@ class Block:
     (Stochastic World); ``method`` (:data:`~verify.fpp.batched.BATCHED_METHODS`);
     the :class:`~verify.fpp.online.OnlineConfig` fields; ``init`` (:data:`INITS`);
     ``mutant`` a broken learner of :mod:`verify.fpp.broken_learners` (negative controls);
-    ``bins`` the learning curve's resolution; ``final_fraction`` the final window.
+    ``bins`` the learning curve's resolution; ``final_fraction`` the final window; ``measure`` one of the
+    environment's :data:`MEASURES` (None: its first).
     """
 
     env: str
@@ -131,6 +141,7 @@ class Block:
     mutant: str | None = None
     bins: int = 50
     final_fraction: float = 0.2
+    measure: str | None = None
 
     def __post_init__(self) -> None:
         if self.env not in ENVIRONMENTS:
@@ -144,6 +155,8 @@ class Block:
             raise InvalidArgument("final_fraction", self.final_fraction, "must lie in (0, 1]")
         if not self.lrs or any(not (isinstance(x, (int, float)) and 0 < x < math.inf) for x in self.lrs):
             raise InvalidArgument("lrs", self.lrs, "a non-empty tuple of positive learning rates")
+        if self.measure is not None and self.measure not in MEASURES[self.env]:
+            raise InvalidArgument("measure", self.measure, f"must be one of {MEASURES[self.env]} for env {self.env!r}")
         if self.mutant is not None and self.mutant not in BROKEN_LEARNERS:
             raise InvalidArgument("mutant", self.mutant, f"must be one of {sorted(BROKEN_LEARNERS)}")
         self.config()  # validates T, lr, buffer ...
@@ -176,10 +189,16 @@ class Block:
     def learner(self) -> tuple[str, int]:
         return self.method, self.T
 
+    @property
+    def metric(self) -> str:
+        """The block's measure: ``measure`` or the environment's default (:data:`MEASURES`)."""
+        return self.measure or MEASURES[self.env][0]
+
 
 def block_model(b: Block) -> Problem:
-    """Elman-tanh with ``hidden`` units and a linear readout: squared error (CycleWorld) or softmax CE."""
-    if b.env == "cycleworld":
+    """Elman-tanh with ``hidden`` units and a linear readout: squared error (CycleWorld) or softmax CE on two logits
+    (Stochastic World; CycleWorld's ``accuracy`` measure, as the authors' code)."""
+    if b.metric == "squared":
         return model_problem(ElmanCell(b.hidden, 1, "tanh"), LinearReadout(b.hidden, 1), SquaredError())
     return model_problem(ElmanCell(b.hidden, 1, "tanh"), LinearReadout(b.hidden, 2), SoftmaxCrossEntropy())
 
@@ -224,6 +243,8 @@ def block_theta0(b: Block, model: Problem, gen: torch.Generator) -> torch.Tensor
 def _stream(b: Block, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, float]:
     if b.env == "cycleworld":
         s = cycle_world(b.p, b.steps, b.runs, gen)
+        if b.metric == "accuracy":  # the one-hot next observation (the authors' code); base: predict-zero's error 1/p
+            return s.inputs, torch.cat([1.0 - s.targets, s.targets], -1), 1.0 / b.p
         return s.inputs, s.targets, cycle_world_baseline(b.p)
     s = stochastic_world(b.steps, b.runs, gen, lags=b.lags)
     return s.inputs, torch.nn.functional.one_hot(s.targets, 2).to(torch.float64), 1.0
@@ -322,16 +343,33 @@ def _run_block(b: Block, learner: Learner) -> dict[str, Any]:
     if not isinstance(raw, torch.Tensor) or tuple(raw.shape) != (L_ * b.runs, b.steps):
         got = tuple(raw.shape) if isinstance(raw, torch.Tensor) else type(raw).__name__
         raise InvalidArgument("learner(...)", got, f"online losses of shape (runs, steps) = ({L_ * b.runs}, {b.steps})")
-    L = raw.detach().reshape(L_, b.runs, -1) / base
+    raw = raw.detach()
+    finite = bool(torch.isfinite(raw).all())
+    if b.metric == "accuracy":
+        raw = prediction_errors(raw, y.repeat(L_, 1, 1)[..., 1])
+    L = raw.reshape(L_, b.runs, -1) / base
     tail = max(1, round(b.steps * b.final_fraction))
     return {
-        "measure": "ratio" if b.env == "cycleworld" else "ce",
+        "measure": {"squared": "ratio", "accuracy": "error-ratio", "ce": "ce"}[b.metric],
         "lrs": [float(v) for v in b.lrs],
         "online": L.mean(-1).tolist(),
         "final": L[..., -tail:].mean(-1).tolist(),
         "curve": [_curve(L[j], b.bins) for j in range(L_)],
-        "finite": bool(torch.isfinite(L).all()),
+        "finite": finite,
     }
+
+
+def prediction_errors(losses: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
+    r"""Per-step errors of the argmax prediction, from two-class softmax cross-entropies: 1.0 wrong, 0.0 right.
+
+    With two logits the true class has probability above 1/2 iff its cross-entropy is below
+    :math:`\ln 2`, so the online losses a learner returns determine its accuracy; at exactly
+    :math:`\ln 2` (equal logits, e.g. a zero state and a zero readout bias) ``torch.argmax`` -- the
+    authors' accuracy -- picks class 0, right iff ``label`` is 0. A loss that is not finite is an error.
+    """
+    tie = losses == math.log(2.0)
+    wrong = ~(losses < math.log(2.0)) & ~tie  # NaN: neither below nor tied -> wrong
+    return (wrong | (tie & (label > 0.5))).to(torch.float64)
 
 
 @dataclass(frozen=True)
@@ -495,8 +533,13 @@ def stochasticworld_design(scale: str, seed: int = 0, *, split_lrs: bool = False
     )  # fmt: skip
 
 
-def cycleworld_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
+def cycleworld_designs(
+    scale: str, seed: int = 0, *, split_lrs: bool = False, measure: str = "squared"
+) -> list[Reproduction]:
     """CycleWorld (§5, Fig. 2, App. D.1) at ``scale``: one :class:`Reproduction` per cycle length p.
+
+    ``measure`` (:data:`MEASURES`): ``squared`` (squared error on the scalar next observation / 1/(2p)) or
+    ``accuracy`` (the paper's: softmax cross-entropy on the one-hot next observation, error rate / 1/p).
 
     Every p: FPP and T-BPTT at T ∈ {p/2, p}, 4 units; controls: FPP at T = p with its
     gradient sign-flipped and zeroed. ``paper``: p ∈ {4, 6, 8, 10} (the paper does not
@@ -505,6 +548,8 @@ def cycleworld_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) ->
     ``ci``: p = 4, 600 steps, 8 runs, lrs {1e-2, 3e-2}, buffer 20.
     """
     _check_scale(scale)
+    if measure not in MEASURES["cycleworld"]:
+        raise InvalidArgument("measure", measure, f"must be one of {MEASURES['cycleworld']}")
     ps: tuple[int, ...]
     lrs: tuple[float, ...]
     if scale == "paper":
@@ -518,60 +563,114 @@ def cycleworld_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) ->
         Ts = sorted({max(1, p // 2), p})
         out.append(
             Reproduction(
-                f"fpp.cycleworld-p{p}", scale, "cycleworld", tuple((m, T) for m in ("fpp", "tbptt") for T in Ts),
+                f"fpp.cycleworld-p{p}" + ("-accuracy" if measure == "accuracy" else ""), scale,
+                "cycleworld", tuple((m, T) for m in ("fpp", "tbptt") for T in Ts),
                 lrs, steps, runs, seed,
                 controls=(("FPP, gradient sign flipped (fpp.learner-sign-flip), T = p", "fpp", p,
                            "fpp.learner-sign-flip"),
                           ("FPP, gradient zeroed (fpp.learner-frozen), T = p", "fpp", p, "fpp.learner-frozen")),
-                common={"hidden": 4, "p": p, "init": "glorot", "buffer_size": buf}, split_lrs=split_lrs,
+                common={"hidden": 4, "p": p, "init": "glorot", "buffer_size": buf, "measure": measure},
+                split_lrs=split_lrs,
             )
         )  # fmt: skip
     return out
 
 
 def updates_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
-    """FPP §5 Fig. 4 (and App. D Fig. 7): M updates per step and mini-batches of B, FPP with and without state update.
+    """FPP §5 Fig. 4: M updates per step and mini-batches of B, FPP with and without state update.
 
     One :class:`Reproduction` per (environment, M, B) with the learners FPP and FPP
     without state update at each T; buffer 1000 (§5: "We use a buffer size of 1000
-    and 10000 training steps"). ``paper``: Stochastic World (32 units) and CycleWorld
-    (p = 10, 4 units, the authors' ``cyc_run_all.sh``), T ∈ {1, 2, 4, 8, 16},
-    M ∈ {1, 2, 4, 8, 16} at B = 1 and B ∈ {2, 4, 8, 16} at M = 1 (the authors'
-    ``sd_run_all.sh`` / ``cyc_run_all.sh`` grids), 10 000 steps, 30 runs, the App. D
-    lr grid; control: FPP with its gradient zeroed at M = 16. ``full``: CycleWorld
-    p = 10, T = 1, M ∈ {1, 8}, B ∈ {1, 8}, 5000 steps, 10 runs, lrs {3e-3, 1e-2, 3e-2}.
-    ``ci``: CycleWorld p = 4, T = 1, M ∈ {1, 3}, 300 steps, 8 runs, lr 3e-2, buffer 100 (at M = B = 1
-    FPP only: the comparisons there need it alone).
+    and 10000 training steps"). ``paper``: Stochastic World (32 units) at
+    T ∈ {1, 2, 4, 8, 16, 32} (§5: "the most noticeable gaps are for T = 16 and T = 32 in
+    StochasticWorld") and CycleWorld (p = 10, 4 units, the authors' ``cyc_run_all.sh``)
+    at T ∈ {1, 2, 4, 8, 16}, M ∈ {1, 2, 4, 8, 16} at B = 1 and B ∈ {2, 4, 8, 16} at M = 1
+    (§5), 10 000 steps, 30 runs, the App. D lr grid; control: FPP with its gradient
+    zeroed at M = 16. Cost of ``paper``: about 30-100 CPU core-hours (pilots on this shared 2-core machine: Stochastic
+    World at 180 batched runs x lrs takes 0.14-0.35 s per step at M = 16, B = 1 and T = 1..32, and 0.75 s per step at
+    M = 1, B = 16; summed over the grid about 28 s per step for both learners, x 10 000 steps ~ 77 h here, an
+    unshared core perhaps 3x faster; CycleWorld adds about a fifth); run it on a Dask cluster with
+    ``rnn-verify sweep fpp-fig4 --scale paper --split-lrs --executor dask=ADDRESS`` (1200 cells).
+    ``full`` (a REDUCED run, not the paper's grid): CycleWorld p = 10, T = 1, M ∈ {1, 8},
+    B ∈ {1, 8}, 5000 steps, 10 runs, lrs {3e-3, 1e-2, 3e-2}. ``ci``: CycleWorld p = 4,
+    T = 1, M ∈ {1, 3}, 300 steps, 8 runs, lr 3e-2, buffer 100 (at M = B = 1 FPP only: the
+    comparisons there need it alone). App. D's Fig. 7 is :func:`fig7_designs`.
     """
     _check_scale(scale)
-    envs: list[tuple[str, dict[str, Any]]]
+    envs: list[tuple[str, dict[str, Any], tuple[int, ...]]]
     configs: list[tuple[int, int]]
-    Ts: tuple[int, ...]
     lrs: tuple[float, ...]
     if scale == "paper":
-        envs = [("stochasticworld", {"hidden": 32, "lags": (15, 30)}), ("cycleworld", {"hidden": 4, "p": 10})]
-        Ts, steps, runs, lrs, buf = (1, 2, 4, 8, 16), 10_000, 30, APP_D_LRS, 1000
+        envs = [("stochasticworld", {"hidden": 32, "lags": (15, 30)}, (1, 2, 4, 8, 16, 32)),
+                ("cycleworld", {"hidden": 4, "p": 10}, (1, 2, 4, 8, 16))]  # fmt: skip
+        steps, runs, lrs, buf = 10_000, 30, APP_D_LRS, 1000
         configs = [(M, 1) for M in (1, 2, 4, 8, 16)] + [(1, B) for B in (2, 4, 8, 16)]
     elif scale == "full":
-        envs = [("cycleworld", {"hidden": 4, "p": 10})]
-        Ts, steps, runs, lrs, buf = (1,), 5000, 10, (3e-3, 1e-2, 3e-2), 1000
+        envs = [("cycleworld", {"hidden": 4, "p": 10}, (1,))]
+        steps, runs, lrs, buf = 5000, 10, (3e-3, 1e-2, 3e-2), 1000
         configs = [(1, 1), (8, 1), (1, 8)]
     else:
-        envs = [("cycleworld", {"hidden": 4, "p": 4})]
-        Ts, steps, runs, lrs, buf = (1,), 300, 8, (3e-2,), 100
+        envs = [("cycleworld", {"hidden": 4, "p": 4}, (1,))]
+        steps, runs, lrs, buf = 300, 8, (3e-2,), 100
         configs = [(1, 1), (3, 1)]
-    M_max = max(M for M, _ in configs)
+    return _updates_reps("", scale, seed, envs, configs, (steps, runs, lrs, buf), split_lrs=split_lrs)
+
+
+def fig7_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> list[Reproduction]:
+    """FPP App. D Fig. 7: CycleWorld, T = 1, mini-batch B = 16, 50 000 steps, M updates per step, FPP with and
+    without state update (§5: "for both larger mini-batch and number of updates FPP can get the error down to
+    zero, whereas FPP without state updating cannot").
+
+    ``paper``: p = 10 (as Fig. 4's CycleWorld), 4 units, buffer 1000, M ∈ {1, 2, 4, 8, 16}, 30 runs, the App. D lr
+    grid; control: FPP with its gradient zeroed at M = 16. ``full`` (a REDUCED run, not the paper's grid: it fits
+    a few CPU minutes): M ∈ {1, 16}, 3000 steps, 4 runs, lr 1e-2. ``ci``: p = 4, M ∈ {1, 4}, B = 4, 300 steps,
+    8 runs, lr 3e-2, buffer 100. Cost of ``paper`` (measured per-update times on this 2-core machine, shared):
+    about 1.5 s per step for the 180 batched runs x lrs summed over M (31 updates of B = 16), x 2 learners x
+    50 000 steps: about 40 CPU core-hours; ``rnn-verify sweep fpp-fig7 --scale paper --split-lrs`` spreads it
+    over a Dask cluster (66 cells).
+    """
+    _check_scale(scale)
+    lrs: tuple[float, ...]
+    Ms: tuple[int, ...]
+    env: dict[str, Any] = {"hidden": 4, "p": 10}
+    if scale == "paper":
+        Ms, B, (steps, runs, lrs, buf) = (1, 2, 4, 8, 16), 16, (50_000, 30, APP_D_LRS, 1000)
+    elif scale == "full":
+        Ms, B, (steps, runs, lrs, buf) = (1, 16), 16, (3000, 4, (1e-2,), 1000)
+    else:
+        env, Ms, B, (steps, runs, lrs, buf) = {"hidden": 4, "p": 4}, (1, 4), 4, (300, 8, (3e-2,), 100)
+    return _updates_reps(
+        "Fig. 7 ",
+        scale,
+        seed,
+        [("cycleworld", env, (1,))],
+        [(M, B) for M in Ms],
+        (steps, runs, lrs, buf),
+        split_lrs=split_lrs,
+    )
+
+
+def _updates_reps(
+    prefix: str, scale: str, seed: int, envs: list[tuple[str, dict[str, Any], tuple[int, ...]]],
+    configs: list[tuple[int, int]], sizes: tuple[int, int, tuple[float, ...], int], *, split_lrs: bool,
+) -> list[Reproduction]:  # fmt: skip
+    """One :class:`Reproduction` per (environment, M, B): FPP and FPP without state update at each T of the
+    environment; the zeroed-gradient control at the largest M of the smallest B and the environment's largest T."""
+    steps, runs, lrs, buf = sizes
+    B_min = min(B for _, B in configs)
+    M_max = max(M for M, B in configs if B == B_min)
+    base = (min(M for M, _ in configs), B_min)
     out = []
-    for env, kw in envs:
+    for env, kw, Ts in envs:
         for M, B in configs:
             controls: tuple[tuple[str, str, int, str | None], ...] = ()
-            if M == M_max and B == 1:
+            if M == M_max and B == B_min:
                 controls = ((f"FPP, gradient zeroed (fpp.learner-frozen), M = {M}, T = {max(Ts)}", "fpp", max(Ts),
                              "fpp.learner-frozen"),)  # fmt: skip
-            methods = ("fpp",) if scale == "ci" and (M, B) == (1, 1) else ("fpp", "fpp-no-state-update")
+            methods = ("fpp",) if scale == "ci" and (M, B) == base and not prefix else ("fpp", "fpp-no-state-update")
             out.append(
                 Reproduction(
-                    f"{env} M={M} B={B}", scale, env,
+                    f"{prefix}{env} M={M} B={B}", scale, env,
                     tuple((m, T) for m in methods for T in Ts), lrs, steps, runs, seed,
                     controls=controls,
                     common={**kw, "init": "glorot", "buffer_size": buf, "updates": M, "batch": B},

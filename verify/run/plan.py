@@ -39,6 +39,7 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
         "uoro.reinforce-link": 0.3, "uoro.algorithm-1-conformance": 0.1, "uoro.variance-matches-algorithm-1": 1.1,
         "uoro.mutants-caught": 4.2, "fpp.gradient-eq7": 0.3, "fpp.lemma3-unbiased": 0.4, "fpp.stationarity": 2.3,
         "fpp.kkt-recovery": 1.4, "fpp.prop2-kkt-equivalence": 0.6, "fpp.cycleworld-reproduction": 2.0,
+        "fpp.cycleworld-accuracy-reproduction": 2.0,
         "fpp.stochasticworld-reproduction": 1.1, "fpp.updates-reproduction": 1.2, "truncation.state-bound": 3.3,
         "truncation.gradient-bound": 0.7, "truncation.tbptt-gradient-bound": 0.8, "truncation.rate": 0.05,
         "truncation.training-prop2": 1.2, "truncation.unstable-counterexample": 0.4, "truncation.gd-divergence": 0.4,

@@ -201,11 +201,15 @@ def cycleworld_figures(data: Mapping[str, Any]) -> list[Figure]:
     figs: list[Figure] = []
     for d in data.get("per_p") or []:
         runs, steps = d["design"]["runs"], d["design"]["steps"]
+        acc = d.get("measure") == "accuracy"
         figs += _learner_figures(
             d.get("learners") or {}, d.get("controls") or {}, key="error ratio",
-            ylabel="squared error / predict-zero error", title=f"CycleWorld p = {d['p']}",
+            ylabel="error rate / predict-zero error rate" if acc else "squared error / predict-zero error",
+            title=f"CycleWorld p = {d['p']}" + (" (the paper's measure: accuracy)" if acc else ""),
             hlines=[{"y": 1.0, "label": "predict zero"}],
-            caption=f"mean over {runs} runs x {steps} steps of the per-step loss / (1/(2p)), in windows of steps; "
+            caption=f"mean over {runs} runs x {steps} steps of the per-step "
+            + ("argmax error (cross-entropy training on one-hot targets) / (1/p)" if acc else "loss / (1/(2p))")
+            + ", in windows of steps; "
             "dashed: the negative controls (broken learners through the same harness). The paper: FPP at T = p/2 "
             "below T-BPTT at T = p/2 (Fig. 2)",
         )  # fmt: skip

@@ -3,17 +3,19 @@
 Each :class:`SweepDefinition` builds a :class:`~verify.run.sweep.driver.SweepPlan` from
 :class:`SweepOptions`: the cells and the merge that turns their outcomes into
 claim results. The reproductions' merges are the very judges the checks use
-(:func:`verify.checks.fpp_reproduction.judge_cycleworld`,
+(:func:`verify.checks.fpp_cycleworld.judge_cycleworld`,
 :func:`~verify.checks.fpp_reproduction.judge_stochasticworld`), so a paper-scale sweep is judged by the
 criteria stated in the claim, as the ci/full checks are.
 
 =====================  ===========================================================  ====================
 sweep                  what                                                          cells (paper scale)
 =====================  ===========================================================  ====================
-``fpp-fig2``           FPP §5 Fig. 2, CycleWorld p in {4, 6, 8, 10}, T in {p/2, p}    24 (144 split)
+``fpp-fig2``           FPP §5 Fig. 2, CycleWorld p in {4, 6, 8, 10}, T in {p/2, p},   48 (288 split)
+                       both measures (squared error; the paper's accuracy)
 ``fpp-fig3b``          FPP §5 Fig. 3(b), Stochastic World, T in {10..40}, 3 methods   17 (102 split)
-``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   per (env, M, B)
-``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           41
+``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   200 (SW T to 32)
+``fpp-fig7``           FPP App. D Fig. 7, CycleWorld T = 1, B = 16, 50 000 steps, M       11
+``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           65
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
 ``gate``               every claim x seeds: FAIL rates, controls, family-wise rate   claims x seeds
 ``claims``             any claims x seeds (one result per claim and seed)             claims x seeds
@@ -31,14 +33,16 @@ import fnmatch
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from theory.catalog import GATE_ALPHA, all_claims, gate_budget
 from verify._validate import MAX_SEED
-from verify.checks.fpp_reproduction import judge_cycleworld, judge_stochasticworld, judge_updates
+from verify.checks.fpp_cycleworld import judge_cycleworld
+from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
-from verify.fpp.reproduction import SCALES, cycleworld_designs, stochasticworld_design, updates_designs
+from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, stochasticworld_design, updates_designs
 from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
@@ -125,10 +129,20 @@ def _reproduction_part(
 
 
 def _fig2(opts: SweepOptions) -> _Part:
-    reps = cycleworld_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
-    blocks = [b for r in reps for b in r.all_blocks()]
-    cells, merge, _ = _reproduction_part("fpp.cycleworld-reproduction", blocks, judge_cycleworld, reps, opts.seed)
-    return cells, merge, {"scale": opts.scale, "seed": opts.seed, "p": [r.common["p"] for r in reps]}
+    """Fig. 2 with both measures: the squared-error variant and the paper's accuracy measure (two judged claims)."""
+    parts = []
+    for measure, claim_id in (("squared", "fpp.cycleworld-reproduction"),
+                              ("accuracy", "fpp.cycleworld-accuracy-reproduction")):  # fmt: skip
+        reps = cycleworld_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs, measure=measure)
+        parts.append(_reproduction_part(claim_id, [b for r in reps for b in r.all_blocks()], judge_cycleworld, reps,
+                                        opts.seed))  # fmt: skip
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        return [r for _, m, _ in parts for r in m(outcomes)]
+
+    ps = [r.common["p"] for r in cycleworld_designs(opts.scale, opts.seed)]
+    settings = {"scale": opts.scale, "seed": opts.seed, "p": ps, "measures": ["squared", "accuracy"]}
+    return [c for cs, _, _ in parts for c in cs], merge, settings
 
 
 def _fig3b(opts: SweepOptions) -> _Part:
@@ -146,10 +160,21 @@ def _fig4(opts: SweepOptions) -> _Part:
     return cells, merge, {"scale": opts.scale, "seed": opts.seed, "configurations": len(reps)}
 
 
+def _fig7(opts: SweepOptions) -> _Part:
+    reps = fig7_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
+    blocks = [b for r in reps for b in r.all_blocks()]
+    judge = partial(judge_updates, figure="Fig. 7")
+    cells, merge, _ = _reproduction_part("fpp.updates-reproduction", blocks, judge, reps, opts.seed)
+    return cells, merge, {"scale": opts.scale, "seed": opts.seed, "configurations": len(reps), "figure": "Fig. 7"}
+
+
 def _block_label(b: Any) -> str:
     mut = f" [{b.mutant}]" if b.mutant else ""
+    mut += f" M={b.updates} B={b.batch}" if (b.updates, b.batch) != (1, 1) else ""
     lrs = ",".join(f"{x:g}" for x in b.lrs)
     where = f"p={b.p}" if b.env == "cycleworld" else f"lags={b.lags[0]},{b.lags[1]}"
+    if b.env == "cycleworld" and b.metric != "squared":
+        where += f" [{b.metric}]"
     return f"{b.env} {where} {b.method} T={b.T} lr={lrs}{mut} ({b.runs} runs x {b.steps} steps)"
 
 
@@ -588,6 +613,11 @@ _DEFS = (
         "fpp-fig4",
         "FPP §5 Fig. 4: M updates and mini-batches, FPP vs FPP without state update",
         _single("fpp-fig4", _fig4),
+    ),
+    SweepDefinition(
+        "fpp-fig7",
+        "FPP App. D Fig. 7: CycleWorld, T = 1, B = 16, 50 000 steps, M updates, FPP vs FPP without state update",
+        _single("fpp-fig7", _fig7),
     ),
     SweepDefinition("fpp-reproductions", "FPP §5: Fig. 2 and Fig. 3(b)", _both),
     SweepDefinition(
