@@ -14,6 +14,8 @@ sweep                  what                                                     
 ``fpp-fig3b``          FPP §5 Fig. 3(b), Stochastic World, T in {10..40}, 3 methods   17 (102 split)
 ``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   per (env, M, B)
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           41
+``uoro-brackets``      UORO §4 Fig. 3b, distant brackets, UORO vs TBPTT-4, GRU/LSTM   8 (ci 8)
+``uoro-anbn``          UORO §4 Fig. 4, 5, a^n b^n(1, 32), UORO vs TBPTT-1/2/16        12 (ci 8)
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
 ``gate``               every claim x seeds: FAIL rates, controls, family-wise rate   claims x seeds
 ``claims``             any claims x seeds (one result per claim and seed)             claims x seeds
@@ -36,6 +38,7 @@ from typing import Any
 from theory.catalog import GATE_ALPHA, all_claims, gate_budget
 from verify._validate import MAX_SEED
 from verify.checks.fpp_reproduction import judge_cycleworld, judge_stochasticworld, judge_updates
+from verify.checks.uoro_char import judge_char_sweep
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, stochasticworld_design, updates_designs
@@ -43,6 +46,7 @@ from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
 from verify.stats.binomial import clopper_pearson
+from verify.uoro.char_reproduction import char_design
 from verify.verdict import CheckResult, Verdict
 
 __all__ = [
@@ -181,6 +185,26 @@ def _both(opts: SweepOptions) -> SweepPlan:
 def _scale_ok(scale: str) -> None:
     if scale not in SCALES:
         raise InvalidArgument("--scale", scale, f"must be one of {SCALES}")
+
+
+def _char_sweep(name: str, task: str, claim_id: str) -> Callable[[SweepOptions], SweepPlan]:
+    """UORO §4's character-level sweep of ``task``: one cell per run, judged by
+    :func:`verify.checks.uoro_char.judge_char_sweep` at the design's scale (``ci`` or ``paper``)."""
+
+    def build(opts: SweepOptions) -> SweepPlan:
+        design = char_design(task, opts.scale, opts.seed)
+        cells = [SweepCell("uoro.char-run", s.params(), label=s.label()) for s in design.specs]
+        by_key = {c.key: s.label() for c, s in zip(cells, design.specs, strict=True)}
+
+        def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+            values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+            return [_judged(claim_id, lambda: judge_char_sweep(claim_id, design, values, errors))]
+
+        settings = {"scale": opts.scale, "seed": opts.seed, "runs": len(cells), "chars": design.specs[0].chars,
+                    "hidden": design.specs[0].hidden}  # fmt: skip
+        return SweepPlan(name, tuple(cells), merge, settings=settings)
+
+    return build
 
 
 # ---------------------------------------------------------------- claims and calibration
@@ -590,6 +614,16 @@ _DEFS = (
         _single("fpp-fig4", _fig4),
     ),
     SweepDefinition("fpp-reproductions", "FPP §5: Fig. 2 and Fig. 3(b)", _both),
+    SweepDefinition(
+        "uoro-brackets",
+        "UORO §4 Fig. 3b: distant brackets (1, 5, 5, 10), UORO vs TBPTT-4, GRU and LSTM",
+        _char_sweep("uoro-brackets", "brackets", "uoro.brackets-sweep"),
+    ),
+    SweepDefinition(
+        "uoro-anbn",
+        "UORO §4 Fig. 4, 5: a^n b^n (1, 32), UORO vs TBPTT, GRU and LSTM",
+        _char_sweep("uoro-anbn", "anbn", "uoro.anbn-sweep"),
+    ),
     SweepDefinition(
         "calibration",
         "observed verdict rates of the statistical claims over seeds (Clopper-Pearson)",
