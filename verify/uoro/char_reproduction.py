@@ -70,6 +70,7 @@ def char_design(task: str, scale: str, seed: int = 0) -> CharDesign:
     """The ``brackets`` or ``anbn`` design at ``scale`` (:data:`CHAR_SCALES`)."""
     if scale not in CHAR_SCALES:
         raise InvalidArgument("--scale", scale, f"must be one of {CHAR_SCALES} for the UORO §4 character sweeps")
+    truncs: tuple[int, ...]
     if task == "brackets":
         params: tuple[tuple[str, int], ...] = (("a", 10), ("k_max", 5), ("k_min", 5), ("s", 1))
         alpha, truncs = 0.015, (4,)

@@ -222,7 +222,8 @@ def brackets_bayes_probs(task: DistantBrackets, seq: np.ndarray) -> np.ndarray:
     probs = np.empty(len(seq) - 1)
     # phase machine over the line: 0 after '[' opening (reading saved), 1 after ']' (free letters),
     # 2 inside the repeat, 3 after the repeat's ']' (newline next), 4 after newline ('[' next)
-    phase, pos, free, saved = 0, 0, 0, []
+    phase, pos, free = 0, 0, 0
+    saved: list[int] = []
     kmin, kmax = task.k_min, task.k_max
     for t in range(1, len(seq)):
         cur = int(seq[t])
