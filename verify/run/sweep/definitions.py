@@ -16,6 +16,8 @@ sweep                  what                                                     
 ``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   200 (SW T to 32)
 ``fpp-fig7``           FPP App. D Fig. 7, CycleWorld T = 1, B = 16, 50 000 steps, M       11
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           65
+``uoro-brackets``      UORO §4 Fig. 3b, distant brackets, UORO vs TBPTT-4, GRU/LSTM   8 (ci 8)
+``uoro-anbn``          UORO §4 Fig. 4, 5, a^n b^n(1, 32), UORO vs TBPTT-1/2/16        12 (ci 8)
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
 ``gate``               every claim x seeds: FAIL rates, controls, family-wise rate   claims x seeds
 ``claims``             any claims x seeds (one result per claim and seed)             claims x seeds
@@ -40,6 +42,7 @@ from theory.catalog import GATE_ALPHA, all_claims, gate_budget
 from verify._validate import MAX_SEED
 from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
+from verify.checks.uoro_char import judge_char_sweep
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, stochasticworld_design, updates_designs
@@ -47,6 +50,7 @@ from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
 from verify.stats.binomial import clopper_pearson
+from verify.uoro.char_reproduction import char_design
 from verify.verdict import CheckResult, Verdict
 
 __all__ = [
@@ -206,6 +210,26 @@ def _both(opts: SweepOptions) -> SweepPlan:
 def _scale_ok(scale: str) -> None:
     if scale not in SCALES:
         raise InvalidArgument("--scale", scale, f"must be one of {SCALES}")
+
+
+def _char_sweep(name: str, task: str, claim_id: str) -> Callable[[SweepOptions], SweepPlan]:
+    """UORO §4's character-level sweep of ``task``: one cell per run, judged by
+    :func:`verify.checks.uoro_char.judge_char_sweep` at the design's scale (``ci`` or ``paper``)."""
+
+    def build(opts: SweepOptions) -> SweepPlan:
+        design = char_design(task, opts.scale, opts.seed)
+        cells = [SweepCell("uoro.char-run", s.params(), label=s.label()) for s in design.specs]
+        by_key = {c.key: s.label() for c, s in zip(cells, design.specs, strict=True)}
+
+        def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+            values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+            return [_judged(claim_id, lambda: judge_char_sweep(claim_id, design, values, errors))]
+
+        settings = {"scale": opts.scale, "seed": opts.seed, "runs": len(cells), "chars": design.specs[0].chars,
+                    "hidden": design.specs[0].hidden}  # fmt: skip
+        return SweepPlan(name, tuple(cells), merge, settings=settings)
+
+    return build
 
 
 # ---------------------------------------------------------------- claims and calibration
@@ -620,6 +644,16 @@ _DEFS = (
         _single("fpp-fig7", _fig7),
     ),
     SweepDefinition("fpp-reproductions", "FPP §5: Fig. 2 and Fig. 3(b)", _both),
+    SweepDefinition(
+        "uoro-brackets",
+        "UORO §4 Fig. 3b: distant brackets (1, 5, 5, 10), UORO vs TBPTT-4, GRU and LSTM",
+        _char_sweep("uoro-brackets", "brackets", "uoro.brackets-sweep"),
+    ),
+    SweepDefinition(
+        "uoro-anbn",
+        "UORO §4 Fig. 4, 5: a^n b^n (1, 32), UORO vs TBPTT, GRU and LSTM",
+        _char_sweep("uoro-anbn", "anbn", "uoro.anbn-sweep"),
+    ),
     SweepDefinition(
         "calibration",
         "observed verdict rates of the statistical claims over seeds (Clopper-Pearson)",

@@ -5,6 +5,8 @@
   sweeps and ``rnn-verify run --executor`` are made of these.
 * ``fpp.online-block`` -- one block of an FPP §5 reproduction
   (:func:`verify.fpp.reproduction.run_block`).
+* ``uoro.char-run`` -- one online run of UORO §4's character-level experiments
+  (:func:`verify.uoro.char_learning.run_char_learner`).
 * ``sweep.selftest`` -- a small deterministic torch computation that takes
   ``sleep`` seconds: exercises the sweep machinery (faults, cache, resume) in the
   tests without the cost of a real check. ``fail: true`` makes it raise.
@@ -23,8 +25,9 @@ from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import Block, run_block
 from verify.run.check import implementations_from_params, run_check
+from verify.uoro.char_learning import CharLearnerSpec, run_char_learner
 
-__all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "selftest"]
+__all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "selftest", "uoro_char_run"]
 
 
 def claim_task(params: dict[str, Any]) -> dict[str, Any]:
@@ -56,6 +59,11 @@ def fpp_online_block(params: dict[str, Any]) -> dict[str, Any]:
     return run_block(Block.from_params(params))
 
 
+def uoro_char_run(params: dict[str, Any]) -> dict[str, Any]:
+    """One online run (UORO or TBPTT-T, GRU or LSTM) on UORO §4's distant brackets or aⁿbⁿ."""
+    return run_char_learner(CharLearnerSpec.from_params(params))
+
+
 def selftest(params: dict[str, Any]) -> dict[str, Any]:
     """``{"seed", "size"?, "sleep"?, "fail"?}`` -> a deterministic function of the seed (a small torch solve)."""
     seed = int(params["seed"])
@@ -74,4 +82,5 @@ BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "claim": claim_task,
     "fpp.online-block": fpp_online_block,
     "sweep.selftest": selftest,
+    "uoro.char-run": uoro_char_run,
 }

@@ -1,0 +1,96 @@
+"""UORO §4 distant brackets and aⁿbⁿ as sweep designs: the runs of each scale and the levels that judge them.
+
+Tallec & Ollivier 2017, "Unbiased Online Recurrent Optimization", arXiv:1702.05043, §4, Fig. 3b
+(distant brackets (1, 5, 5, 10), UORO vs TBPTT-4, GRU and LSTM, α = 0.015, γ = 1e-3) and Fig. 4, 5
+(aⁿbⁿ(1, 32), UORO vs TBPTT-1, -2, -16, α = 0.03, γ = 1e-3, 9.9e6 characters).
+
+* ``paper``: 64 units, 1e7 characters (Fig. 5's 9.9e6; the authors' code's default ``--max 1e7``
+  for the brackets, whose figure gives no length), the paper's schedule.
+* ``ci``: 16 units, 5000 characters, GRU and LSTM; γ = 3e-3 for the brackets (at γ = 1e-3 a
+  16-unit UORO LSTM barely leaves the unigram level in 5000 characters). What such a run can
+  show is that each learner learned context, not the paper's end levels.
+
+Each design also runs, per (cell, learner), the control that cannot learn: the same learner fed
+the shuffled stream (:mod:`verify.uoro.char_learning`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verify.errors import InvalidArgument
+from verify.uoro.char_learning import CharLearnerSpec
+
+__all__ = ["CHAR_SCALES", "PAPER_FIG5", "CharDesign", "char_design"]
+
+CHAR_SCALES = ("ci", "paper")
+
+#: UORO §4 Fig. 5: recent loss (bpc) after 9.9e6 characters on aⁿbⁿ(1, 32), (learner, T) -> (LSTM, GRU)
+PAPER_FIG5: dict[tuple[str, int], tuple[float, float]] = {
+    ("uoro", 1): (0.142, 0.151),
+    ("uoro", 2): (0.140, 0.162),
+    ("uoro", 16): (0.154, 0.147),
+    ("tbptt", 1): (0.163, 0.215),
+    ("tbptt", 2): (0.154, 0.269),
+    ("tbptt", 16): (0.143, 0.204),
+}
+
+#: ms per character of one run at 64 units on one CPU core: an ESTIMATE scaled from 0.35 ms per UORO step
+#: measured at 16 units (not measured at 64 units); used for the cost statement of the paper scale (``paper_cost``)
+MS_PER_CHAR_64 = {"uoro": 1.2, "tbptt": 0.9}
+
+
+@dataclass(frozen=True)
+class CharDesign:
+    """The runs of one task at one scale, the judged margin and the UORO-vs-TBPTT factor."""
+
+    task: str
+    scale: str
+    seed: int
+    specs: tuple[CharLearnerSpec, ...]
+    #: "learned context" means a final loss below the unigram entropy by this many bpc
+    margin: float = 0.1
+    #: ci: UORO's gain over the unigram level must be at least this fraction of TBPTT's
+    factor: float = 0.25
+    main_truncation: int = 4
+
+    def runs(self) -> tuple[CharLearnerSpec, ...]:
+        return tuple(s for s in self.specs if s.feed == "stream")
+
+    def controls(self) -> tuple[CharLearnerSpec, ...]:
+        return tuple(s for s in self.specs if s.feed == "shuffled")
+
+    def paper_cost(self) -> dict[str, float]:
+        """Estimated CPU core-hours of the paper-scale runs (from :data:`MS_PER_CHAR_64`)."""
+        sec = sum(s.chars * MS_PER_CHAR_64[s.learner] / 1e3 for s in self.specs)
+        return {"core_hours": sec / 3600, "runs": len(self.specs)}
+
+
+def char_design(task: str, scale: str, seed: int = 0) -> CharDesign:
+    """The ``brackets`` or ``anbn`` design at ``scale`` (:data:`CHAR_SCALES`)."""
+    if scale not in CHAR_SCALES:
+        raise InvalidArgument("--scale", scale, f"must be one of {CHAR_SCALES} for the UORO §4 character sweeps")
+    truncs: tuple[int, ...]
+    if task == "brackets":
+        params: tuple[tuple[str, int], ...] = (("a", 10), ("k_max", 5), ("k_min", 5), ("s", 1))
+        alpha, truncs = 0.015, (4,)
+    elif task == "anbn":
+        params = (("k", 1), ("l", 32))
+        alpha, truncs = 0.03, ((16,) if scale == "ci" else (1, 2, 16))
+    else:
+        raise InvalidArgument("task", task, "must be 'brackets' or 'anbn'")
+    if scale == "paper":
+        hidden, chars, gamma = 64, 10_000_000, 1e-3
+    else:
+        hidden, chars, gamma = 16, 5000, (3e-3 if task == "brackets" else 1e-3)
+    specs: list[CharLearnerSpec] = []
+    for cell in ("gru", "lstm"):
+        learners = [("uoro", 1)] + [("tbptt", T) for T in truncs]
+        for feed in ("stream", "shuffled"):
+            chosen = learners if feed == "stream" else learners[:1] + learners[-1:]
+            for learner, T in chosen:
+                specs.append(
+                    CharLearnerSpec(task=task, task_params=params, cell=cell, hidden=hidden, learner=learner,
+                                    truncation=T, chars=chars, gamma=gamma, alpha=alpha, feed=feed, seed=seed)
+                )  # fmt: skip
+    return CharDesign(task, scale, seed, tuple(specs), main_truncation=truncs[-1])
