@@ -14,6 +14,8 @@ sweep                  what                                                     
 ``fpp-fig3b``          FPP §5 Fig. 3(b), Stochastic World, T in {10..40}, 3 methods   17 (102 split)
 ``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   per (env, M, B)
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           41
+``rtrl-sec71``         RTRL convergence §7.1 Fig. 1-2: linear RNN, RTRL vs TBPTT(k)    1680 (ci 40)
+``rtrl-sec72``         RTRL convergence §7.2 Fig. 3-8: Elman ReLU/tanh, RTRL vs TBPTT   2520 (ci 60)
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
 ``gate``               every claim x seeds: FAIL rates, controls, family-wise rate   claims x seeds
 ``claims``             any claims x seeds (one result per claim and seed)             claims x seeds
@@ -36,9 +38,11 @@ from typing import Any
 from theory.catalog import GATE_ALPHA, all_claims, gate_budget
 from verify._validate import MAX_SEED
 from verify.checks.fpp_reproduction import judge_cycleworld, judge_stochasticworld, judge_updates
+from verify.checks.rtrl_sec7 import judge_sec7
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, stochasticworld_design, updates_designs
+from verify.rtrl import sec7
 from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
@@ -181,6 +185,33 @@ def _both(opts: SweepOptions) -> SweepPlan:
 def _scale_ok(scale: str) -> None:
     if scale not in SCALES:
         raise InvalidArgument("--scale", scale, f"must be one of {SCALES}")
+
+
+def _sec7(section: str) -> Callable[[SweepOptions], SweepPlan]:
+    """``rtrl-sec71`` / ``rtrl-sec72``: the RTRL convergence paper's §7.1 / §7.2 runs (:mod:`verify.rtrl.sec7`),
+    judged by :func:`verify.checks.rtrl_sec7.judge_sec7`; ``--scale ci`` or ``paper``."""
+    name = f"rtrl-sec{section.replace('.', '')}"
+
+    def build(opts: SweepOptions) -> SweepPlan:
+        runs = sec7.design(section, opts.scale, opts.seed)
+        cells = [SweepCell("rtrl.sec7-run", r.params(), label=r.label()) for r in runs]
+        by_key = {c.key: r for c, r in zip(cells, runs, strict=True)}
+
+        def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+            values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+            missing = {r: "the cell has no outcome" for k, r in by_key.items() if k not in outcomes}
+            try:
+                return judge_sec7(section, runs, values, {**errors, **missing})
+            except Exception:  # a merge that crashes is a FAIL with its traceback, never lost
+                return [CheckResult(f"{name}.merge", Verdict.FAIL, "merging the sweep's cells raised",
+                                    reason=traceback.format_exc())]  # fmt: skip
+
+        sz = sec7.SIZES[opts.scale]
+        settings = {"scale": opts.scale, "seed": opts.seed, "section": section, "size": sz.__dict__,
+                    "constants": sec7.constants()}  # fmt: skip
+        return SweepPlan(name, tuple(cells), merge, settings=settings)
+
+    return build
 
 
 # ---------------------------------------------------------------- claims and calibration
@@ -590,6 +621,16 @@ _DEFS = (
         _single("fpp-fig4", _fig4),
     ),
     SweepDefinition("fpp-reproductions", "FPP §5: Fig. 2 and Fig. 3(b)", _both),
+    SweepDefinition(
+        "rtrl-sec71",
+        "RTRL convergence §7.1 Fig. 1-2 (rebuilt): linear RNN, RTRL vs TBPTT(k), RMSprop, lr schedules",
+        _sec7("7.1"),
+    ),
+    SweepDefinition(
+        "rtrl-sec72",
+        "RTRL convergence §7.2 Fig. 3-8 (rebuilt): Elman ReLU / tanh, RTRL vs TBPTT(k), RMSprop, lr schedules",
+        _sec7("7.2"),
+    ),
     SweepDefinition(
         "calibration",
         "observed verdict rates of the statistical claims over seeds (Clopper-Pearson)",

@@ -5,6 +5,8 @@
   sweeps and ``rnn-verify run --executor`` are made of these.
 * ``fpp.online-block`` -- one block of an FPP §5 reproduction
   (:func:`verify.fpp.reproduction.run_block`).
+* ``rtrl.sec7-run`` -- one run of the RTRL convergence paper's §7.1-7.2 sweeps
+  (:func:`verify.rtrl.sec7.run_cell`).
 * ``sweep.selftest`` -- a small deterministic torch computation that takes
   ``sleep`` seconds: exercises the sweep machinery (faults, cache, resume) in the
   tests without the cost of a real check. ``fail: true`` makes it raise.
@@ -22,9 +24,10 @@ from theory.catalog import all_claims
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import Block, run_block
+from verify.rtrl.sec7 import Run, run_cell
 from verify.run.check import implementations_from_params, run_check
 
-__all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "selftest"]
+__all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "rtrl_sec7_run", "selftest"]
 
 
 def claim_task(params: dict[str, Any]) -> dict[str, Any]:
@@ -56,6 +59,11 @@ def fpp_online_block(params: dict[str, Any]) -> dict[str, Any]:
     return run_block(Block.from_params(params))
 
 
+def rtrl_sec7_run(params: dict[str, Any]) -> dict[str, Any]:
+    """One run (learner, eta0, schedule, k, seed) of the RTRL convergence paper's §7.1-7.2 sweeps."""
+    return run_cell(Run.from_params(params))
+
+
 def selftest(params: dict[str, Any]) -> dict[str, Any]:
     """``{"seed", "size"?, "sleep"?, "fail"?}`` -> a deterministic function of the seed (a small torch solve)."""
     seed = int(params["seed"])
@@ -73,5 +81,6 @@ def selftest(params: dict[str, Any]) -> dict[str, Any]:
 BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "claim": claim_task,
     "fpp.online-block": fpp_online_block,
+    "rtrl.sec7-run": rtrl_sec7_run,
     "sweep.selftest": selftest,
 }
