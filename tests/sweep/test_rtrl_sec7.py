@@ -68,8 +68,9 @@ def test_design_sizes() -> None:
     assert len(sec7.design("7.1", "paper")) == 2 * 10 * 4 * 3 * 7
     assert len(sec7.design("7.2", "paper")) == 3 * 10 * 4 * 3 * 7
     assert {r.seed for r in sec7.design("7.1", "ci", seed=7)} == set(range(7, 12))
+    assert len(sec7.design("7.1", "full")) == 2 * 5 * 2 * 2 * 5
     with pytest.raises(InvalidArgument, match="--scale"):
-        sec7.design("7.1", "full")
+        sec7.design("7.1", "huge")
 
 
 def test_sign_test() -> None:
@@ -160,7 +161,7 @@ def test_sweep_definitions_build_and_merge() -> None:
         missing = plan.merge({})
         assert [r.verdict for r in missing] == [Verdict.FAIL] and "no outcome" in (missing[0].reason or "")
     with pytest.raises(InvalidArgument, match="--scale"):
-        get_definition("rtrl-sec71").build(SweepOptions(scale="full"))
+        get_definition("rtrl-sec71").build(SweepOptions(scale="huge"))
 
 
 def test_task_runs_one_cell() -> None:

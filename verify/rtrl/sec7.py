@@ -100,7 +100,7 @@ TEACHERS: dict[str, tuple[str, float]] = {
 SCHEDULES = ("constant", "step", "inverse")
 #: ``broken-rtrl``: the negative control, RTRL without ∂F/∂θ (mutant ``rtrl.no-immediate-term``)
 LEARNERS = ("rtrl", "tbptt", "broken-rtrl")
-SCALES = ("ci", "paper")
+SCALES = ("ci", "full", "paper")
 
 
 @dataclass(frozen=True)
@@ -323,6 +323,18 @@ class Scale:
 
 SIZES: dict[str, Scale] = {
     "ci": Scale(seeds=5, steps=1000, n=3, d=2, batch=8, lrs=(1e-2,), schedules=("step",), ks=(2, 8)),
+    # a reduced paper-like grid (``--scale full``): what fits a few minutes on two cores; labelled as reduced
+    "full": Scale(
+        seeds=5,
+        steps=2000,
+        n=4,
+        d=3,
+        batch=16,
+        lrs=(3e-3, 3e-2),
+        schedules=("constant", "inverse"),
+        ks=(1, 5, 20),
+        checkpoints=10,
+    ),
     "paper": Scale(
         seeds=10,
         steps=20_000,
