@@ -110,6 +110,10 @@ def judge_instability(section: str, tables: list[dict[str, Any]]) -> CheckResult
                 rtrl_bad.append(f"{where}: RTRL unstable on seeds {sorted(r_bad)}")
     rtrl_bad = sorted(set(rtrl_bad))
     ok = bool(hits)
+    finding = (
+        f"RTRL itself is unstable (diverged, or ended above its initial loss) in {len(rtrl_bad)} (group, eta0, "
+        f"schedule) panel(s): {'; '.join(rtrl_bad)}"
+    )
     return CheckResult(
         f"rtrl.sec{section.replace('.', '')}-tbptt-unstable",
         Verdict.PASS if ok else Verdict.FAIL,
@@ -120,7 +124,7 @@ def judge_instability(section: str, tables: list[dict[str, Any]]) -> CheckResult
         threshold=1.0,
         comparison=">=",
         reason=None if ok else "no (eta0, schedule, k) panel meets the rule",
-        findings=tuple(rtrl_bad[:10]),
+        findings=(finding,) if rtrl_bad else (),
         data={"section": section, "panels": hits, "rtrl_unstable": rtrl_bad},
     )
 
