@@ -20,6 +20,7 @@ from verify.rtrl import sec7
 from verify.run.sweep import SweepOptions, execute_cell, get_definition
 from verify.run.sweep.cells import tasks
 from verify.run.sweep.driver import CellOutcome
+from verify.run.sweep.tasks import sec7_learner
 from verify.verdict import Verdict
 
 TINY = sec7.Scale(seeds=3, steps=200, n=2, d=2, batch=4, lrs=(1e-2,), schedules=("step",), ks=(2,), checkpoints=2)
@@ -136,7 +137,7 @@ def test_errors_are_a_fail_naming_the_run() -> None:
 def test_broken_rtrl_through_the_harness_fails_by_construction() -> None:
     """The control reruns the harness with the broken learner: it never goes below the readout-only floor."""
     runs = sec7.design("7.1", TINY)
-    values = {r: sec7.run_cell(r) for r in runs}
+    values = {r: sec7.run_cell(r, sec7_learner) for r in runs}
     for r, v in values.items():
         if r.learner == "broken-rtrl":
             assert v["final"] >= v["floor"] * (1 - 1e-12), (r.label(), v["final"], v["floor"])

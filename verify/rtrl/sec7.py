@@ -45,8 +45,6 @@ import torch
 from verify.errors import InvalidArgument
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.online import run_online
-from verify.impl import Implementations
-from verify.impl.mutants import get as get_mutant
 from verify.model.cells import ElmanCell, LinearCell
 from verify.model.losses import LinearReadout, SquaredError
 from verify.model.problem import Problem
@@ -69,7 +67,6 @@ __all__ = [
     "Run",
     "Scale",
     "constants",
-    "default_learner",
     "design",
     "group_name",
     "min_wins",
@@ -263,23 +260,14 @@ def constants() -> dict[str, Any]:
 LearnerFactory = Callable[[Run], OnlineEstimator]
 
 
-def default_learner(run: Run) -> OnlineEstimator:
-    """The toolkit's learners: RTRL (UORO eq. (4)), online TBPTT(τ), and the control (RTRL without ∂F/∂θ)."""
-    impls = Implementations()
-    if run.learner == "rtrl":
-        return impls.rtrl.rtrl()  # type: ignore[no-any-return]
-    if run.learner == "tbptt":
-        return impls.truncation.tbptt(run.k)  # type: ignore[no-any-return]
-    return get_mutant("rtrl.no-immediate-term").impl.rtrl()  # type: ignore[no-any-return]
-
-
-def run_cell(run: Run, learner: LearnerFactory | None = None) -> dict[str, Any]:
+def run_cell(run: Run, learner: LearnerFactory) -> dict[str, Any]:
     """Train ``run``'s learner online and return its loss curve, the floor, the initial and the teacher's loss.
 
-    ``learner(run)`` builds the estimator (default :func:`default_learner`). A run whose iterate becomes non-finite
-    is reported ``diverged`` (a result, not an error), its loss then +inf from that point.
+    ``learner(run)`` builds the estimator for ``run.learner`` (the sweep's task passes the implementations under
+    test: :func:`verify.run.sweep.tasks.sec7_learner`). A run whose iterate becomes non-finite is reported
+    ``diverged`` (a result, not an error), its loss then +inf.
     """
-    make = learner or default_learner
+    make = learner
     gen = torch.Generator().manual_seed(1_000_003 * run.seed + 17 * sorted(TEACHERS).index(run.teacher) + 1)
     P0, th_star = teacher(run.teacher, run.n, run.d, gen)
     Ptrain = _sequences(P0, th_star, run.steps, run.batch, run.data_sd, gen)

@@ -23,11 +23,14 @@ import torch
 from theory.catalog import all_claims
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
+from verify.estimators.base import OnlineEstimator
 from verify.fpp.reproduction import Block, run_block
+from verify.impl import Implementations
+from verify.impl.mutants import get as get_mutant
 from verify.rtrl.sec7 import Run, run_cell
 from verify.run.check import implementations_from_params, run_check
 
-__all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "rtrl_sec7_run", "selftest"]
+__all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "rtrl_sec7_run", "sec7_learner", "selftest"]
 
 
 def claim_task(params: dict[str, Any]) -> dict[str, Any]:
@@ -59,9 +62,20 @@ def fpp_online_block(params: dict[str, Any]) -> dict[str, Any]:
     return run_block(Block.from_params(params))
 
 
+def sec7_learner(run: Run) -> OnlineEstimator:
+    """The learners of the §7 sweeps: the toolkit's RTRL (UORO eq. (4)) and online TBPTT(k); ``broken-rtrl``, the
+    negative control, is RTRL without dF/dtheta (mutant ``rtrl.no-immediate-term``)."""
+    impls = Implementations()
+    if run.learner == "rtrl":
+        return impls.rtrl.rtrl()  # type: ignore[no-any-return]
+    if run.learner == "tbptt":
+        return impls.truncation.tbptt(run.k)  # type: ignore[no-any-return]
+    return get_mutant("rtrl.no-immediate-term").impl.rtrl()  # type: ignore[no-any-return]
+
+
 def rtrl_sec7_run(params: dict[str, Any]) -> dict[str, Any]:
     """One run (learner, eta0, schedule, k, seed) of the RTRL convergence paper's §7.1-7.2 sweeps."""
-    return run_cell(Run.from_params(params))
+    return run_cell(Run.from_params(params), sec7_learner)
 
 
 def selftest(params: dict[str, Any]) -> dict[str, Any]:
