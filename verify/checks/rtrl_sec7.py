@@ -16,7 +16,8 @@ Rules (stated before the runs; seeds are independent teachers, data and θ₀; r
   resolved at this power": the fewest favourable seeds the test can call significant is stated).
 * **TBPTT unstable** (§7.1 only, one result): PASS when some panel (group, η₀, schedule, τ) has TBPTT unstable
   (diverged, or ended above its initial loss) on at least half of the seeds while RTRL at the same (η₀, schedule)
-  is unstable on none of them; else FAIL ("not reproduced on this grid"), RTRL's own instabilities listed.
+  is unstable on none of them; else FAIL ("not reproduced on this grid"), RTRL's own instabilities listed (a
+  FINDING); INCONCLUSIVE instead of FAIL on a grid with a single η₀ (the ci grid), which cannot test the claim.
 * **control** (every comparison): the same judge on the broken RTRL's runs (RTRL without ∂F/∂θ, mutant
   ``rtrl.no-immediate-term``, run through the same harness in RTRL's place) must FAIL. It does by construction:
   its cell parameters never move, so its loss cannot go below the readout-only floor (the premise).
@@ -110,20 +111,26 @@ def judge_instability(section: str, tables: list[dict[str, Any]]) -> CheckResult
                 rtrl_bad.append(f"{where}: RTRL unstable on seeds {sorted(r_bad)}")
     rtrl_bad = sorted(set(rtrl_bad))
     ok = bool(hits)
+    lrs = {row["lr"] for tab in tables for row in tab["unstable"]}
     finding = (
         f"RTRL itself is unstable (diverged, or ended above its initial loss) in {len(rtrl_bad)} (group, eta0, "
         f"schedule) panel(s): {'; '.join(rtrl_bad)}"
     )
+    # "for some learning rates": a grid with one eta0 cannot show it (the ci grid); that is no evidence either way
+    verdict = Verdict.PASS if ok else (Verdict.FAIL if len(lrs) > 1 else Verdict.INCONCLUSIVE)
     return CheckResult(
         f"rtrl.sec{section.replace('.', '')}-tbptt-unstable",
-        Verdict.PASS if ok else Verdict.FAIL,
+        verdict,
         (f"{len(hits)} panel(s) with TBPTT unstable where RTRL is not: " + "; ".join(hits[:5]))
         if ok
         else "not reproduced on this grid: no panel has TBPTT unstable on half the seeds with RTRL stable there",
         statistic=float(len(hits)),
         threshold=1.0,
         comparison=">=",
-        reason=None if ok else "no (eta0, schedule, k) panel meets the rule",
+        reason=None
+        if ok
+        else "no (eta0, schedule, k) panel meets the rule"
+        + ("" if len(lrs) > 1 else " -- and the grid has one eta0: it cannot test 'for some learning rates'"),
         findings=(finding,) if rtrl_bad else (),
         data={"section": section, "panels": hits, "rtrl_unstable": rtrl_bad},
     )
