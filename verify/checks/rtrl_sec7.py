@@ -1,12 +1,13 @@
 r"""Judges of the ``rtrl-sec71`` / ``rtrl-sec72`` sweeps: the RTRL convergence paper's §7.1-7.2 claims, rebuilt.
 
-Paper: "Convergence analysis of real-time recurrent learning (RTRL) for a class of recurrent neural networks"
-(``seeds/rtrl-convergence-analysis.md``), §7.1 (linear RNNs, Fig. 1-2: "Typically, RTRL performs better than
+Paper: "Convergence Analysis of Real-time Recurrent Learning (RTRL) for a class of Recurrent Neural Networks"
+(:data:`theory.papers.RTRL_CONVERGENCE`: preprint, 2024 or later; author line and arXiv id missing from the text
+used, ``seeds/rtrl-convergence-analysis.md``), §7.1 (linear RNNs, Fig. 1-2: "Typically, RTRL performs better than
 TBPTT. In several cases, TBPTT becomes unstable"; Fig. 2: "RTRL outperforms TBPTT, typically achieving a much
 smaller loss") and §7.2 (Elman RNNs: ReLU Fig. 3-4, tanh Fig. 5-6, tanh at another Δ Fig. 7-8: "RTRL
 outperforms TBPTT"). The runs and the statistics are :mod:`verify.rtrl.sec7`'s; this module decides.
 
-Rules (stated before the runs; seeds are independent teachers, data and θ₀; runs on one seed are paired):
+Rules (seeds are independent teachers, data and θ₀; runs on one seed are paired):
 
 * **learned** (premise, per seed): RTRL's best final long-run loss over the (η₀, schedule) panels lies below the
   readout-only floor (least squares on the readout with the cell frozen at θ₀). Not met on a seed -> FAIL.

@@ -1,7 +1,8 @@
 r"""The RTRL convergence paper's §7.1-7.2 runs as sweeps: RTRL vs TBPTT under RMSprop and learning-rate schedules.
 
-Paper: Z. Chen, J. Sirignano et al. (2025?) -- as cited in the catalog: "Convergence analysis of real-time recurrent
-learning (RTRL) for a class of recurrent neural networks" (``seeds/rtrl-convergence-analysis.md``), §7.1 "Linear
+Paper: "Convergence Analysis of Real-time Recurrent Learning (RTRL) for a class of Recurrent Neural Networks"
+(:data:`theory.papers.RTRL_CONVERGENCE`: preprint, 2024 or later; the author line and an arXiv id are missing from
+the text used, ``seeds/rtrl-convergence-analysis.md``), §7.1 "Linear
 RNNs" (eq. (7.1)-(7.3), Fig. 1-2) and §7.2 "Single-layer RNNs" (eq. (7.4)-(7.5), Fig. 3-8). The seed lost its
 formulas and most of its numbers, so the constants below are **rebuilt** (chosen here, documented here):
 
@@ -267,7 +268,6 @@ def run_cell(run: Run, learner: LearnerFactory) -> dict[str, Any]:
     test: :func:`verify.run.sweep.tasks.sec7_learner`). A run whose iterate becomes non-finite is reported
     ``diverged`` (a result, not an error), its loss then +inf.
     """
-    make = learner
     gen = torch.Generator().manual_seed(1_000_003 * run.seed + 17 * sorted(TEACHERS).index(run.teacher) + 1)
     P0, th_star = teacher(run.teacher, run.n, run.d, gen)
     Ptrain = _sequences(P0, th_star, run.steps, run.batch, run.data_sd, gen)
@@ -283,7 +283,7 @@ def run_cell(run: Run, learner: LearnerFactory) -> dict[str, Any]:
         "steps": record,
     }
     try:
-        res = run_online(make(run), Ptrain, th0, opt, torch.Generator().manual_seed(0), record=record)
+        res = run_online(learner(run), Ptrain, th0, opt, torch.Generator().manual_seed(0), record=record)
         losses = [_loss(Peval, th) for th in res.thetas]
         out["diverged"] = None
     except InvalidArgument as exc:  # non-finite estimate or iterate: divergence is a result
