@@ -15,11 +15,14 @@ from typing import Any
 import torch
 
 from verify.model.problem import Problem
-from verify.truncation.fixtures import figure1_instance
+from verify.truncation.fixtures import TANH_UNSATURATED, figure1_instance, tanh_saturation
 from verify.truncation.instances import TruncationParts, evaluate_instance, measured_contraction_rate
 from verify.truncation.rate_fit import RateFit, fit_log_rate
 
-__all__ = ["Figure1aKind", "Figure1aSetup", "figure1a_kind"]
+__all__ = ["MIN_POINTS", "Figure1aKind", "Figure1aSetup", "degenerate_reasons", "figure1a_kind"]
+
+#: fewest k above the round-off floor for a curve to be a curve (the rate fit needs 4 points)
+MIN_POINTS = 4
 
 
 @dataclass(frozen=True)
@@ -53,13 +56,21 @@ def _amplitude(ks: list[int], mean: list[float], lam: float, floor: float) -> fl
     return math.exp(sum(math.log(mean[i] / (ks[i] * lam ** ks[i])) for i in above) / len(above)) if above else math.nan
 
 
-def figure1a_kind(kind: str, impl: TruncationParts, gen: torch.Generator, setup: Figure1aSetup) -> Figure1aKind:
-    """``setup.runs`` instances of ``kind`` drawn from ``gen``: Lemma 2's error and bound at every k; the mean's fit."""
+def figure1a_kind(
+    kind: str, impl: TruncationParts, gen: torch.Generator, setup: Figure1aSetup, *, input_sd: float | None = None
+) -> Figure1aKind:
+    """``setup.runs`` instances of ``kind`` drawn from ``gen``: Lemma 2's error and bound at every k; the mean's fit.
+
+    ``input_sd``: ``None``, App. A.5's instance as printed; a value, the same draws with U rescaled so that each
+    unit's input drive has that s.d. (:func:`~verify.truncation.fixtures.figure1_instance`). The record's
+    ``instance``: the worst tanh saturation over the runs (:func:`~verify.truncation.fixtures.tanh_saturation`)
+    and ``points_above_floor``, the k whose mean error lies above the fit's round-off floor (10x the budget).
+    """
     lam, ks, runs, K = setup.lam, setup.ks, setup.runs, setup.K
-    errs, bounds, gammas, budgets, tights, rates, holds = [], [], [], [], [], [], []
+    errs, bounds, gammas, budgets, tights, rates, holds, sats = [], [], [], [], [], [], [], []
     first: tuple[Problem, torch.Tensor] | None = None
     for _ in range(runs):
-        P, th = figure1_instance(kind, setup.n, setup.n, setup.T, lam, gen)
+        P, th = figure1_instance(kind, setup.n, setup.n, setup.T, lam, gen, input_sd=input_sd)
         if first is None:
             first = (P, th)
         ev = evaluate_instance(P, th, ks=ks, impl=impl, parts=("model",), forms=("gamma",), with_rate=False)
@@ -71,6 +82,7 @@ def figure1a_kind(kind: str, impl: TruncationParts, gen: torch.Generator, setup:
         budgets.append(s.budget)
         tights.append(s.tightness)
         rates.append(math.log(measured_contraction_rate(P, th)))
+        sats.append(tanh_saturation(P, th))
     assert first is not None
     mean = [sum(e[i] for e in errs) / runs for i in range(K)]
     budget = max(budgets)
@@ -88,5 +100,35 @@ def figure1a_kind(kind: str, impl: TruncationParts, gen: torch.Generator, setup:
         "log_lam": math.log(lam),
         "tightness": max(tights),
         "log_measured_contraction": sum(rates) / runs,
+        "instance": {
+            "input_sd": input_sd,
+            "preactivation_sd": max(x["preactivation_sd"] for x in sats),
+            "mean_derivative": min(x["mean_derivative"] for x in sats),
+            "saturated_fraction": max(x["saturated_fraction"] for x in sats),
+            "saturated": min(x["mean_derivative"] for x in sats) < TANH_UNSATURATED,
+            "points_above_floor": sum(e > 10 * budget for e in mean),
+        },
     }
     return Figure1aKind(record, holds, fit, first)
+
+
+def degenerate_reasons(name: str, record: dict[str, Any] | None) -> list[str]:
+    """Why the Fig. 1(a) curve ``record`` (:func:`figure1a_kind`) is no curve; [] when it is one.
+
+    Degenerate: not run; the model's tanh saturated (mean tanh' below
+    :data:`~verify.truncation.fixtures.TANH_UNSATURATED`: the truncation error collapses to round-off within a few
+    k, far faster than λ^k, and the rate criterion holds vacuously); or fewer than :data:`MIN_POINTS` k above the
+    round-off floor.
+    """
+    if record is None:
+        return [f"{name}: not run"]
+    inst, out = record["instance"], []
+    if inst["saturated"]:
+        out.append(
+            f"{name}: tanh saturated (mean tanh' {inst['mean_derivative']:.2g} < {TANH_UNSATURATED}, pre-activation "
+            f"s.d. {inst['preactivation_sd']:.2g}; fitted slope {record['slope']:.3g} vs log lambda "
+            f"{record['log_lam']:.3g})"
+        )
+    if inst["points_above_floor"] < MIN_POINTS:
+        out.append(f"{name}: {inst['points_above_floor']} k above the round-off floor (< {MIN_POINTS})")
+    return out

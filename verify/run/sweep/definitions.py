@@ -18,6 +18,8 @@ sweep                  what                                                     
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           65
 ``uoro-brackets``      UORO §4 Fig. 3b, distant brackets, UORO vs TBPTT-4, GRU/LSTM   8 (ci 8)
 ``uoro-anbn``          UORO §4 Fig. 4, 5, a^n b^n(1, 32), UORO vs TBPTT-1/2/16        12 (ci 8)
+``rtrl-sec71``         RTRL convergence §7.1 Fig. 1-2: linear RNN, RTRL vs TBPTT(k)    1680 (ci 40)
+``rtrl-sec72``         RTRL convergence §7.2 Fig. 3-8: Elman ReLU/tanh, RTRL vs TBPTT   2520 (ci 60)
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
 ``gate``               every claim x seeds: FAIL rates, controls, family-wise rate   claims x seeds
 ``claims``             any claims x seeds (one result per claim and seed)             claims x seeds
@@ -42,10 +44,12 @@ from theory.catalog import GATE_ALPHA, all_claims, gate_budget
 from verify._validate import MAX_SEED
 from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
+from verify.checks.rtrl_sec7 import judge_sec7
 from verify.checks.uoro_char import judge_char_sweep
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, stochasticworld_design, updates_designs
+from verify.rtrl import sec7
 from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
@@ -227,6 +231,33 @@ def _char_sweep(name: str, task: str, claim_id: str) -> Callable[[SweepOptions],
 
         settings = {"scale": opts.scale, "seed": opts.seed, "runs": len(cells), "chars": design.specs[0].chars,
                     "hidden": design.specs[0].hidden}  # fmt: skip
+        return SweepPlan(name, tuple(cells), merge, settings=settings)
+
+    return build
+
+
+def _sec7(section: str) -> Callable[[SweepOptions], SweepPlan]:
+    """``rtrl-sec71`` / ``rtrl-sec72``: the RTRL convergence paper's §7.1 / §7.2 runs (:mod:`verify.rtrl.sec7`),
+    judged by :func:`verify.checks.rtrl_sec7.judge_sec7`; ``--scale ci`` or ``paper``."""
+    name = f"rtrl-sec{section.replace('.', '')}"
+
+    def build(opts: SweepOptions) -> SweepPlan:
+        runs = sec7.design(section, opts.scale, opts.seed)
+        cells = [SweepCell("rtrl.sec7-run", r.params(), label=r.label()) for r in runs]
+        by_key = {c.key: r for c, r in zip(cells, runs, strict=True)}
+
+        def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+            values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+            missing = {r: "the cell has no outcome" for k, r in by_key.items() if k not in outcomes}
+            try:
+                return judge_sec7(section, runs, values, {**errors, **missing})
+            except Exception:  # a merge that crashes is a FAIL with its traceback, never lost
+                return [CheckResult(f"{name}.merge", Verdict.FAIL, "merging the sweep's cells raised",
+                                    reason=traceback.format_exc())]  # fmt: skip
+
+        sz = sec7.SIZES[opts.scale]
+        settings = {"scale": opts.scale, "seed": opts.seed, "section": section, "size": sz.__dict__,
+                    "constants": sec7.constants()}  # fmt: skip
         return SweepPlan(name, tuple(cells), merge, settings=settings)
 
     return build
@@ -653,6 +684,16 @@ _DEFS = (
         "uoro-anbn",
         "UORO §4 Fig. 4, 5: a^n b^n (1, 32), UORO vs TBPTT, GRU and LSTM",
         _char_sweep("uoro-anbn", "anbn", "uoro.anbn-sweep"),
+    ),
+    SweepDefinition(
+        "rtrl-sec71",
+        "RTRL convergence §7.1 Fig. 1-2 (rebuilt): linear RNN, RTRL vs TBPTT(k), RMSprop, lr schedules",
+        _sec7("7.1"),
+    ),
+    SweepDefinition(
+        "rtrl-sec72",
+        "RTRL convergence §7.2 Fig. 3-8 (rebuilt): Elman ReLU / tanh, RTRL vs TBPTT(k), RMSprop, lr schedules",
+        _sec7("7.2"),
     ),
     SweepDefinition(
         "calibration",

@@ -7,6 +7,8 @@
   (:func:`verify.fpp.reproduction.run_block`).
 * ``uoro.char-run`` -- one online run of UORO §4's character-level experiments
   (:func:`verify.uoro.char_learning.run_char_learner`).
+* ``rtrl.sec7-run`` -- one run of the RTRL convergence paper's §7.1-7.2 sweeps
+  (:func:`verify.rtrl.sec7.run_cell`).
 * ``sweep.selftest`` -- a small deterministic torch computation that takes
   ``sleep`` seconds: exercises the sweep machinery (faults, cache, resume) in the
   tests without the cost of a real check. ``fail: true`` makes it raise.
@@ -23,11 +25,23 @@ import torch
 from theory.catalog import all_claims
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
+from verify.estimators.base import OnlineEstimator
 from verify.fpp.reproduction import Block, run_block
+from verify.impl import Implementations
+from verify.impl.mutants import get as get_mutant
+from verify.rtrl.sec7 import Run, run_cell
 from verify.run.check import implementations_from_params, run_check
 from verify.uoro.char_learning import CharLearnerSpec, run_char_learner
 
-__all__ = ["BUILTIN_TASKS", "claim_task", "fpp_online_block", "selftest", "uoro_char_run"]
+__all__ = [
+    "BUILTIN_TASKS",
+    "claim_task",
+    "fpp_online_block",
+    "rtrl_sec7_run",
+    "sec7_learner",
+    "selftest",
+    "uoro_char_run",
+]
 
 
 def claim_task(params: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +78,22 @@ def uoro_char_run(params: dict[str, Any]) -> dict[str, Any]:
     return run_char_learner(CharLearnerSpec.from_params(params))
 
 
+def sec7_learner(run: Run) -> OnlineEstimator:
+    """The learners of the §7 sweeps: the toolkit's RTRL (UORO eq. (4)) and online TBPTT(k); ``broken-rtrl``, the
+    negative control, is RTRL without dF/dtheta (mutant ``rtrl.no-immediate-term``)."""
+    impls = Implementations()
+    if run.learner == "rtrl":
+        return impls.rtrl.rtrl()  # type: ignore[no-any-return]
+    if run.learner == "tbptt":
+        return impls.truncation.tbptt(run.k)  # type: ignore[no-any-return]
+    return get_mutant("rtrl.no-immediate-term").impl.rtrl()  # type: ignore[no-any-return]
+
+
+def rtrl_sec7_run(params: dict[str, Any]) -> dict[str, Any]:
+    """One run (learner, eta0, schedule, k, seed) of the RTRL convergence paper's §7.1-7.2 sweeps."""
+    return run_cell(Run.from_params(params), sec7_learner)
+
+
 def selftest(params: dict[str, Any]) -> dict[str, Any]:
     """``{"seed", "size"?, "sleep"?, "fail"?}`` -> a deterministic function of the seed (a small torch solve)."""
     seed = int(params["seed"])
@@ -81,6 +111,7 @@ def selftest(params: dict[str, Any]) -> dict[str, Any]:
 BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "claim": claim_task,
     "fpp.online-block": fpp_online_block,
+    "rtrl.sec7-run": rtrl_sec7_run,
     "sweep.selftest": selftest,
     "uoro.char-run": uoro_char_run,
 }
