@@ -68,6 +68,7 @@ def test_the_checker_accepts_a_backed_row(tmp_path: Path) -> None:
         ("reproduced", "PASS", "error 4.6e-07", ("rtrl.exact",), "4.6e-07 (in 'ours') is not a number"),
         ("reproduced", "FAIL", "error 0.0012", ("rtrl.exact",), "status 'reproduced' but the evidence has"),
         ("not reproduced", "PASS", "error 0.0012", ("rtrl.exact",), "status 'not reproduced' but the evidence"),
+        ("not resolved at this power", "FAIL", "error 0.0012", ("rtrl.exact",), "needs an INCONCLUSIVE and no FAIL"),
         ("reproduced", "PASS", "error 0.0012", ("no.such-claim",), "is not in the catalog"),
         ("reproduced", "PASS", "error 0.0012", ("rtrl.truncated-bptt",), "is not in rep/results.json"),
     ],

@@ -35,8 +35,8 @@ _ANY_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 
 def _how(e: Experiment) -> str:
     parts = []
-    if e.claims:
-        parts.append(", ".join(f"`{c}`" for c in e.claims))
+    if e.claims or e.results:
+        parts.append(", ".join(f"`{c}`" for c in e.claims + e.results))
     if e.evidence:
         parts.append(f"in `{e.evidence}/`")
     if e.command:
@@ -60,7 +60,7 @@ def status_counts(experiments: Sequence[Experiment] = EXPERIMENTS) -> dict[str, 
 
 
 def _this_run(e: Experiment, verdicts: Mapping[str, str]) -> str:
-    got = [f"{verdicts[c]} `{c}`" for c in e.claims if c in verdicts]
+    got = [f"{verdicts[c]} `{c}`" for c in e.claims + e.results if c in verdicts]
     return ", ".join(got) if got else "not in this run"
 
 
@@ -147,12 +147,15 @@ def evidence_problems(root: Path | str, experiments: Sequence[Experiment] = EXPE
             verdicts = {str(r["id"]): str(r["verdict"]) for r in doc.get("claims", [])}
             loaded[e.evidence] = (verdicts, set(_numbers(text)))
         verdicts, found = loaded[e.evidence]
-        got = [verdicts.get(c) for c in e.claims]
-        for c, v in zip(e.claims, got, strict=True):
+        ids = e.claims + e.results
+        got = [verdicts.get(c) for c in ids]
+        for c, v in zip(ids, got, strict=True):
             if v is None:
                 problems.append(f"{name}: claim {c!r} is not in {e.evidence}/results.json")
         if e.status == "reproduced" and any(v not in (None, "PASS") for v in got):
             problems.append(f"{name}: status 'reproduced' but the evidence has {got}")
+        if e.status == "not resolved at this power" and ("INCONCLUSIVE" not in got or "FAIL" in got):
+            problems.append(f"{name}: status 'not resolved at this power' needs an INCONCLUSIVE and no FAIL ({got})")
         if e.status == "not reproduced" and "FAIL" not in got:
             problems.append(f"{name}: status 'not reproduced' but the evidence has no FAIL ({got})")
         for m in _NUMBER.finditer(e.ours):
