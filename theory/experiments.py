@@ -325,7 +325,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "stable (||W|| <= 1) vs unconstrained tanh RNN on Wikitext-2",
         "test perplexity 143.5 (stable) vs 146.7",
         "not run",
-        needs="the Wikitext-2 data set (not shipped) and about 16 word-level language models (roughly 8-16 GPU-hours, estimated); a synthetic analogue of the three measurements, labelled as such: python -m verify.bench.mh_sec72_analogue (8 s)",
+        needs="the Wikitext-2 data set (not shipped) and about 16 word-level language models (roughly 8-16 GPU-hours, "
+        "estimated); a synthetic analogue of the three measurements, labelled as such: python -m "
+        "verify.bench.mh_sec72_analogue (8 s)",
     ),
     Experiment(
         _M,
