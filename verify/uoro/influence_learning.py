@@ -80,7 +80,7 @@ class LearningSetup:
 
 
 def learning_setup(full: bool) -> LearningSetup:
-    """Fig. 3a's system (n = 23, 13 minus signs): UORO 10 runs x 20 000 steps (ci), 30 runs x 50 000 steps (full).
+    """Fig. 3a's system (n = 23, 13 minus signs): UORO 15 runs x 20 000 steps (ci), 30 runs x 50 000 steps (full).
 
     η = 3e-4 for both learners (the paper tunes η per learner and does not print it; UORO with η = 1e-3 or
     6e-4 diverges or wanders at loss > 1 on most pilot seeds). At η = 3e-4 the horizon is the binding size:
@@ -89,7 +89,7 @@ def learning_setup(full: bool) -> LearningSetup:
     """
     if full:
         return LearningSetup(23, 10, 50_000, 3e-4, 10, 30, tbptt_steps=5000, control_steps=50_000)
-    return LearningSetup(23, 10, 20_000, 3e-4, 10, 10, tbptt_steps=400, control_steps=20_000)
+    return LearningSetup(23, 10, 20_000, 3e-4, 10, 15, tbptt_steps=400, control_steps=20_000)
 
 
 def optimum_theta(n: int, p: int) -> float:
