@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from verify.estimators import RTRL, TBPTT, UORO, PreactivationUORO, TruncatedModel
+from verify.estimators.snap import SnAp
 from verify.testing.strategies import random_problem
 
 #: every estimator of the toolkit, with the cells it supports (None = all)
@@ -19,6 +20,8 @@ ESTIMATORS = [
     (UORO(block=3, rank=2), None),
     (PreactivationUORO(), ("elman-tanh", "elman-relu")),
     (PreactivationUORO(rank=3), ("elman-tanh", "elman-relu")),
+    (SnAp(1), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
+    (SnAp(2), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
 ]
 
 
