@@ -6,6 +6,7 @@ import torch
 
 from verify.estimators import RTRL, TBPTT, UORO, PreactivationUORO, TruncatedModel
 from verify.estimators.kfrtrl import KFRTRL
+from verify.estimators.snap import SnAp
 from verify.testing.strategies import random_problem
 
 #: every estimator of the toolkit, with the cells it supports (None = all)
@@ -21,6 +22,8 @@ ESTIMATORS = [
     (PreactivationUORO(), ("elman-tanh", "elman-relu")),
     (PreactivationUORO(rank=3), ("elman-tanh", "elman-relu")),
     (KFRTRL(), ("elman-tanh", "elman-relu")),
+    (SnAp(1), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
+    (SnAp(2), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
 ]
 
 
