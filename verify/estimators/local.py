@@ -172,7 +172,7 @@ class _LocalTrace(_Named):
     def step(
         self, problem: Problem, theta: torch.Tensor, state: TraceState, t: int, rng: torch.Generator
     ) -> tuple[TraceState, torch.Tensor]:
-        """One step of the trace recursion and the estimate :math:`L_t^\\top P_t + \\partial\\ell_t/\\partial\\theta`."""
+        r"""One step of the trace recursion; the estimate :math:`L_t^\top P_t + \partial\ell_t/\partial\theta`."""
         n, p, B = problem.n, problem.p, problem.batch_shape
         theta, M = check_step(self.name, problem, theta, state, t, {"s": (*B, n), "trace": (*B, n, p)})
         fb = self._check_feedback(problem)

@@ -203,7 +203,7 @@ class LeakyElmanCell(Cell):
 
     @property
     def leak(self) -> float:
-        """:math:`1-\alpha`, the diagonal of :math:`\partial s'/\partial s` that does not go through W."""
+        r""":math:`1-\alpha`, the diagonal of :math:`\partial s'/\partial s` that does not go through W."""
         return 1.0 - float(self.alpha)
 
     @property
