@@ -8,6 +8,7 @@ r"""Plain problem builders (deterministic given a ``torch.Generator``); the hypo
   :math:`\|x_t\| \le B_x`.
 * :func:`influence_balancing_problem` -- Tallec & Ollivier's influence-balancing problem.
 * :func:`clip_spectral_norm` -- singular-value clipping of a matrix.
+* :func:`leaky_problem` -- leaky rate units (Murray 2019) with a recurrent matrix of a given spectral radius.
 
 The hypothesis strategies over them are in :mod:`verify.testing.strategies`.
 """
@@ -31,7 +32,7 @@ from verify._validate import (
     require_positive_int,
 )
 from verify.errors import InvalidArgument
-from verify.model.cells import Cell, ElmanCell, GRUCell, InfluenceBalancingCell, LinearCell, LSTMCell
+from verify.model.cells import Cell, ElmanCell, GRUCell, InfluenceBalancingCell, LeakyElmanCell, LinearCell, LSTMCell
 from verify.model.losses import LinearReadout, SelectReadout, SoftmaxCrossEntropy, SquaredError
 from verify.model.problem import Problem
 
@@ -43,6 +44,7 @@ __all__ = [
     "clip_spectral_norm",
     "contractive_problem",
     "influence_balancing_problem",
+    "leaky_problem",
     "make_cell",
     "problem_nbytes",
     "random_problem",
@@ -252,6 +254,43 @@ def influence_balancing_problem(
         torch.zeros(n, dtype=dtype),
     )
     return problem, torch.tensor([theta], dtype=dtype)
+
+
+def leaky_problem(
+    *,
+    n: int = 4,
+    d: int = 2,
+    T: int = 10,
+    k: int = 2,
+    alpha: float = 0.5,
+    radius: float = 0.9,
+    generator: torch.Generator,
+    activation: str = "tanh",
+) -> tuple[Problem, torch.Tensor]:
+    r"""Leaky rate units (:class:`~verify.model.cells.LeakyElmanCell`), linear readout, squared error, and θ.
+
+    W is a Gaussian matrix rescaled to spectral radius ``radius`` (max |eigenvalue|; ``radius = 0``: W = 0,
+    no recurrent interaction -- the limit in which RFLO is exact), U, b, the readout, inputs, targets and
+    :math:`s_0` Gaussian (float64). Bad input names the argument (:class:`~verify.errors.InvalidArgument`).
+    """
+    n, T, k = require_positive_int("n", n), require_positive_int("T", T), require_positive_int("k", k)
+    d = require_positive_int("d", d)
+    radius = require_finite_number("radius", radius, minimum=0.0)
+    require_generator("generator", generator)
+    cell = LeakyElmanCell(n, d, activation=activation, alpha=alpha)  # type: ignore[arg-type]
+    problem = Problem(
+        cell,
+        LinearReadout(n, k),
+        SquaredError(),
+        torch.randn(T, d, generator=generator, dtype=torch.float64),
+        torch.randn(T, k, generator=generator, dtype=torch.float64),
+        0.5 * torch.randn(n, generator=generator, dtype=torch.float64),
+    )
+    theta = problem.init_theta(generator)
+    W = torch.randn(n, n, generator=generator, dtype=torch.float64)
+    rho = float(torch.linalg.eigvals(W).abs().max())
+    theta[problem.layout["cell.W"].slice] = (W * (radius / rho)).reshape(-1)
+    return problem, theta
 
 
 # ----------------------------------------------------------------- hypothesis

@@ -11,6 +11,7 @@ Cells
 * :class:`ElmanCell` -- :math:`s' = \phi(W s + U x + b)`, φ ∈ {tanh, relu}
   (Miller & Hardt §6.2; Cooijmans & Martens "the RNN" with φ applied to the
   preactivation :math:`a = W s + U x + b`).
+* :class:`LeakyElmanCell` -- leaky rate units :math:`s' = (1-\alpha)s + \alpha\phi(W s + U x + b)` (Murray 2019).
 * :class:`LinearCell` -- :math:`s' = W s + U x + b` (Miller & Hardt §6.1).
 * :class:`LSTMCell` -- state :math:`s = (c, h)`, Miller & Hardt §6.3 with biases.
 * :class:`GRUCell` -- the gated recurrent unit (Cho et al. 2014) in the form used
@@ -41,6 +42,7 @@ __all__ = [
     "GRUCell",
     "InfluenceBalancingCell",
     "LSTMCell",
+    "LeakyElmanCell",
     "LinearCell",
     "sigmoid",
 ]
@@ -173,6 +175,66 @@ class ElmanCell(Cell):
 
     def describe(self) -> str:
         return f"elman-{self.activation}(n={self.n}, d={self.d})"
+
+
+@dataclass(frozen=True)
+class LeakyElmanCell(Cell):
+    r"""Leaky rate units :math:`s' = (1-\alpha)\,s + \alpha\,\phi(W s + U x + b)`, :math:`0 < \alpha \le 1`.
+
+    Murray 2019, "Local online learning in recurrent networks with random feedback", eLife 8:e43299
+    (bioRxiv 10.1101/458570), eq. (1) discretised with step :math:`\Delta t` and :math:`\alpha = \Delta t/\tau`;
+    the "vanilla" leaky RNN of Marschall, Cho & Savin 2020 (arXiv:1907.02649, eq. (1)). ``alpha = 1`` is the
+    :class:`ElmanCell`'s transition. Same parameters (``W``, ``U``, ``b``) as the Elman cell. Not a subclass of
+    :class:`ElmanCell`, on purpose: the fast paths and Elman-only code test ``isinstance(cell, ElmanCell)``.
+    """
+
+    n: int
+    d: int
+    activation: Activation = "tanh"
+    alpha: float = 1.0
+    name: ClassVar[str] = "leaky-elman"
+
+    def __post_init__(self) -> None:
+        _check_sizes(n=self.n, d=self.d)
+        if self.activation not in ("tanh", "relu"):
+            raise InvalidArgument("activation", self.activation, "must be 'tanh' or 'relu'")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0.0 < self.alpha <= 1.0:
+            raise InvalidArgument("alpha", self.alpha, "the leak alpha = dt/tau must be a number in (0, 1]")
+
+    @property
+    def leak(self) -> float:
+        r""":math:`1-\alpha`, the diagonal of :math:`\partial s'/\partial s` that does not go through W."""
+        return 1.0 - float(self.alpha)
+
+    @property
+    def analytic(self) -> bool:
+        return self.activation == "tanh"
+
+    @property
+    def state_size(self) -> int:
+        return self.n
+
+    @property
+    def input_size(self) -> int:
+        return self.d
+
+    def param_shapes(self) -> list[tuple[str, tuple[int, ...]]]:
+        return [("W", (self.n, self.n)), ("U", (self.n, self.d)), ("b", (self.n,))]
+
+    def preactivation(self, params: Params, s: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return _mv(params["W"], s) + _mv(params["U"], x) + params["b"]
+
+    def phi(self, a: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(a) if self.activation == "tanh" else torch.relu(a)
+
+    def step(self, params: Params, s: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return (1.0 - self.alpha) * s + self.alpha * self.phi(self.preactivation(params, s, x))  # Murray eq. (1)
+
+    def equations(self) -> str:
+        return f"s_t = (1-{self.alpha}) s_{{t-1}} + {self.alpha} {self.activation}(W s_{{t-1}} + U x_t + b)"
+
+    def describe(self) -> str:
+        return f"leaky-elman-{self.activation}(n={self.n}, d={self.d}, alpha={self.alpha})"
 
 
 @dataclass(frozen=True)
