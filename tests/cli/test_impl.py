@@ -82,6 +82,31 @@ def test_duplicate_and_alias() -> None:
         load_implementations(["uoro=nope_nope:X"], option="--rnn-verify-impl")
 
 
+@pytest.mark.parametrize(
+    ("typed", "target", "spec"),
+    [
+        ("kfrtrl", "uoro.kfrtrl", "verify.estimators.kfrtrl:KFRTRL"),
+        ("uoro.kfrtrl", "uoro.kfrtrl", "verify.estimators.kfrtrl:KFRTRL"),
+        ("snap", "rtrl.snap", "verify.estimators.snap:SnAp"),
+        ("rtrl.snap", "rtrl.snap", "verify.estimators.snap:SnAp"),
+        ("rflo", "rtrl.rflo", "verify.estimators.local:RFLO"),
+        ("eprop", "rtrl.eprop", "verify.estimators.local:EProp"),
+    ],
+)
+def test_issue26_parts_reachable_by_impl(typed: str, target: str, spec: str) -> None:
+    """KF-RTRL, SnAp-n, RFLO and e-prop are Impl fields --impl reaches (short names too), contract-checked on load."""
+    assert parse_impl_arg(f"{typed}={spec}") == (target, spec)
+    impls = load_implementations([f"{typed}={spec}"])
+    assert impls.user_parts() == (target,) and impls.source(target) is not None
+
+
+def test_issue26_part_violating_the_contract_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "bad_snap.py"
+    f.write_text("class BadSnAp:\n    def __init__(self, order=1):\n        pass\n")
+    with pytest.raises(ImplementationError, match="snap"):
+        load_implementations([f"snap={f}:BadSnAp"])
+
+
 def test_loaded_part_carries_file_and_sha256(tmp_path: Path) -> None:
     f = tmp_path / "adj.py"
     f.write_text("from verify.oracles.bptt import adjoint_gradient as mine\n")

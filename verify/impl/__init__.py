@@ -26,15 +26,19 @@ family          fields (default)                             what a field is cal
                 adjoint_gradient`), ``influence``            or the per-step gradients (T, p);
                 (:func:`~verify.oracles.bptt.influence_      ``influence(problem, theta)`` -> ∂s_t/∂θ (T, *B, n, p)
                 matrices`)
-``rtrl``        ``rtrl`` (:class:`~verify.estimators.RTRL`)  ``rtrl()`` -> an online estimator (exact, frozen θ)
+``rtrl``        ``rtrl`` (:class:`~verify.estimators.RTRL`)  ``rtrl()`` -> an online estimator (exact, frozen θ);
+                ``snap`` (:class:`~.SnAp`), ``rflo``         ``snap(order=n)``, ``rflo()``, ``eprop()`` -> online
+                (:class:`~.RFLO`), ``eprop`` (:class:`~.     estimators of RTRL's deterministic approximations
+                EProp`)                                      (declared biased)
 ``truncation``  ``tbptt`` (:class:`~.TBPTT`)                 ``tbptt(k)``, ``truncated_model(k)`` -> online
                 ``truncated_model``, ``model_states``,       estimators; ``model_states(problem, theta, k)`` ->
                 ``model_gradient``, ``tbptt_gradient``,      (T, n); ``model_gradient`` / ``tbptt_gradient``
                 ``certificate``                              ``(problem, theta, k)`` -> ∇p_T (p,);
                                                              ``certificate(problem, theta)`` -> a certificate
 ``uoro``        ``uoro`` (:class:`~.UORO`),                  ``uoro(rank=r, block=T)`` -> an online estimator
-                ``preactivation``, ``reinforce``             (``rank``/``block`` only where a claim needs them);
-                                                             ``reinforce(sigma, baseline=True)`` -> ``.sample``
+                ``preactivation``, ``reinforce``,            (``rank``/``block`` only where a claim needs them);
+                ``framework``, ``kfrtrl`` (:class:`~.        ``reinforce(sigma, baseline=True)`` -> ``.sample``;
+                KFRTRL`)                                     ``kfrtrl()`` -> KF-RTRL (unbiased, noise hook)
 ``fpp``         ``eq7_gradients``, ``sampler``,              eq. (7) (:data:`verify.fpp.objective.SampleGradFn`),
                 ``multipliers``, ``learner``                 ``sampler(n, T, size, generator)``,
                 (:func:`~verify.fpp.reproduction.            ``multipliers(problem, theta, states)``;
@@ -63,8 +67,11 @@ import torch
 
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.framework import FrameworkUORO
+from verify.estimators.kfrtrl import KFRTRL
+from verify.estimators.local import RFLO, EProp
 from verify.estimators.reinforce import Reinforce
 from verify.estimators.rtrl import RTRL
+from verify.estimators.snap import SnAp
 from verify.estimators.tbptt import TBPTT, TruncatedModel
 from verify.estimators.uoro import UORO, PreactivationUORO
 from verify.fpp.kkt import lemma1_multipliers
@@ -288,16 +295,29 @@ class ReferenceImpl(FamilyImpl):
 
 @dataclass(frozen=True, eq=False)
 class RTRLImpl(FamilyImpl):
-    """RTRL (UORO eq. (4)): ``rtrl()`` builds the online estimator the ``rtrl.*`` claims run."""
+    """RTRL (UORO eq. (4)) and its deterministic approximations, each checked against exact RTRL.
+
+    ``rtrl()`` builds the online estimator the ``rtrl.*`` claims run; ``snap(order=n)`` SnAp-n (Menick et al.
+    2021, arXiv:2006.07232), ``rflo()`` RFLO (Murray 2019, eLife 8:e43299), ``eprop()`` e-prop (Bellec et al.
+    2020, Nat. Commun. 11:3625): each approximates RTRL's influence J_t by a deterministic recursion (no
+    noise), so each is judged by where it equals exact RTRL and how far it is elsewhere -- the same
+    family as the reference they are measured against, rather than a family of one field each.
+    """
 
     FAMILY: ClassVar[str] = "rtrl"
     PRIMARY: ClassVar[str] = "rtrl"
     SIGNATURES: ClassVar[dict[str, str]] = {
-        "rtrl": "rtrl() -> online estimator (init/step; influence_estimate optional)"
+        "rtrl": "rtrl() -> online estimator (init/step; influence_estimate optional)",
+        "snap": "snap(order=n) -> online SnAp-n estimator (influence kept on its n-step sparsity pattern)",
+        "rflo": "rflo() -> online RFLO estimator (random-feedback local trace, leaky or Elman cells)",
+        "eprop": "eprop() -> online e-prop estimator (eligibility traces of each unit's own state)",
     }
-    FACTORIES: ClassVar[tuple[str, ...]] = ("rtrl",)
+    FACTORIES: ClassVar[tuple[str, ...]] = ("rtrl", "snap", "rflo", "eprop")
 
     rtrl: Callable[..., Any] = RTRL
+    snap: Callable[..., Any] = SnAp
+    rflo: Callable[..., Any] = RFLO
+    eprop: Callable[..., Any] = EProp
 
 
 @dataclass(frozen=True, eq=False)
@@ -335,7 +355,8 @@ class TruncationImpl(FamilyImpl):
 @dataclass(frozen=True, eq=False)
 class UOROImpl(FamilyImpl):
     """The UORO family: Algorithm 1 (``rank=``, UORO-T ``block=``), preactivation-space UORO, REINFORCE, the UORO of
-    Cooijmans & Martens's framework (given Q_t or greedy rescaling)."""
+    Cooijmans & Martens's framework (given Q_t or greedy rescaling), and KF-RTRL (Mujika, Meier & Steger 2018,
+    arXiv:1805.10842): an unbiased rank-one sibling of UORO with a Kronecker-factored influence."""
 
     FAMILY: ClassVar[str] = "uoro"
     PRIMARY: ClassVar[str] = "uoro"
@@ -345,13 +366,15 @@ class UOROImpl(FamilyImpl):
         "reinforce": "reinforce(sigma, baseline=True) -> object with .sample(problem, theta, m, rng, jac)",
         "framework": "framework(alpha=None, Q0=None) -> online UORO of Cooijmans & Martens's framework with "
         "Q_t = alpha_t Q0 (None: UORO's greedy rescaling), preactivation space",
+        "kfrtrl": "kfrtrl() -> online KF-RTRL estimator (Mujika et al. 2018; unbiased, noise hook optional)",
     }
-    FACTORIES: ClassVar[tuple[str, ...]] = ("uoro", "preactivation", "reinforce", "framework")
+    FACTORIES: ClassVar[tuple[str, ...]] = ("uoro", "preactivation", "reinforce", "framework", "kfrtrl")
 
     uoro: Callable[..., Any] = UORO
     preactivation: Callable[..., Any] = PreactivationUORO
     reinforce: Callable[..., Any] = reinforce_estimator
     framework: Callable[..., Any] = FrameworkUORO
+    kfrtrl: Callable[..., Any] = KFRTRL
 
 
 @dataclass(frozen=True, eq=False)

@@ -60,10 +60,26 @@ __all__ = [
 ]
 
 #: the parts that hold online-estimator factories (put through the estimator contract on load)
-ESTIMATORS = ("rtrl.rtrl", "truncation.tbptt", "truncation.truncated_model", "uoro.uoro", "uoro.preactivation")
+ESTIMATORS = (
+    "rtrl.rtrl",
+    "rtrl.snap",
+    "rtrl.rflo",
+    "rtrl.eprop",
+    "truncation.tbptt",
+    "truncation.truncated_model",
+    "uoro.uoro",
+    "uoro.preactivation",
+    "uoro.kfrtrl",
+)
 
 #: short names accepted for a ``family.field``
-ALIASES = {"tbptt": "truncation.tbptt"}
+ALIASES = {
+    "tbptt": "truncation.tbptt",
+    "kfrtrl": "uoro.kfrtrl",
+    "snap": "rtrl.snap",
+    "rflo": "rtrl.rflo",
+    "eprop": "rtrl.eprop",
+}
 
 
 def resolve_target(name: str, option: str = "--impl") -> str:
