@@ -34,6 +34,7 @@ SUBSET = {
     "device.float16-silent": "device.float32-standin",
     "reinforce.no-inverse-sigma": "uoro.reinforce-link",
     "uoro.framework-q0-inverted": "uoro.variance-reduction-optimal",
+    "snap.transposed-pattern": "rtrl.snap-exactness",
 }
 #: the same for the parts whose quickest claim takes 10-20 s per route (marked slow)
 SLOW_SUBSET = {

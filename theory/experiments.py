@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from theory.papers import COOIJMANS_MARTENS, FPP, MILLER_HARDT, RTRL_CONVERGENCE, UORO
+from theory.papers import COOIJMANS_MARTENS, FPP, MILLER_HARDT, RTRL_CONVERGENCE, SNAP, UORO
 
 __all__ = ["EXPERIMENTS", "STATUSES", "Experiment"]
 
@@ -344,5 +344,16 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "||W_k - W_65|| grows slowly, less for larger k",
         "not run",
         needs="the Wikitext-2 data set (not shipped) and one training run per k (GPU-hours)",
+    ),
+    # ------------------------------------------------------------------ SnAp (issue 26, WIP)
+    Experiment(
+        SNAP.key,
+        "§5, Fig. 2-4",
+        "character-level language modelling (enwik8) and the Copy task with sparse GRU/LSTM trained by SnAp-1/2, "
+        "RTRL, UORO and truncated BPTT",
+        "SnAp-2 close to BPTT at a fraction of RTRL's cost; SnAp-1 degrades on the Copy task's longer sequences",
+        "not run",
+        needs="enwik8 (not shipped), a truly sparse SnAp (this one stores the influence dense) and training "
+        "runs at the paper's scale (GPU-hours); rtrl.snap-exactness checks SnAp's definition, not these runs",
     ),
 )

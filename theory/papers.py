@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE", "UORO", "Paper",
-           "cite", "cited_in"]  # fmt: skip
+__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE", "SNAP", "UORO",
+           "Paper", "cite", "cited_in"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,14 @@ RTRL_CONVERGENCE = Paper(
     note="Its acknowledgements name Samuel Lam (NSF DMS-2311500); its formulas were lost in the text the toolkit "
     "was built from, and §7.1-7.2 are rebuilt from the prose.",
 )
+SNAP = Paper(
+    key="Menick et al. 2021",
+    authors="Jacob Menick, Erich Elsen, Utku Evci, Simon Osindero, Karen Simonyan, Alex Graves",
+    year="2021",
+    title="Practical Real Time Recurrent Learning with a Sparse Approximation",
+    venue="International Conference on Learning Representations (ICLR 2021)",
+    arxiv="2006.07232",
+)
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
@@ -94,7 +102,7 @@ DESIGN_NOTES = Paper(
 
 #: every cited source by its short key
 PAPERS: dict[str, Paper] = {
-    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, DESIGN_NOTES)
+    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, DESIGN_NOTES)
 }
 
 

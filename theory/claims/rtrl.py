@@ -7,6 +7,8 @@
 * ``rtrl.influence-balancing`` -- UORO §4: at equilibrium ∂s¹/∂θ = 4p − 2n; RTRL
   reproduces it, truncated BPTT with k ≪ n gets its sign wrong.
 * ``rtrl.online-convergence`` -- RTRL convergence paper §2.3, §7.1-7.2 rebuilt.
+* ``rtrl.snap-exactness`` -- SnAp-n (Menick et al. 2021 §3) equals RTRL where its n-step pattern is closed and at
+  the first n steps; biased (measured) elsewhere.
 """
 
 from __future__ import annotations
@@ -140,5 +142,30 @@ CLAIMS: tuple[Claim, ...] = (
             "stationary point, not the teacher), and a plateau escape is slow: on the slowest seeds the loss is "
             "still 0.06-0.14 after 1000-2000 steps (teacher 0.005).",
         ),
+    ),
+    Claim(
+        id="rtrl.snap-exactness",
+        title="SnAp-n equals RTRL where its n-step sparsity pattern is exact, and is biased elsewhere",
+        paper="Menick et al. 2021",
+        where="§3 (Sparse n-Step Approximation); §2 (RTRL: J_t = I_t + D_t J_(t-1))",
+        statement="SnAp-n keeps the influence J_t on the pattern M_n of the entries RTRL fills within n steps of "
+        "the recurrent core, J~_t = (I_t + D_t J~_(t-1)) ⊙ M_n. Where M_n is closed under the recursion (M_(n+1) "
+        "= M_n: a diagonal W for n = 1, a dense W for n = 2) its per-step gradients equal exact float64 RTRL's "
+        "within 1e-12 at every step, and for any W they do within the first n steps (J_t's own pattern is M_t "
+        "⊆ M_n); on a directed ring of 4 units (pattern not closed for n = 1, 2) over T = 8 steps it is biased: "
+        "the largest per-step ||g~_t - g_t|| / ||g_t|| exceeds 1e-6 and is reported with the summed gradient's "
+        "relative bias and cosine. Elman tanh and GRU (ci), also linear and LSTM (full).",
+        math="max_t ||g~_t - g_t|| / ||g_t|| <= 1e-12 where M_(n+1) = M_n (and over t <= n for any W);  > 1e-6 "
+        "where M_(n+1) != M_n",
+        assumptions=(
+            _FLOAT64,
+            "the pattern is structural (from W's nonzeros at init and the cell's equations, not a step's values) "
+            "-- the reading of verify.estimators.snap; the suite's closedness is computed from that pattern, not "
+            "by the estimator under test",
+            "the reference is the toolkit's exact RTRL (rtrl.exact); 1e-12 is the design's float64 target",
+            "negative controls: SnAp with the pattern grown along W^T, with the (n-1)-step pattern, and with no "
+            "mask (RTRL passed off as SnAp) must FAIL",
+        ),
+        check="verify.checks.rtrl_snap.check_snap_exactness",
     ),
 )

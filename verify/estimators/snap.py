@@ -49,8 +49,9 @@ not how fast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
@@ -78,6 +79,7 @@ __all__ = [
     "SnApState",
     "bias_sweep",
     "connectivity_of",
+    "exactness_suite",
     "relative_bias",
     "snap_pattern",
     "sparse_elman_problem",
@@ -324,4 +326,69 @@ def bias_sweep(
                             "closed": float(closed),
                         }
                     )
+    return rows
+
+
+# ------------------------------------------------------------------ the exactness suite (rtrl.snap-exactness)
+#: structural recurrences of the suite (H x H, every gate block): exact-pattern ones and one where SnAp is biased
+_SUITE_H = 4
+
+
+def _suite_connectivity(name: str) -> torch.Tensor:
+    H = _SUITE_H
+    if name == "diagonal":
+        return torch.eye(H)
+    if name == "dense":
+        return torch.ones(H, H)
+    if name == "ring":  # unit i reads unit i-1 and itself: directed, fills in after H - 1 steps
+        return torch.eye(H) + torch.roll(torch.eye(H), 1, 0)
+    raise InvalidArgument("connectivity", name, "one of diagonal, dense, ring")
+
+
+def _problem_with_w(kind: str, name: str, T: int, generator: torch.Generator) -> tuple[Problem, torch.Tensor]:
+    P, th = random_problem(kind, n=_SUITE_H, d=2, T=T, k=2, generator=generator)
+    e = P.layout["cell.W"]
+    C = _suite_connectivity(name).to(th.dtype).repeat(e.shape[0] // _SUITE_H, 1)
+    th = th.clone()
+    th[e.slice] = (th[e.slice].reshape(e.shape) * C).reshape(-1)
+    return P, th
+
+
+def exactness_suite(
+    snap: Callable[[int], OnlineEstimator], generator: torch.Generator, *, cells: tuple[str, ...], T: int = 8
+) -> list[dict[str, Any]]:
+    r"""SnAp-n (``snap(n)``) against exact float64 RTRL where §3's pattern says exact and where it says biased.
+
+    Rows (one per cell kind, recurrence and n): ``cell``, ``W`` (``diagonal``/``dense``/``ring``), ``order``,
+    ``steps`` (``"all"`` or ``"first n"``), ``expect`` (``"exact"`` or ``"biased"``), ``error`` (the largest
+    per-step :math:`\|\tilde g_t - g_t\|/\|g_t\|` over those steps), ``bias_total`` and ``cosine`` of the
+    summed gradient (:class:`BiasMeasurement`), ``closed`` (the n-step pattern is closed: :math:`M_{n+1} = M_n`,
+    computed here from the structural pattern, not from the estimator under test). Cases: diagonal ``W`` at
+    n = 1 and dense ``W`` at n = 2 over all T steps (closed: exact); a directed ring at n = 1, 2 (not closed for
+    H = 4 units: exact at the first n steps, biased over all T).
+    """
+    require_generator("generator", generator)
+    rows: list[dict[str, Any]] = []
+    plan = [("diagonal", 1, "all"), ("dense", 2, "all"), ("ring", 1, "first n"), ("ring", 2, "first n")]
+    plan += [("ring", 1, "all"), ("ring", 2, "all")]
+    for kind in cells:
+        for name, order, steps in plan:
+            P, th = _problem_with_w(kind, name, T, generator)
+            C = connectivity_of(P, th)
+            closed = bool(torch.equal(snap_pattern(P, C, order), snap_pattern(P, C, order + 1)))
+            m = relative_bias(snap(order), P, th)
+            per = m.per_step[:order] if steps == "first n" else m.per_step
+            rows.append(
+                {
+                    "cell": kind,
+                    "W": name,
+                    "order": order,
+                    "steps": steps,
+                    "expect": "exact" if (closed or steps == "first n") else "biased",
+                    "error": float(per.max()),
+                    "bias_total": m.total,
+                    "cosine": m.cosine,
+                    "closed": closed,
+                }
+            )
     return rows

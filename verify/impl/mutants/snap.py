@@ -1,8 +1,7 @@
 r"""Broken SnAp-n estimators (Menick et al. 2021, arXiv:2006.07232, §3): a wrong or missing sparsity pattern.
 
-Not yet in the catalog (no ``MUTANTS`` tuple): SnAp has no implementation-under-test field and no
-claim yet (issue 26, work in progress). ``tests/estimators/test_snap.py`` runs the exactness and bias
-tests on them, both sides:
+They replace ``rtrl.snap`` (``--impl snap=...``); the claim ``rtrl.snap-exactness`` must FAIL each, and
+``tests/estimators/test_snap.py`` runs the exactness and bias tests on them, both sides:
 
 * :class:`SnApTransposedPattern` -- the pattern grown along ``W``ᵀ (edges read j → i instead of i → j,
   the direction bug of a graph library's adjacency convention): the exactness tests on a directed
@@ -20,9 +19,12 @@ from dataclasses import dataclass
 import torch
 
 from verify.estimators.snap import SnAp, connectivity_of, snap_pattern
+from verify.impl.mutants import Mutant
 from verify.model.problem import Problem
 
-__all__ = ["SnApNoMask", "SnApShortPattern", "SnApTransposedPattern"]
+__all__ = ["MUTANTS", "SnApNoMask", "SnApShortPattern", "SnApTransposedPattern"]
+
+CLAIM = "rtrl.snap-exactness"
 
 
 @dataclass(frozen=True)
@@ -52,3 +54,12 @@ class SnApNoMask(SnAp):
 
     def pattern(self, problem: Problem, theta: torch.Tensor) -> torch.Tensor:
         return torch.ones(problem.n, problem.p, dtype=torch.bool)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "snap.transposed-pattern", SnApTransposedPattern.__doc__ or "", "rtrl", "snap", SnApTransposedPattern, (CLAIM,)
+    ),
+    Mutant("snap.short-pattern", SnApShortPattern.__doc__ or "", "rtrl", "snap", SnApShortPattern, (CLAIM,)),
+    Mutant("snap.no-mask", SnApNoMask.__doc__ or "", "rtrl", "snap", SnApNoMask, (CLAIM,)),
+)

@@ -1,0 +1,74 @@
+"""The check of ``rtrl.snap-exactness``: SnAp-n (Menick et al. 2021, arXiv:2006.07232, §3) against exact RTRL.
+
+Decides only: the rows come from :func:`verify.estimators.snap.exactness_suite` run on the implementation under
+test (``config.impls.rtrl.snap``, built as ``snap(order=n)``). PASS when every row the pattern says is exact
+(diagonal ``W`` at n = 1, dense ``W`` at n = 2, the first n steps of a directed ring) is within 1e-12 of
+exact float64 RTRL, and every row it says is biased (the ring over all T steps, pattern not closed) differs by
+more than 1e-6 (an RTRL passed off as SnAp is not SnAp). Negative controls: the mutants of
+:mod:`verify.impl.mutants.snap` rerun through the same suite must FAIL.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from verify.checks import register, result
+from verify.config import RunConfig
+from verify.estimators.snap import exactness_suite
+from verify.impl import build
+from verify.impl.mutants import get as get_mutant
+from verify.verdict import CheckResult, Control
+
+CLAIM = "rtrl.snap-exactness"
+EXACT = 1e-12  #: float64 round-off target (DESIGN.md "Numerical policy")
+BIASED = 1e-6  #: six orders above it: a bias, not round-off
+CONTROLS = ("snap.transposed-pattern", "snap.short-pattern", "snap.no-mask")
+
+
+def _suite(factory: Any, config: RunConfig) -> list[dict[str, Any]]:
+    cells = ("elman-tanh", "linear", "gru", "lstm") if config.full else ("elman-tanh", "gru")
+    return exactness_suite(lambda n: build(factory, "rtrl.snap", order=n), config.generator(salt=26), cells=cells)
+
+
+def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if (r["error"] > EXACT if r["expect"] == "exact" else r["error"] <= BIASED)]
+
+
+def _name(r: dict[str, Any]) -> str:
+    return f"{r['cell']} {r['W']} W, n = {r['order']}, {r['steps']} steps ({r['expect']}: error {r['error']:.1e})"
+
+
+@register(CLAIM, uses=("rtrl.snap",))
+def check_snap_exactness(config: RunConfig) -> CheckResult:
+    """Menick et al. 2021 §3: SnAp-n = RTRL (<= 1e-12) where its n-step pattern is closed or within the first n
+    steps; biased elsewhere."""
+    t0 = time.perf_counter()
+    rows = _suite(config.impls.rtrl.snap, config)
+    bad = _bad(rows)
+    controls: list[Control] = []
+    if config.option("controls", True):
+        for name in CONTROLS:
+            m = get_mutant(name)
+            wrong = _bad(_suite(m.part, config))
+            detail = "; ".join(_name(r) for r in wrong[:2]) or "every row as the pattern says"
+            controls.append(Control(f"mutant {name}", "FAIL", "FAIL" if wrong else "PASS", detail))
+    exact = [r["error"] for r in rows if r["expect"] == "exact"]
+    biased = [r["error"] for r in rows if r["expect"] == "biased"]
+    summary = (
+        f"{len(exact)} exact cases: largest error {max(exact):.1e} (must be <= {EXACT:.0e}); {len(biased)} biased "
+        f"cases: relative bias {min(biased):.1e}..{max(biased):.1e} (must be > {BIASED:.0e})"
+    )
+    if bad:
+        summary += "; not as the pattern says: " + "; ".join(_name(r) for r in bad[:3])
+    return result(
+        CLAIM,
+        config,
+        t0,
+        not bad,
+        summary,
+        controls=controls,
+        statistic=max(exact),
+        threshold=EXACT,
+        data={"cases": rows, "exact": EXACT, "biased": BIASED},
+    )
