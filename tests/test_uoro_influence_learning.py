@@ -127,3 +127,12 @@ def test_a_valid_uoro_variant_the_batched_runs_do_not_model_is_skipped_not_accus
 
     res = _run_with(NoHook)
     assert res.verdict is Verdict.SKIPPED and "noise hook" in res.summary, res.summary  # type: ignore[attr-defined]
+
+
+def test_a_correct_uoro_with_its_own_noise_layout_passes() -> None:
+    """The example user UORO (noise_shape = (n,), not the toolkit's (rank, n)) gets the same signs and PASSes."""
+    from verify.examples.uoro import MyUORO
+    from verify.verdict import Verdict
+
+    res = _run_with(MyUORO)
+    assert res.verdict is Verdict.PASS, res.summary  # type: ignore[attr-defined]

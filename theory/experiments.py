@@ -155,6 +155,10 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "CycleWorld, T = 1, B = 16, 50000 steps, M in {1, 2, 4, 8, 16}, 30 runs",
         "FPP error goes to 0 with more updates; FPP without state update does not",
         "not run",
+        ours="a reduced run only (M in {1, 16}, 4 runs x 3000 steps, one learning rate): premise not met -- FPP at "
+        "M = 16 2.533 (worse than predicting 0) vs FPP without state update 0.901; the zeroed-gradient control FAILs",
+        results=("fpp.updates-reproduction",),
+        evidence="reports/fpp-fig7-reduced",
         command="rnn-verify sweep fpp-fig7 --scale paper --split-lrs --executor dask=ADDRESS",
         cost="about 40 CPU core-hours, estimated from pilot blocks",
     ),

@@ -28,14 +28,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import torch
 
 from theory.influence_balancing import equilibrium_derivative
-from verify.errors import InvalidArgument
+from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.base import OnlineEstimator
-from verify.estimators.noise import tabulated
+from verify.estimators.noise import NoiseHook, tabulated
 from verify.model.builders import influence_balancing_problem
 from verify.model.cells import InfluenceBalancingCell
 from verify.model.problem import Problem
@@ -268,7 +268,17 @@ def conformance(est: OnlineEstimator, setup: LearningSetup, seed: int, steps: in
     short = LearningSetup(setup.n, setup.p, steps, setup.eta, setup.k, 1, setup.theta0)
     table = sign_table(seed, steps, setup.n)
     ref = uoro_runs(short, [seed], nus=table.unsqueeze(1))
-    got = learning_curve(tabulated(est, table.reshape(steps, 1, 1, setup.n)), short, seed)
+    # the same signs in the estimator's own layout: a table is (draws, M = 1, *noise_shape); one rank-1 sign vector
+    shape = tuple(
+        cast(NoiseHook, est).noise_shape(influence_balancing_problem(n=setup.n, p=setup.p, T=1, theta=setup.theta0)[0])
+    )
+    if math.prod(shape) != setup.n:
+        raise NotApplicable(
+            "uoro.influence-balancing-learning",
+            f"its noise_shape {shape} is not one sign per state unit (n = {setup.n}): the batched rank-1 runs' signs "
+            "cannot be handed to it",
+        )
+    got = learning_curve(tabulated(est, table.reshape(steps, 1, *shape)), short, seed)
     return {
         "theta": abs(got.theta - float(ref.theta[0])),
         "loss": float((got.losses - ref.losses[0]).abs().max()),
