@@ -6,6 +6,7 @@ import torch
 
 from verify.estimators import RTRL, TBPTT, UORO, PreactivationUORO, TruncatedModel
 from verify.estimators.kfrtrl import KFRTRL
+from verify.estimators.local import RFLO, EProp
 from verify.estimators.snap import SnAp
 from verify.testing.strategies import random_problem
 
@@ -24,6 +25,8 @@ ESTIMATORS = [
     (KFRTRL(), ("elman-tanh", "elman-relu")),
     (SnAp(1), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
     (SnAp(2), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
+    (RFLO(), ("elman-tanh", "elman-relu", "linear")),
+    (EProp(), ("elman-tanh", "elman-relu", "linear")),
 ]
 
 

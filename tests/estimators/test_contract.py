@@ -120,3 +120,19 @@ def test_contract_on_cuda(est: OnlineEstimator) -> None:  # pragma: no cover - n
     G_cpu = run_estimator(est, *small_problem("elman-tanh", batch=(2,), T=4), torch.Generator().manual_seed(1))
     G_gpu = run_estimator(est, P, th, torch.Generator().manual_seed(1))
     assert torch.allclose(G_gpu.cpu(), G_cpu, rtol=1e-10, atol=1e-12)  # same draws (CPU generator), float64
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+@pytest.mark.parametrize(
+    "est", [e for e, _ in ESTIMATORS if type(e).__name__ in ("RFLO", "EProp")], ids=lambda e: e.name
+)
+def test_contract_on_leaky_rate_units(est: OnlineEstimator, dtype: torch.dtype) -> None:
+    """The local rules' own cell (Murray 2019's leaky rate units) under the same contract (RFLO and e-prop are
+    defined there; the other estimators refuse it or do not list it)."""
+    from verify.model.builders import leaky_problem
+
+    P, th = leaky_problem(n=3, d=2, T=4, generator=torch.Generator().manual_seed(0))
+    P, th = P.to(dtype), th.to(dtype)
+    check_contract(est, P, th, samples=3)
+    G = run_estimator(est, P, th, torch.Generator().manual_seed(1), samples=2)
+    assert G.shape == (P.T, 2, P.p) and G.dtype == dtype
