@@ -88,7 +88,15 @@ from verify.model.cells import ElmanCell, LeakyElmanCell, LinearCell
 from verify.model.losses import LinearReadout
 from verify.model.problem import Problem
 
-__all__ = ["RFLO", "EProp", "TraceState", "identity_immediate", "limits_suite", "transposed_recurrent_trace"]
+__all__ = [
+    "RFLO",
+    "EProp",
+    "Immediate",
+    "TraceState",
+    "identity_immediate",
+    "limits_suite",
+    "transposed_recurrent_trace",
+]
 
 #: (problem, ∂F/∂θ of shape (|B|, n, p)) -> the immediate term that enters the trace
 Immediate = Callable[[Problem, torch.Tensor], torch.Tensor]
