@@ -176,7 +176,7 @@ CLAIMS: tuple[Claim, ...] = (
         id="rtrl.rflo-limits",
         title="RFLO equals RTRL without recurrent interaction (W = 0) and at t = 1, and is biased elsewhere",
         paper="Murray 2019",
-        where="RFLO learning rule (the nonlocal term alpha diag(phi') W J_(t-1) of RTRL dropped); network eq. (1)",
+        where="§Results, the RFLO learning rule (RTRL's nonlocal term alpha diag(phi') W J_(t-1) dropped)",
         statement="RFLO keeps a per-synapse trace P_t = (1 - alpha) P_(t-1) + dF/dtheta (the leak only: RTRL's "
         "alpha diag(phi'(a_t)) W J_(t-1) is dropped) and estimates the per-step gradient L_t^T P_t + dl_t/dtheta "
         "with symmetric feedback L_t = dl_t/ds_t. On leaky tanh rate units (alpha = 0.5 and 1 at ci; also 0.2 at "

@@ -78,11 +78,13 @@ def _check(claim: str, rule: str, factory: Any, config: RunConfig) -> CheckResul
 
 @register("rtrl.rflo-limits", uses=("rtrl.rflo",))
 def check_rflo_limits(config: RunConfig) -> CheckResult:
-    """Murray 2019: RFLO = RTRL (<= 1e-12) without recurrent interaction (W = 0) and at t = 1; biased otherwise."""
+    """Murray 2019 §Results (the RFLO learning rule): RFLO = RTRL (<= 1e-12) without recurrent interaction
+    (W = 0) and at t = 1; biased otherwise."""
     return _check("rtrl.rflo-limits", "rflo", config.impls.rtrl.rflo, config)
 
 
 @register("rtrl.eprop-limits", uses=("rtrl.eprop",))
 def check_eprop_limits(config: RunConfig) -> CheckResult:
-    """Bellec et al. 2020: e-prop = RTRL (<= 1e-12) for a diagonal W and at t = 1; biased for a dense W."""
+    """Bellec et al. 2020 eq. (3), (14): e-prop = RTRL (<= 1e-12) for a diagonal W and at t = 1; biased for a
+    dense W."""
     return _check("rtrl.eprop-limits", "eprop", config.impls.rtrl.eprop, config)
