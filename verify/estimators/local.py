@@ -89,6 +89,7 @@ from verify.model.losses import LinearReadout
 from verify.model.problem import Problem
 
 __all__ = [
+    "LIMIT_PLANS",
     "RFLO",
     "EProp",
     "Immediate",
