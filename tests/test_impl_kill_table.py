@@ -35,6 +35,8 @@ SUBSET = {
     "reinforce.no-inverse-sigma": "uoro.reinforce-link",
     "uoro.framework-q0-inverted": "uoro.variance-reduction-optimal",
     "snap.transposed-pattern": "rtrl.snap-exactness",
+    "rflo.no-leak": "rtrl.rflo-limits",
+    "eprop.no-self-connection": "rtrl.eprop-limits",
 }
 #: the same for the parts whose quickest claim takes 10-20 s per route (marked slow)
 SLOW_SUBSET = {

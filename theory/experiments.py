@@ -360,4 +360,29 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         needs="enwik8 (not shipped), a truly sparse SnAp (this one stores the influence dense) and training "
         "runs at the paper's scale (GPU-hours); rtrl.snap-exactness checks SnAp's definition, not these runs",
     ),
+    # ------------------------------------------------------------------ RFLO, e-prop (issue 26)
+    Experiment(
+        "Murray 2019",
+        "Fig. 2",
+        "periodic output task: an RNN of N = 30 leaky units with no input trained by RFLO and by BPTT to produce a "
+        "one-dimensional periodic output (periods 20 to 160 time constants); feedback/readout alignment; RFLO "
+        "with locality only or random feedback only",
+        "RFLO learns the task, with a loss that grows with the period faster than BPTT's; the readout weights "
+        "align with the random feedback B during training",
+        "not run",
+        needs="a training loop for RFLO with random feedback on the periodic task (nine realizations per period, "
+        "five periods, two rules; CPU-minutes to an hour, estimated); rtrl.rflo-limits checks RFLO's definition "
+        "against RTRL at frozen parameters, not these training runs",
+    ),
+    Experiment(
+        "Bellec et al. 2020",
+        "Results (figure numbers not checked)",
+        "supervised e-prop on recurrent networks of spiking (LIF and adaptive LIF) neurons -- TIMIT framewise "
+        "phoneme recognition, an evidence-accumulation task -- and reward-based e-prop",
+        "e-prop approaches the performance of BPTT on these tasks",
+        "not run",
+        needs="spiking neuron models (LIF with adaptation and a pseudo-derivative; the toolkit has rate units "
+        "only), the TIMIT corpus (licensed, not shipped) and training runs (GPU-hours); rtrl.eprop-limits checks "
+        "e-prop's definition for rate units against RTRL, not these runs",
+    ),
 )

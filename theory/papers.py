@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE", "SNAP", "UORO",
-           "Paper", "cite", "cited_in"]  # fmt: skip
+__all__ = ["BELLEC", "COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "MURRAY", "PAPERS", "RTRL_CONVERGENCE",
+           "SNAP", "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,23 @@ SNAP = Paper(
     venue="International Conference on Learning Representations (ICLR 2021)",
     arxiv="2006.07232",
 )
+MURRAY = Paper(
+    key="Murray 2019",
+    authors="James M. Murray",
+    year="2019",
+    title="Local online learning in recurrent networks with random feedback",
+    venue="eLife 8:e43299, doi:10.7554/eLife.43299",
+    note="Preprint bioRxiv 10.1101/458570. Introduces RFLO (random-feedback local online learning).",
+)
+BELLEC = Paper(
+    key="Bellec et al. 2020",
+    authors="Guillaume Bellec, Franz Scherr, Anand Subramoney, Elias Hajek, Darjan Salaj, Robert Legenstein, "
+    "Wolfgang Maass",
+    year="2020",
+    title="A solution to the learning dilemma for recurrent networks of spiking neurons",
+    venue="Nature Communications 11:3625, doi:10.1038/s41467-020-17236-y",
+    note="Preprint bioRxiv 10.1101/738385; an earlier version of e-prop is arXiv:1901.09049. Introduces e-prop.",
+)
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
@@ -102,7 +119,7 @@ DESIGN_NOTES = Paper(
 
 #: every cited source by its short key
 PAPERS: dict[str, Paper] = {
-    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, DESIGN_NOTES)
+    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, MURRAY, BELLEC, DESIGN_NOTES)
 }
 
 

@@ -17,8 +17,9 @@ from verify.errors import InvalidArgument
 from verify.estimators import RTRL, check_contract, run_estimator
 from verify.estimators.alignment import alignment_figures, alignment_sweep, measure_alignment
 from verify.estimators.guarantee import guarantee_of
-from verify.estimators.local import RFLO, EProp, transposed_recurrent_trace
+from verify.estimators.local import LIMIT_PLANS, RFLO, EProp, limits_suite, transposed_recurrent_trace
 from verify.figure_spec import normalize_figure
+from verify.impl.mutants import get as get_mutant
 from verify.model.builders import leaky_problem
 from verify.oracles.bptt import per_step_gradients
 
@@ -145,3 +146,60 @@ def test_alignment_measure_and_sweep() -> None:
     with pytest.raises(InvalidArgument, match="over"):
         alignment_figures(rows, over="sparsity")
     _ = dataclasses.asdict(rows[0])
+
+
+# ---------------------------------------------------------------- rtrl.rflo-limits / rtrl.eprop-limits
+
+
+def _decide(rows):  # the check's decision, on rows of verify.estimators.local.limits_suite
+    from verify.checks.rtrl_local import _bad
+
+    return not _bad(rows)
+
+
+@pytest.mark.parametrize(("rule", "est"), [("rflo", RFLO), ("eprop", EProp)])
+def test_limits_suite_rows_as_the_theory_says(rule, est) -> None:
+    rows = limits_suite(est, rule, torch.Generator().manual_seed(0), alphas=(0.2, 1.0), T=6)
+    assert len(rows) == 2 * len(LIMIT_PLANS[rule])
+    exact = [r for r in rows if r["expect"] == "exact"]
+    biased = [r for r in rows if r["expect"] == "biased"]
+    assert exact and biased
+    assert max(r["error"] for r in exact) <= EXACT
+    assert min(r["error"] for r in biased) > 1e-3  # measured 0.2-0.8, far above the claim's 1e-6
+    assert all(r["bias_total"] > 1e-3 and r["cosine"] < 1 for r in biased)
+    assert _decide(rows)
+
+
+@pytest.mark.parametrize(
+    ("rule", "name"),
+    [
+        ("rflo", "rflo.transposed-trace"),
+        ("rflo", "rflo.no-leak"),
+        ("rflo", "rflo.feedback-through-w"),
+        ("eprop", "eprop.transposed-trace"),
+        ("eprop", "eprop.no-self-connection"),
+    ],
+)
+def test_limits_suite_rejects_each_mutant(rule: str, name: str) -> None:
+    m = get_mutant(name)
+    assert m.target == f"rtrl.{rule}" and f"rtrl.{rule}-limits" in m.visible_to
+    rows = limits_suite(m.part, rule, torch.Generator().manual_seed(0), alphas=(0.5, 1.0), T=6)
+    assert not _decide(rows)
+
+
+@pytest.mark.parametrize("rule", ["rflo", "eprop"])
+def test_limits_suite_notices_an_estimator_that_became_exact_rtrl(rule: str) -> None:
+    rows = limits_suite(RTRL, rule, torch.Generator().manual_seed(0), alphas=(0.5,), T=6)
+    assert all(r["error"] <= EXACT for r in rows)  # RTRL passes every exact row ...
+    assert not _decide(rows)  # ... and is caught by the biased ones
+
+
+def test_eprop_passed_off_as_rflo_and_back_is_caught() -> None:
+    g = torch.Generator().manual_seed(1)
+    assert not _decide(limits_suite(EProp, "rflo", g, alphas=(0.5,), T=6))  # exact for diagonal W
+    assert not _decide(limits_suite(RFLO, "eprop", g, alphas=(0.5,), T=6))  # biased for diagonal W
+
+
+def test_limits_suite_bad_rule() -> None:
+    with pytest.raises(InvalidArgument, match=r"rule.*rflo, eprop"):
+        limits_suite(RFLO, "snap", torch.Generator())

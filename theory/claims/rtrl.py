@@ -9,6 +9,10 @@
 * ``rtrl.online-convergence`` -- RTRL convergence paper §2.3, §7.1-7.2 rebuilt.
 * ``rtrl.snap-exactness`` -- SnAp-n (Menick et al. 2021 §3) equals RTRL where its n-step pattern is closed and at
   the first n steps; biased (measured) elsewhere.
+* ``rtrl.rflo-limits`` -- RFLO (Murray 2019) equals RTRL without recurrent interaction (W = 0) and at t = 1;
+  declared biased, and measured biased, elsewhere.
+* ``rtrl.eprop-limits`` -- e-prop (Bellec et al. 2020) equals RTRL for a diagonal W and at t = 1; declared
+  biased, and measured biased, for a dense W.
 """
 
 from __future__ import annotations
@@ -167,5 +171,59 @@ CLAIMS: tuple[Claim, ...] = (
             "mask (RTRL passed off as SnAp) must FAIL",
         ),
         check="verify.checks.rtrl_snap.check_snap_exactness",
+    ),
+    Claim(
+        id="rtrl.rflo-limits",
+        title="RFLO equals RTRL without recurrent interaction (W = 0) and at t = 1, and is biased elsewhere",
+        paper="Murray 2019",
+        where="§Results, the RFLO learning rule (RTRL's nonlocal term alpha diag(phi') W J_(t-1) dropped)",
+        statement="RFLO keeps a per-synapse trace P_t = (1 - alpha) P_(t-1) + dF/dtheta (the leak only: RTRL's "
+        "alpha diag(phi'(a_t)) W J_(t-1) is dropped) and estimates the per-step gradient L_t^T P_t + dl_t/dtheta "
+        "with symmetric feedback L_t = dl_t/ds_t. On leaky tanh rate units (alpha = 0.5 and 1 at ci; also 0.2 at "
+        "full; n = 4, T = 8) its per-step gradients equal exact float64 RTRL's within 1e-12 where nothing is "
+        "dropped: W = 0 (every step) and any W at t = 1 (J_0 = P_0 = 0). It is declared biased and is measured "
+        "biased elsewhere: for a diagonal W (RFLO drops the self-connection too) and for a dense W (spectral "
+        "radius 0.9) the largest per-step ||g^_t - g_t|| / ||g_t|| exceeds 1e-6; it is reported with the summed "
+        "gradient's relative bias and cosine.",
+        math="max_t ||g^_t - g_t|| / ||g_t|| <= 1e-12 at W = 0 (and at t = 1 for any W);  > 1e-6 for a diagonal "
+        "or dense W",
+        assumptions=(
+            _FLOAT64,
+            "symmetric feedback (L_t = dl_t/ds_t, the readout's transpose): with Murray's random feedback matrix B "
+            "RFLO is biased even at W = 0, so the implementation is built with no arguments, rflo()",
+            "the reference is the toolkit's exact RTRL (rtrl.exact); 1e-12 is the design's float64 target",
+            "the biased threshold 1e-6 is six orders above round-off and far below the gaps measured (0.2-0.7): "
+            "it is there so that an RFLO that silently became exact RTRL (or e-prop, exact for a diagonal W) is "
+            "noticed, since it would pass every exact row",
+            "negative controls: RFLO with a transposed eligibility trace, without the leak factor, and with the "
+            "learning signal fed back through W must FAIL",
+        ),
+        check="verify.checks.rtrl_local.check_rflo_limits",
+    ),
+    Claim(
+        id="rtrl.eprop-limits",
+        title="e-prop equals RTRL for a diagonal recurrence and at t = 1, and is biased for a dense one",
+        paper="Bellec et al. 2020",
+        where="eq. (3) (gradient as sum_t L_j^t e_ji^t), eq. (14) and Methods (eligibility vectors and traces)",
+        statement="e-prop for rate units (reading of verify.estimators.local: a unit's hidden state is its "
+        "output) keeps each unit's own derivative ds_j^t/ds_j^(t-1) = (1 - alpha) + alpha phi'(a_j) W_jj in the "
+        "trace and drops every cross-unit term: P_t = diag(dF/ds) (.) P_(t-1) + dF/dtheta. On leaky tanh rate "
+        "units (alpha = 0.5 and 1 at ci; also 0.2 at full; n = 4, T = 8) its per-step gradients equal exact "
+        "float64 RTRL's within 1e-12 where no unit influences another (diagonal W, every step) and for any W "
+        "at t = 1; it is declared biased and is measured biased for a dense W (spectral radius 0.9): the "
+        "largest per-step ||g^_t - g_t|| / ||g_t|| exceeds 1e-6, reported with the summed gradient's relative "
+        "bias and cosine.",
+        math="max_t ||g^_t - g_t|| / ||g_t|| <= 1e-12 for a diagonal W (and at t = 1 for any W);  > 1e-6 for a dense W",
+        assumptions=(
+            _FLOAT64,
+            "the reading of Bellec et al.'s h and z for a non-spiking unit is stated in verify.estimators.local; "
+            "the other reading (z = phi(h) held fixed) gives RFLO's trace, which this claim FAILs (mutant "
+            "eprop.no-self-connection)",
+            "symmetric feedback (Bellec's symmetric e-prop): the implementation is built with no arguments, eprop()",
+            "the reference is the toolkit's exact RTRL (rtrl.exact); 1e-12 is the design's float64 target; the "
+            "biased threshold 1e-6 is there so that an e-prop that silently became exact RTRL is noticed",
+            "negative controls: e-prop with a transposed eligibility trace and without the self-connection must FAIL",
+        ),
+        check="verify.checks.rtrl_local.check_eprop_limits",
     ),
 )

@@ -9,42 +9,51 @@ that carries a parameter's influence from one unit to another through the recurr
 differ in which part of :math:`\partial F/\partial s` they keep:
 
 **RFLO** (Murray 2019, "Local online learning in recurrent networks with random feedback", eLife 8:e43299,
-bioRxiv 10.1101/458570; eq. (1) for the network, eqs. (10)-(13) for the rule; the reading of the public
-numpy implementation of Marschall, Cho & Savin 2020, arXiv:1907.02649, §4.3). For the leaky rate units
+doi 10.7554/eLife.43299, preprint bioRxiv 10.1101/458570; the network is his eq. (1), the rule is the RFLO
+learning rule of his Results, whose equation numbers are not checked here against the published text). The
+reading implemented is the one of the public numpy implementation accompanying Marschall, Cho & Savin 2020
+(omarschall/vanilla-rtrl, ``learning_algorithms/RFLO.py``: :math:`B \leftarrow (1-\alpha)B +
+\alpha\,\phi'(h)\,\hat a^\top`, gradient :math:`q_i B_{ij}`). For the leaky rate units
 :math:`s_t = (1-\alpha)s_{t-1} + \alpha\phi(a_t)`, :math:`a_t = W s_{t-1} + U x_t + b`
 (:class:`~verify.model.cells.LeakyElmanCell`; an :class:`~verify.model.cells.ElmanCell` is α = 1):
 
 .. math::
-    P_t = (1-\alpha)\,P_{t-1} + \frac{\partial F}{\partial\theta}(x_t, s_{t-1}, \theta)
-    \qquad\text{(Murray eq. (12): } P^t_{ab} = (1-\alpha)P^{t-1}_{ab} + \alpha\phi'(a^t_a)\,\hat h^{t-1}_b)
+    P_t = (1-\alpha)\,P_{t-1} + \frac{\partial F}{\partial\theta}(x_t, s_{t-1}, \theta),
+    \qquad P^t_{ab} = (1-\alpha)P^{t-1}_{ab} + \alpha\phi'(a^t_a)\,\hat s^{t-1}_b \text{ for } W, U, b
 
 -- the leak only, the whole :math:`\alpha\,\mathrm{diag}(\phi'(a_t))\,W` term dropped ("the nonlocal term").
 
 **e-prop** (Bellec, Scherr, Subramoney, Hajek, Salaj, Legenstein & Maass 2020, "A solution to the learning
-dilemma for recurrent networks of spiking neurons", Nat. Commun. 11:3625, arXiv:1901.09049; eq. (13)-(14)
-(eligibility vector :math:`\epsilon^t_{ji} = \frac{\partial h^t_j}{\partial h^{t-1}_j}\epsilon^{t-1}_{ji}
-+ \frac{\partial h^t_j}{\partial W_{ji}}`, eligibility trace :math:`e^t_{ji} = \frac{\partial z^t_j}{\partial
-h^t_j}\epsilon^t_{ji}`) and eq. (4) (gradient :math:`\sum_t L^t_j e^t_{ji}`)). *Reading implemented, for a
-non-spiking rate unit whose hidden state is its output* (:math:`h_j = z_j = s_j`): the neuron's own
-derivative :math:`\partial s^t_j/\partial s^{t-1}_j` is kept whole -- the diagonal of
-:math:`\partial F/\partial s`, :math:`(1-\alpha) + \alpha\phi'(a_{t,j})W_{jj}`, self-connection included --
-and every cross-unit term dropped:
+dilemma for recurrent networks of spiking neurons", Nat. Commun. 11:3625, doi 10.1038/s41467-020-17236-y,
+preprint bioRxiv 10.1101/738385; an earlier version of e-prop is arXiv:1901.09049): the loss gradient factorised
+as :math:`\sum_t L^t_j e^t_{ji}` (their eq. (3), which their Fig. 6 says the eligibility traces and learning
+signals "merge into"), with the eligibility vector :math:`\epsilon^t_{ji} = \frac{\partial h^t_j}{\partial
+h^{t-1}_j}\epsilon^{t-1}_{ji} + \frac{\partial h^t_j}{\partial W_{ji}}` and trace :math:`e^t_{ji} =
+\frac{\partial z^t_j}{\partial h^t_j}\epsilon^t_{ji}` computed forward in time (their eq. (14) and the one
+before it, Methods; Fig. 6b). *Reading implemented, for a non-spiking rate unit whose hidden state is its
+output* (:math:`h_j = z_j = s_j`): the neuron's own derivative :math:`\partial s^t_j/\partial s^{t-1}_j` is
+kept whole -- the diagonal of :math:`\partial F/\partial s`, :math:`(1-\alpha) + \alpha\phi'(a_{t,j})W_{jj}`,
+self-connection included -- and every cross-unit term dropped:
 
 .. math:: P_t = \mathrm{diag}\Big(\frac{\partial F}{\partial s}\Big) \odot P_{t-1} + \frac{\partial F}{\partial\theta}.
 
 So e-prop = RFLO when :math:`\mathrm{diag}(W) = 0`, and e-prop = RTRL when W is diagonal (no cross-unit
-path: the "implicit" term of Bellec eq. (3) vanishes). (Another reading holds z fixed in the partial, which
-for this cell gives back RFLO's trace -- Marschall et al. 2020 note that for the vanilla RNN e-prop and RFLO
-coincide; the reading here keeps them apart and is the one whose exactness limit is tested.)
+path, so nothing is dropped). Another reading takes the hidden state :math:`h` as the pre-activation and the
+output :math:`z = \phi(h)` as what other neurons (and the neuron itself) receive; holding z fixed in the
+partial then drops the self-connection as well, which for this cell gives RFLO's trace exactly (the
+vanilla-rtrl library of Marschall et al. 2020 has an RFLO module and no separate e-prop one for the rate
+network). The reading here keeps e-prop and RFLO apart and is the one whose exactness limit (diagonal W) is
+checked by ``rtrl.eprop-limits``.
 
 **Learning signal** (both): :math:`\hat g_t = L_t^\top P_t + \partial\ell_t/\partial\theta|_{s_t}` with
 :math:`L_t = \partial\ell_t/\partial s_t` (``feedback=None``: symmetric feedback, the readout's transpose;
 Bellec's "symmetric e-prop", Murray's RFLO with :math:`B = W_{out}^\top`), or :math:`L_t = B\,\partial\ell_t/
-\partial o_t` with a fixed (n, k) matrix ``feedback`` = B (random feedback: Murray eq. (11); Bellec's
+\partial o_t` with a fixed (n, k) matrix ``feedback`` = B (random feedback: Murray's fixed random matrix B; Bellec's
 "random e-prop"), which needs the linear readout of an observed state equal to the whole state.
 
-Guarantee: **biased** (no claim about the mean); the limits in which each equals RTRL are tested in
-``tests/estimators/test_local.py``, and :mod:`verify.estimators.alignment` measures how far each is.
+Guarantee: **biased** (no claim about the mean); the limits in which each equals RTRL are the claims
+``rtrl.rflo-limits`` and ``rtrl.eprop-limits`` (rows computed by :func:`limits_suite`, decided by
+:mod:`verify.checks.rtrl_local`), and :mod:`verify.estimators.alignment` measures how far each is elsewhere.
 
 The traces are stored densely, shape (M, *B, n, p) like RTRL's influence, and the one-step Jacobians come
 from autograd: clarity over speed (the point here is the comparison with exact RTRL, not RFLO's O(n²) cost).
@@ -62,6 +71,7 @@ import torch
 
 from verify._validate import require_positive_int
 from verify.errors import InvalidArgument
+from verify.estimators.base import OnlineEstimator
 from verify.estimators.guarantee import Guarantee
 from verify.estimators.online import (
     _Named,
@@ -72,11 +82,22 @@ from verify.estimators.online import (
     shared,
 )
 from verify.estimators.rtrl import RTRL
+from verify.estimators.snap import relative_bias
+from verify.model.builders import leaky_problem
 from verify.model.cells import ElmanCell, LeakyElmanCell, LinearCell
 from verify.model.losses import LinearReadout
 from verify.model.problem import Problem
 
-__all__ = ["RFLO", "EProp", "TraceState", "identity_immediate", "transposed_recurrent_trace"]
+__all__ = [
+    "LIMIT_PLANS",
+    "RFLO",
+    "EProp",
+    "Immediate",
+    "TraceState",
+    "identity_immediate",
+    "limits_suite",
+    "transposed_recurrent_trace",
+]
 
 #: (problem, ∂F/∂θ of shape (|B|, n, p)) -> the immediate term that enters the trace
 Immediate = Callable[[Problem, torch.Tensor], torch.Tensor]
@@ -160,6 +181,20 @@ class _LocalTrace(_Named):
         """The kept part of ∂F/∂s as a per-unit factor, shape (|B|, n)."""
         raise NotImplementedError
 
+    def learning_signal(
+        self,
+        problem: Problem,
+        theta: torch.Tensor,
+        dl_ds: torch.Tensor,
+        dl_do: torch.Tensor,
+        feedback: torch.Tensor | None,
+    ) -> torch.Tensor:
+        r""":math:`L_t`, shape (*B, n): the exact :math:`\partial\ell_t/\partial s_t` (symmetric feedback) or
+        :math:`B\,\partial\ell_t/\partial o_t` (a fixed feedback matrix B)."""
+        if feedback is None:
+            return dl_ds
+        return dl_do @ feedback.transpose(0, 1)
+
     def init(self, problem: Problem, theta: torch.Tensor, rng: torch.Generator, *, samples: int = 1) -> TraceState:
         """:math:`s_0` and :math:`P_0 = 0`."""
         M = require_positive_int("samples", samples)
@@ -190,20 +225,20 @@ class _LocalTrace(_Named):
             (dl_do,) = torch.autograd.grad(loss_o, (o_leaf,))
             d_th, d_s = torch.autograd.grad(out, (th, s_leaf), grad_outputs=dl_do, allow_unused=True)
         dl_dth = torch.zeros_like(theta) if d_th is None else d_th.detach()
-        if fb is None:  # symmetric feedback: the exact ∂ℓ_t/∂s_t
-            signal = torch.zeros_like(s_leaf) if d_s is None else d_s.detach()
-        else:  # random feedback B (Murray eq. (11)): L_t = B ∂ℓ_t/∂o_t
-            signal = dl_do.detach() @ fb.transpose(0, 1)
+        dl_ds = torch.zeros_like(s_leaf) if d_s is None else d_s.detach()
+        signal = self.learning_signal(problem, theta, dl_ds, dl_do.detach(), fb)
         imm = self.immediate(problem, J_th.detach())
-        P = self.decay(problem, J_s.detach()).unsqueeze(-1) * P_prev.reshape(nb, n, p) + imm  # eq. (12) / (13)
-        g = torch.einsum("bi,bip->p", signal.reshape(nb, n), P) + dl_dth  # Murray eq. (13), Bellec eq. (4)
+        P = (
+            self.decay(problem, J_s.detach()).unsqueeze(-1) * P_prev.reshape(nb, n, p) + imm
+        )  # the trace (module docstring)
+        g = torch.einsum("bi,bip->p", signal.reshape(nb, n), P) + dl_dth  # Σ_j L_j P_j· (Bellec eq. (3))
         new = TraceState(expand_samples(s_next.detach(), M), expand_samples(P.reshape(*B, n, p), M))
         return new, expand_samples(g, M)
 
 
 @dataclass(frozen=True, eq=False)
 class RFLO(_LocalTrace):
-    r"""RFLO (Murray 2019, eq. (12)-(13)): the trace decays by the leak :math:`1-\alpha` only (module docstring).
+    r"""RFLO (Murray 2019, RFLO learning rule): the trace decays by the leak :math:`1-\alpha` only (module docstring).
 
     ``feedback``: None (symmetric: :math:`B = W_{out}^\top`) or a fixed (n, k) matrix B. Defined for
     :class:`~verify.model.cells.LeakyElmanCell`, :class:`~verify.model.cells.ElmanCell` and
@@ -215,24 +250,93 @@ class RFLO(_LocalTrace):
     @property
     def guarantee(self) -> Guarantee:
         """Biased: exact only without recurrent interaction (W = 0) or at t = 1 (Murray 2019, §"RFLO learning")."""
-        return Guarantee("biased", source="Murray 2019, eLife 8:e43299, eq. (12)-(13)")
+        return Guarantee("biased", source="Murray 2019, eLife 8:e43299, RFLO learning rule")
 
     def decay(self, problem: Problem, J_s: torch.Tensor) -> torch.Tensor:
-        return torch.full(J_s.shape[:2], _leak(problem, self.name), dtype=J_s.dtype, device=J_s.device)  # eq. (12)
+        return torch.full(J_s.shape[:2], _leak(problem, self.name), dtype=J_s.dtype, device=J_s.device)  # the leak only
 
 
 @dataclass(frozen=True, eq=False)
 class EProp(_LocalTrace):
-    r"""e-prop for rate units (Bellec et al. 2020, eq. (13)-(14), (4)): the trace decays by each unit's own
+    r"""e-prop for rate units (Bellec et al. 2020, eq. (14) and (3)): the trace decays by each unit's own
     derivative, the diagonal of :math:`\partial F/\partial s` (module docstring for the reading)."""
 
     _default_name = "eprop"
 
     @property
     def guarantee(self) -> Guarantee:
-        """Biased: exact only when no unit influences another (diagonal W), Bellec et al. 2020 eq. (3)."""
-        return Guarantee("biased", source="Bellec et al. 2020, Nat. Commun. 11:3625, eq. (13)-(14)")
+        """Biased: exact only when no unit influences another (diagonal W): the cross-unit terms are dropped."""
+        return Guarantee("biased", source="Bellec et al. 2020, Nat. Commun. 11:3625, eq. (3), (14)")
 
     def decay(self, problem: Problem, J_s: torch.Tensor) -> torch.Tensor:
         _leak(problem, self.name)
-        return torch.diagonal(J_s, dim1=-2, dim2=-1)  # ∂s_j^t/∂s_j^{t-1}, Bellec eq. (13)
+        return torch.diagonal(
+            J_s, dim1=-2, dim2=-1
+        )  # ∂s_j^t/∂s_j^{t-1}: the eligibility vector's factor (Bellec eq. (14))
+
+
+#: the rows of :func:`limits_suite` per rule: (recurrence, steps, what the theory says)
+LIMIT_PLANS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    # RFLO drops all of alpha*diag(phi')W J_{t-1}: exact at W = 0 and at t = 1 (J_0 = P_0 = 0); it drops the
+    # self-connection too, so it is biased for a diagonal W (where e-prop is exact) and for a dense one
+    "rflo": (
+        ("zero", "all", "exact"),
+        ("dense", "first", "exact"),
+        ("diagonal", "all", "biased"),
+        ("dense", "all", "biased"),
+    ),
+    # e-prop keeps each unit's own derivative: exact for a diagonal W (no cross-unit path) and at t = 1
+    "eprop": (("diagonal", "all", "exact"), ("dense", "first", "exact"), ("dense", "all", "biased")),
+}
+
+
+def _limit_problem(
+    W_kind: str, alpha: float, n: int, T: int, generator: torch.Generator
+) -> tuple[Problem, torch.Tensor]:
+    P, theta = leaky_problem(n=n, T=T, alpha=alpha, radius=0.0 if W_kind == "zero" else 0.9, generator=generator)
+    if W_kind == "diagonal":
+        d = torch.randn(n, generator=generator, dtype=torch.float64)
+        theta = theta.clone()
+        theta[P.layout["cell.W"].slice] = torch.diag(0.9 * d / d.abs().max()).reshape(-1)
+    return P, theta
+
+
+def limits_suite(
+    make: Callable[[], OnlineEstimator],
+    rule: str,
+    generator: torch.Generator,
+    *,
+    alphas: tuple[float, ...] = (0.5, 1.0),
+    n: int = 4,
+    T: int = 8,
+) -> list[dict[str, object]]:
+    r"""RFLO (``rule="rflo"``) or e-prop (``"eprop"``), built by ``make()``, against exact float64 RTRL.
+
+    One row per leak α and case of :data:`LIMIT_PLANS`: ``rule``, ``alpha``, ``W`` (``zero`` / ``diagonal``
+    (entries scaled to max |W_jj| = 0.9) / ``dense`` (Gaussian, spectral radius 0.9)), ``steps`` (``"all"`` T
+    steps or ``"first"``: t = 1), ``expect`` (``"exact"`` or ``"biased"``, from the theory, not from the
+    estimator), ``error`` (the largest per-step :math:`\|\hat g_t - g_t\|/\|g_t\|` over those steps), and
+    ``bias_total`` / ``cosine`` of the summed gradient against RTRL's. Problems: :func:`leaky_problem` (tanh
+    units, linear readout, squared error), n units, T steps, drawn from ``generator``.
+    """
+    if rule not in LIMIT_PLANS:
+        raise InvalidArgument("rule", rule, f"one of {', '.join(LIMIT_PLANS)}")
+    rows: list[dict[str, object]] = []
+    for alpha in alphas:
+        for W_kind, steps, expect in LIMIT_PLANS[rule]:
+            P, theta = _limit_problem(W_kind, alpha, n, T, generator)
+            m = relative_bias(make(), P, theta)  # the same measurement as SnAp's suite
+            per = m.per_step[:1] if steps == "first" else m.per_step
+            rows.append(
+                {
+                    "rule": rule,
+                    "alpha": alpha,
+                    "W": W_kind,
+                    "steps": steps,
+                    "expect": expect,
+                    "error": float(per.max()),
+                    "bias_total": m.total,
+                    "cosine": m.cosine,
+                }
+            )
+    return rows

@@ -1,0 +1,90 @@
+"""The checks of ``rtrl.rflo-limits`` and ``rtrl.eprop-limits``: RFLO (Murray 2019) and e-prop (Bellec et al.
+2020), declared biased, against exact float64 RTRL in the limits where their definitions drop nothing.
+
+Decides only: the rows come from :func:`verify.estimators.local.limits_suite` run on the implementation under test
+(``config.impls.rtrl.rflo`` / ``config.impls.rtrl.eprop``, built with no arguments: symmetric feedback). PASS when
+every row the theory says is exact (RFLO: W = 0, and t = 1 for any W; e-prop: diagonal W, and t = 1) is within
+1e-12 of exact RTRL and every row it says is biased (RFLO: diagonal and dense W; e-prop: dense W) differs by more
+than 1e-6 -- an estimator that silently became RTRL (or e-prop passed off as RFLO) is not the rule it is named.
+Negative controls: the mutants of :mod:`verify.impl.mutants.local` rerun through the same suite must FAIL.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from verify.checks import register, result
+from verify.config import RunConfig
+from verify.estimators.local import limits_suite
+from verify.impl import build
+from verify.impl.mutants import get as get_mutant
+from verify.verdict import CheckResult, Control
+
+EXACT = 1e-12  #: float64 round-off target (DESIGN.md "Numerical policy")
+BIASED = 1e-6  #: six orders above it: a bias, not round-off
+CONTROLS = {
+    "rflo": ("rflo.transposed-trace", "rflo.no-leak", "rflo.feedback-through-w"),
+    "eprop": ("eprop.transposed-trace", "eprop.no-self-connection"),
+}
+
+
+def _suite(factory: Any, rule: str, config: RunConfig) -> list[dict[str, Any]]:
+    alphas = (0.2, 0.5, 1.0) if config.full else (0.5, 1.0)
+    return limits_suite(lambda: build(factory, f"rtrl.{rule}"), rule, config.generator(salt=27), alphas=alphas)
+
+
+def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if (r["error"] > EXACT if r["expect"] == "exact" else r["error"] <= BIASED)]
+
+
+def _name(r: dict[str, Any]) -> str:
+    steps = "all steps" if r["steps"] == "all" else "t = 1"
+    return f"alpha = {r['alpha']}, {r['W']} W, {steps} ({r['expect']}: error {r['error']:.1e})"
+
+
+def _check(claim: str, rule: str, factory: Any, config: RunConfig) -> CheckResult:
+    t0 = time.perf_counter()
+    rows = _suite(factory, rule, config)
+    bad = _bad(rows)
+    controls: list[Control] = []
+    if config.option("controls", True):
+        for name in CONTROLS[rule]:
+            wrong = _bad(_suite(get_mutant(name).part, rule, config))
+            detail = "; ".join(_name(r) for r in wrong[:2]) or "every row as the theory says"
+            controls.append(Control(f"mutant {name}", "FAIL", "FAIL" if wrong else "PASS", detail))
+    exact = [r["error"] for r in rows if r["expect"] == "exact"]
+    biased = [r for r in rows if r["expect"] == "biased"]
+    summary = (
+        f"{len(exact)} exact cases: largest error {max(exact):.1e} (must be <= {EXACT:.0e}); {len(biased)} biased "
+        f"cases: largest per-step relative bias {min(r['error'] for r in biased):.2g}.."
+        f"{max(r['error'] for r in biased):.2g} (must be > {BIASED:.0e}), summed-gradient bias "
+        f"{min(r['bias_total'] for r in biased):.2g}..{max(r['bias_total'] for r in biased):.2g}"
+    )
+    if bad:
+        summary += "; not as the theory says: " + "; ".join(_name(r) for r in bad[:3])
+    return result(
+        claim,
+        config,
+        t0,
+        not bad,
+        summary,
+        controls=controls,
+        statistic=max(exact),
+        threshold=EXACT,
+        data={"cases": rows, "exact": EXACT, "biased": BIASED},
+    )
+
+
+@register("rtrl.rflo-limits", uses=("rtrl.rflo",))
+def check_rflo_limits(config: RunConfig) -> CheckResult:
+    """Murray 2019 §Results (the RFLO learning rule): RFLO = RTRL (<= 1e-12) without recurrent interaction
+    (W = 0) and at t = 1; biased otherwise."""
+    return _check("rtrl.rflo-limits", "rflo", config.impls.rtrl.rflo, config)
+
+
+@register("rtrl.eprop-limits", uses=("rtrl.eprop",))
+def check_eprop_limits(config: RunConfig) -> CheckResult:
+    """Bellec et al. 2020 eq. (3), (14): e-prop = RTRL (<= 1e-12) for a diagonal W and at t = 1; biased for a
+    dense W."""
+    return _check("rtrl.eprop-limits", "eprop", config.impls.rtrl.eprop, config)
