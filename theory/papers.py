@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE", "SNAP", "UORO",
-           "Paper", "cite", "cited_in"]  # fmt: skip
+__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MARSCHALL", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE",
+           "SNAP", "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,14 @@ SNAP = Paper(
     venue="International Conference on Learning Representations (ICLR 2021)",
     arxiv="2006.07232",
 )
+MARSCHALL = Paper(
+    key="Marschall et al. 2020",
+    authors="Owen Marschall, Kyunghyun Cho, Cristina Savin",
+    year="2020",
+    title="A Unified Framework of Online Learning Algorithms for Training Recurrent Neural Networks",
+    venue="Journal of Machine Learning Research 21(135):1-34",
+    arxiv="1907.02649",
+)
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
@@ -102,7 +110,7 @@ DESIGN_NOTES = Paper(
 
 #: every cited source by its short key
 PAPERS: dict[str, Paper] = {
-    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, DESIGN_NOTES)
+    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, MARSCHALL, DESIGN_NOTES)
 }
 
 
