@@ -420,20 +420,22 @@ def alignment_figures(rows: Sequence[AlignmentRow], *, over: str = "radius") -> 
                     "y": [getattr(r, stat) for r in rs],
                     "ylow": [getattr(r, f"{stat}_low") for r in rs],
                     "yhigh": [getattr(r, f"{stat}_high") for r in rs],
+                    "style": "dashed" if rs[0].interval == "confidence balls" else "solid",
                 }
             )
         figs.append(
             {
-                "kind": "errorbar",
+                "kind": "line",
                 "title": f"{'normalized bias' if stat == 'bias' else 'alignment'} vs exact RTRL over {over}",
                 "xlabel": over,
                 "ylabel": _YLABEL[stat],
                 "series": series,
                 "caption": f"mean over {rows[0].problems} random problems per point"
                 + (f" ({held})" if held else "")
-                + "; bars: deterministic estimators, Student-t interval over the problems; estimators declared "
-                "unbiased, mean of the per-problem confidence balls of their unbiasedness test (E g^ from "
-                f"{max(r.samples for r in rows)} draws)",
+                + "; bars: deterministic estimators (solid), Student-t interval over the problems; estimators "
+                "declared unbiased (dashed), mean of the per-problem confidence balls of their unbiasedness test "
+                f"(E g^ from {max(r.samples for r in rows)} draws). On an Elman cell SnAp-1 and e-prop keep the "
+                "same entries of the influence, so their lines coincide",
             }
         )
     return figs
