@@ -37,6 +37,7 @@ SUBSET = {
     "snap.transposed-pattern": "rtrl.snap-exactness",
     "rflo.no-leak": "rtrl.rflo-limits",
     "eprop.no-self-connection": "rtrl.eprop-limits",
+    "alignment.snap-declared-unbiased": "rtrl.bias-alignment",
 }
 #: the same for the parts whose quickest claim takes 10-20 s per route (marked slow)
 SLOW_SUBSET = {

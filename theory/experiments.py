@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from theory.papers import COOIJMANS_MARTENS, FPP, MILLER_HARDT, RTRL_CONVERGENCE, SNAP, UORO
+from theory.papers import COOIJMANS_MARTENS, FPP, MARSCHALL, MILLER_HARDT, RTRL_CONVERGENCE, SNAP, UORO
 
 __all__ = ["EXPERIMENTS", "STATUSES", "Experiment"]
 
@@ -384,5 +384,17 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         needs="spiking neuron models (LIF with adaptation and a pseudo-derivative; the toolkit has rate units "
         "only), the TIMIT corpus (licensed, not shipped) and training runs (GPU-hours); rtrl.eprop-limits checks "
         "e-prop's definition for rate units against RTRL, not these runs",
+    ),
+    # ------------------------------------------------------------------ Marschall et al. 2020 (issue 26)
+    Experiment(
+        MARSCHALL.key,
+        "experiments (the gradient-alignment comparisons)",
+        "online algorithms (RTRL, UORO, KF-RTRL, RFLO, e-prop and others) trained on two synthetic task families; "
+        "the alignment of each algorithm's gradient with the exact one and with each other",
+        "performances cluster by the paper's criteria; pairwise gradient alignment shows a similar clustering, but "
+        "alignment with exact methods does not explain final performance (abstract)",
+        "not run",
+        needs="the paper's synthetic tasks and one training run per algorithm; rtrl.bias-alignment measures the "
+        "alignment (and normalized bias) at frozen parameters on random sparse Elman problems, not along training",
     ),
 )

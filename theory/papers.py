@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BELLEC", "COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "MURRAY", "PAPERS", "RTRL_CONVERGENCE",
-           "SNAP", "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
+__all__ = ["BELLEC", "COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MARSCHALL", "MILLER_HARDT", "MURRAY", "PAPERS",
+           "RTRL_CONVERGENCE", "SNAP", "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,14 @@ BELLEC = Paper(
     venue="Nature Communications 11:3625, doi:10.1038/s41467-020-17236-y",
     note="Preprint bioRxiv 10.1101/738385; an earlier version of e-prop is arXiv:1901.09049. Introduces e-prop.",
 )
+MARSCHALL = Paper(
+    key="Marschall et al. 2020",
+    authors="Owen Marschall, Kyunghyun Cho, Cristina Savin",
+    year="2020",
+    title="A Unified Framework of Online Learning Algorithms for Training Recurrent Neural Networks",
+    venue="Journal of Machine Learning Research 21(135):1-34",
+    arxiv="1907.02649",
+)
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
@@ -119,7 +127,19 @@ DESIGN_NOTES = Paper(
 
 #: every cited source by its short key
 PAPERS: dict[str, Paper] = {
-    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, MURRAY, BELLEC, DESIGN_NOTES)
+    p.key: p
+    for p in (
+        UORO,
+        COOIJMANS_MARTENS,
+        MILLER_HARDT,
+        FPP,
+        RTRL_CONVERGENCE,
+        SNAP,
+        MURRAY,
+        BELLEC,
+        MARSCHALL,
+        DESIGN_NOTES,
+    )
 }
 
 

@@ -1,0 +1,160 @@
+"""The check of ``rtrl.bias-alignment``: every online algorithm's declared guarantee, measured against exact RTRL.
+
+Decides only: the rows come from :func:`verify.estimators.alignment.axis_sweep` run on the implementations under
+test -- RTRL (``rtrl.rtrl``), SnAp-1 and SnAp-2 (``rtrl.snap``), RFLO (``rtrl.rflo``), e-prop (``rtrl.eprop``),
+UORO (``uoro.uoro``) and KF-RTRL (``uoro.kfrtrl``) -- on tanh Elman problems with a sparse ``W``, one axis at a
+time (n, T, spectral radius, density of W). Each estimator is judged by the guarantee it *declares*:
+
+* ``exact``: every problem's normalized bias <= 1e-11 (the design's RTRL-vs-BPTT float64 target);
+* ``unbiased``: no problem's unbiasedness test (:func:`verify.stats.unbiased.fixed_sample_test`) detects a bias,
+  at α = 1e-3 for the whole claim (Bonferroni over the estimators declared unbiased, then the test's own split
+  over the problems and grid points); draws that are all identical are judged as a deterministic estimator's
+  (the "flat draws" rule of :mod:`verify.estimators.alignment`);
+* ``biased`` / ``truncated``: measured and reported (bias, alignment, intervals), no decision.
+
+PASS when every decided estimator holds its declaration. Negative control: the mutant
+:mod:`verify.impl.mutants.alignment` (SnAp-1 declared unbiased) rerun through the same sweep must FAIL.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from verify.checks import register, result
+from verify.config import RunConfig
+from verify.estimators.alignment import AXES, AlignmentRow, GridPoint, alignment_figures, axis_sweep, rows_as_dicts
+from verify.estimators.base import OnlineEstimator
+from verify.estimators.guarantee import guarantee_of
+from verify.impl import build
+from verify.impl.mutants import get as get_mutant
+from verify.verdict import CheckResult, Control
+
+CLAIM = "rtrl.bias-alignment"
+EXACT = 1e-11  #: the design's float64 target for RTRL vs BPTT (DESIGN.md "Numerical policy")
+ALPHA = 1e-3  #: false-FAIL rate of the unbiasedness decisions, for the whole claim
+BETA = 1e-3  #: the confidence balls' miss rate (the stochastic rows' intervals)
+CONTROL = "alignment.snap-declared-unbiased"
+CENTER = GridPoint(n=6, T=8, radius=0.9, density=0.3)
+#: the axes each profile sweeps (one at a time around CENTER), problems per point, draws per stochastic problem
+GRID: dict[str, tuple[dict[str, tuple[float, ...]], int, int]] = {
+    "ci": ({"n": (4, 6, 8), "T": (4, 8, 12), "radius": (0.5, 0.9, 1.2), "density": (0.1, 0.3, 1.0)}, 3, 200),
+    "full": (
+        {"n": (4, 6, 8, 12, 16), "T": (4, 8, 16, 32), "radius": (0.3, 0.6, 0.9, 1.2, 1.5),
+         "density": (0.05, 0.1, 0.3, 0.6, 1.0)},
+        6,
+        400,
+    ),
+}  # fmt: skip
+
+
+def estimators(rtrl: Any, uoro: Any) -> dict[str, OnlineEstimator]:
+    """The estimators measured, built from the ``rtrl`` and ``uoro`` implementations under test."""
+    return {
+        "RTRL": build(rtrl.rtrl, "rtrl.rtrl"),
+        "UORO": build(uoro.uoro, "uoro.uoro"),
+        "KF-RTRL": build(uoro.kfrtrl, "uoro.kfrtrl"),
+        "SnAp-1": build(rtrl.snap, "rtrl.snap", order=1),
+        "SnAp-2": build(rtrl.snap, "rtrl.snap", order=2),
+        "RFLO": build(rtrl.rflo, "rtrl.rflo"),
+        "e-prop": build(rtrl.eprop, "rtrl.eprop"),
+    }
+
+
+def _sweep(ests: Mapping[str, OnlineEstimator], config: RunConfig) -> list[AlignmentRow]:
+    axes, problems, samples = GRID["full" if config.full else "ci"]
+    unbiased = sum(guarantee_of(e).kind == "unbiased" for e in ests.values())
+    return axis_sweep(
+        ests, center=CENTER, axes=axes, problems=problems, samples=samples, seed=config.seed * 10_000 + 27,
+        test_alpha=ALPHA / max(unbiased, 1), beta=BETA,
+    )  # fmt: skip
+
+
+def decide(rows: list[AlignmentRow]) -> list[str]:
+    """What breaks a declaration: ``exact`` rows above :data:`EXACT`, ``unbiased`` rows with a detected bias."""
+    bad = []
+    for r in rows:
+        where = f"{r.estimator} at n = {r.n}, T = {r.T}, radius = {r.radius:g}, density = {r.density:g}"
+        if r.guarantee == "exact" and r.max_bias > EXACT:
+            bad.append(f"{where}: declared exact, bias {r.max_bias:.1e} > {EXACT:.0e}")
+        if r.guarantee == "unbiased" and r.failed:
+            bad.append(f"{where}: declared unbiased, bias detected on {r.failed}/{r.problems} problems")
+    return list(dict.fromkeys(bad))
+
+
+def _table(rows: list[AlignmentRow]) -> dict[str, Any]:
+    at = [r for r in rows if (r.n, r.T, r.radius, r.density) == tuple(CENTER)]
+    seen: dict[str, AlignmentRow] = {}
+    for r in at:
+        seen.setdefault(r.estimator, r)
+    return {
+        "kind": "table",
+        "title": f"bias and alignment at n = {CENTER.n}, T = {CENTER.T}, radius = {CENTER.radius}, "
+        f"density = {CENTER.density}",
+        "columns": ["estimator", "declared", "bias", "bias interval", "cosine", "cosine interval", "interval"],
+        "rows": [
+            [
+                r.estimator,
+                r.guarantee,
+                f"{r.bias:.3g}",
+                f"[{r.bias_low:.3g}, {r.bias_high:.3g}]",
+                f"{r.cosine:.4f}",
+                f"[{r.cosine_low:.4f}, {r.cosine_high:.4f}]",
+                r.interval,
+            ]
+            for r in seen.values()
+        ],
+    }
+
+
+def _summary(rows: list[AlignmentRow]) -> str:
+    parts = []
+    for label in dict.fromkeys(r.estimator for r in rows):
+        rs = [r for r in rows if r.estimator == label]
+        kind = rs[0].guarantee
+        lo, hi = min(r.bias for r in rs), max(r.bias for r in rs)
+        parts.append(f"{label} ({kind}) bias {lo:.2g}..{hi:.2g}, cos >= {min(r.cosine for r in rs):.3f}")
+    return "; ".join(parts)
+
+
+@register(CLAIM, uses=("rtrl.rtrl", "rtrl.snap", "rtrl.rflo", "rtrl.eprop", "uoro.uoro", "uoro.kfrtrl"))
+def check_bias_alignment(config: RunConfig) -> CheckResult:
+    """Each algorithm's declared guarantee (UORO: Tallec & Ollivier 2017 Prop. 1; KF-RTRL: Mujika et al. 2018 §4;
+    SnAp-n: Menick et al. 2021 §3; RFLO, e-prop: declared biased) holds against exact float64 RTRL (UORO eq. (4));
+    normalized bias and alignment of all (the comparison of Marschall et al. 2020), in figures."""
+    t0 = time.perf_counter()
+    impls = config.impls
+    rows = _sweep(estimators(impls.rtrl, impls.uoro), config)
+    bad = decide(rows)
+    controls: list[Control] = []
+    if config.option("controls", True):
+        m = get_mutant(CONTROL)
+        snap: Callable[..., Any] = m.part
+        ctl = {f"SnAp-{k}": build(snap, "rtrl.snap", order=k) for k in (1, 2)}
+        wrong = decide(_sweep(ctl, config))
+        controls.append(Control(f"mutant {CONTROL}", "FAIL", "FAIL" if wrong else "PASS", "; ".join(wrong[:2])))
+    figures = [f for axis in AXES for f in alignment_figures(rows, over=axis)]
+    summary = _summary(rows)
+    if bad:
+        summary = "declaration broken: " + "; ".join(bad[:3]) + f" ({len(bad)} in all); " + summary
+    decided = [r for r in rows if r.guarantee in ("exact", "unbiased")]
+    return result(
+        CLAIM,
+        config,
+        t0,
+        not bad,
+        summary,
+        controls=controls,
+        statistic=max((r.max_bias for r in rows if r.guarantee == "exact"), default=0.0),
+        threshold=EXACT,
+        alpha=ALPHA,
+        data={
+            "rows": rows_as_dicts(rows),
+            "broken": bad,
+            "decided": len(decided),
+            "center": CENTER._asdict(),
+            "exact": EXACT,
+            "figures": [_table(rows), *figures],
+        },
+    )
