@@ -6,6 +6,7 @@ import torch
 
 from verify.estimators import RTRL, TBPTT, UORO, PreactivationUORO, TruncatedModel
 from verify.estimators.kfrtrl import KFRTRL
+from verify.estimators.ok import OK
 from verify.estimators.snap import SnAp
 from verify.testing.strategies import random_problem
 
@@ -22,6 +23,8 @@ ESTIMATORS = [
     (PreactivationUORO(), ("elman-tanh", "elman-relu")),
     (PreactivationUORO(rank=3), ("elman-tanh", "elman-relu")),
     (KFRTRL(), ("elman-tanh", "elman-relu")),
+    (OK(), ("elman-tanh", "elman-relu")),
+    (OK(rank=2), ("elman-tanh", "elman-relu")),
     (SnAp(1), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
     (SnAp(2), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
 ]
