@@ -6,8 +6,10 @@ r"""Broken OK estimators (Benzing et al. 2019, arXiv:1902.03993): a reduction th
 * :class:`OKUnscaled` -- the random part chosen with the right probabilities but not reweighted by
   :math:`1/p_i` (each chosen triplet keeps its own σ_i): biased towards the leading terms.
 
-Registered in the kill table for ``uoro.ok`` (tests/test_impl_kill_table.py); tests/estimators/test_ok.py
-requires the exact expectation to tell each from exact RTRL.
+Not yet registered in the kill table (``MUTANTS`` is empty until a catalog claim on OK exists to catch them;
+the Impl field ``uoro.ok`` they would replace exists); tests/estimators/test_ok.py requires the exact
+expectation, the declared-guarantee check and (for the random one) the statistical test to tell them
+from exact RTRL.
 """
 
 from __future__ import annotations
@@ -55,5 +57,5 @@ class OKUnscaled(OK):
         return u * f[..., None], B * f[..., None, None]
 
 
-#: OK's mutants for the kill table (Impl field ``uoro.ok``)
-MUTANTS = (OKTruncatedSVD(), OKUnscaled())
+#: empty until a catalog claim on OK exists (see the module docstring)
+MUTANTS: tuple[()] = ()
