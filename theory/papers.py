@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE", "SNAP", "UORO",
-           "Paper", "cite", "cited_in"]  # fmt: skip
+__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "OK", "PAPERS", "RTRL_CONVERGENCE", "SNAP",
+           "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,16 @@ SNAP = Paper(
     venue="International Conference on Learning Representations (ICLR 2021)",
     arxiv="2006.07232",
 )
+OK = Paper(
+    key="Benzing et al. 2019",
+    authors="Frederik Benzing, Marcelo Matheus Gauy, Asier Mujika, Anders Martinsson, Angelika Steger",
+    year="2019",
+    title="Optimal Kronecker-Sum Approximation of Real Time Recurrent Learning",
+    venue="International Conference on Machine Learning (ICML 2019)",
+    arxiv="1902.03993",
+    note="Only its abstract was at hand when rnn-verify's OK was written: the algorithm is reconstructed from the "
+    "optimal unbiased low-rank approximation it rests on (verify.estimators.ok states the reading).",
+)
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
@@ -102,7 +112,7 @@ DESIGN_NOTES = Paper(
 
 #: every cited source by its short key
 PAPERS: dict[str, Paper] = {
-    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, DESIGN_NOTES)
+    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, OK, DESIGN_NOTES)
 }
 
 
