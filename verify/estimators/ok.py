@@ -2,9 +2,11 @@ r"""OK: the optimal Kronecker-sum approximation of RTRL, for Elman cells.
 
 Benzing, Gauy, Mujika, Martinsson & Steger 2019, "Optimal Kronecker-Sum Approximation of Real
 Time Recurrent Learning" (ICML 2019, arXiv:1902.03993). The paper's text was not at hand when
-this module was written (its abstract was); the reading below is reconstructed from the
-paper's construction as summarised in its abstract and from the optimal unbiased low-rank
-approximation it rests on, and is stated in full so a reviewer can check it against §3-§4.
+this module was written (its abstract was: "We prove that OK is optimal for a class of
+approximations of RTRL, which includes all approaches published so far"); the reading below is
+reconstructed from that abstract and the optimal unbiased low-rank approximation it rests on, and
+is stated in full so a reviewer can check it against the paper. **Equation numbers (1)-(2) are
+this module's**; the paper's theorem and equation numbers were not checked.
 
 **Kronecker sums.** As in KF-RTRL (:mod:`verify.estimators.kfrtrl`, eq. (1) there), for a cell
 :math:`s_t = \phi(W_{full}a_t)`, :math:`a_t = (s_{t-1}, x_t, 1)`, the influence obeys
