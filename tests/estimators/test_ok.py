@@ -238,3 +238,8 @@ def test_a_biased_reduction_fails_the_declared_guarantee(mutant: OK) -> None:
     P, th = small_problem("elman-tanh", T=5, seed=3)
     with pytest.raises(AssertionError, match=r"declares unbiased.*exact mean at t=2"):
         assert_guarantee(mutant, P, th)
+
+
+def test_guarantee_by_the_exact_mean_in_float32() -> None:
+    P, th = small_problem("elman-tanh", T=5, seed=1)
+    assert "exact mean within" in assert_guarantee(OK(), P.to(dtype=torch.float32), th.float())

@@ -360,6 +360,7 @@ def exact_expectation(
             if hi - lo <= 1e-14:  # a sliver from round-off of the c_i (its midpoint may round to 1): mass < 1e-14
                 continue
             table = torch.full((steps, 1, 1), 0.5 * (lo + hi), dtype=problem.dtype)
+            table.clamp_(max=1.0 - torch.finfo(problem.dtype).eps)  # a midpoint that rounds to 1 in float32
             nxt, g = est.with_noise(Tabulated(table)).step(problem, theta, state, t, gen)
             g_sum[t - 1] += (prob * (hi - lo)) * g[0]
             total = total + visit(nxt, t + 1, prob * (hi - lo), est_t)
