@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from theory.papers import COOIJMANS_MARTENS, FPP, MARSCHALL, MILLER_HARDT, RTRL_CONVERGENCE, SNAP, UORO
+from theory.papers import COOIJMANS_MARTENS, FPP, MARSCHALL, MILLER_HARDT, OK, RTRL_CONVERGENCE, SNAP, UORO
 
 __all__ = ["EXPERIMENTS", "STATUSES", "Experiment"]
 
@@ -396,5 +396,32 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "not run",
         needs="the paper's synthetic tasks and one training run per algorithm; rtrl.bias-alignment measures the "
         "alignment (and normalized bias) at frozen parameters on random sparse Elman problems, not along training",
+    ),
+    # ------------------------------------------------------------------ OK (issue 26)
+    Experiment(
+        OK.key,
+        "experiments (section and figure numbers not checked)",
+        "character-level Penn TreeBank with an RNN trained online by OK",
+        "OK matches truncated BPTT (abstract)",
+        "not run",
+        needs="the Penn TreeBank data set (not shipped) and training runs at the paper's scale (GPU-hours)",
+    ),
+    Experiment(
+        OK.key,
+        "experiments (section and figure numbers not checked)",
+        "synthetic string memorization task with online parameter updates",
+        "OK outperforms truncated BPTT (abstract)",
+        "not run",
+        needs="the task's generator and training runs at the paper's scale; OK here is checked for its definition "
+        "(tests/estimators/test_ok.py: exact mean = RTRL, the reduction's variance = the theorem's minimum)",
+    ),
+    Experiment(
+        OK.key,
+        "experiments (section and figure numbers not checked)",
+        "noise of OK's gradient estimates against the previous approximations of RTRL",
+        "OK's noise is empirically negligible, unlike previous algorithms' (abstract)",
+        "not run",
+        needs="the paper's networks and training runs; a judged claim on small problems (OK's variance against "
+        "KF-RTRL's, several n, with CIs) is not in the catalog yet",
     ),
 )

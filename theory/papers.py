@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BELLEC", "COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MARSCHALL", "MILLER_HARDT", "MURRAY", "PAPERS",
+__all__ = ["BELLEC", "COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MARSCHALL", "MILLER_HARDT", "MURRAY", "OK", "PAPERS",
            "RTRL_CONVERGENCE", "SNAP", "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
 
 
@@ -117,6 +117,16 @@ MARSCHALL = Paper(
     venue="Journal of Machine Learning Research 21(135):1-34",
     arxiv="1907.02649",
 )
+OK = Paper(
+    key="Benzing et al. 2019",
+    authors="Frederik Benzing, Marcelo Matheus Gauy, Asier Mujika, Anders Martinsson, Angelika Steger",
+    year="2019",
+    title="Optimal Kronecker-Sum Approximation of Real Time Recurrent Learning",
+    venue="International Conference on Machine Learning (ICML 2019)",
+    arxiv="1902.03993",
+    note="Only its abstract was at hand when rnn-verify's OK was written: the algorithm is reconstructed from the "
+    "optimal unbiased low-rank approximation it rests on (verify.estimators.ok states the reading).",
+)
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
@@ -138,6 +148,7 @@ PAPERS: dict[str, Paper] = {
         MURRAY,
         BELLEC,
         MARSCHALL,
+        OK,
         DESIGN_NOTES,
     )
 }

@@ -87,6 +87,8 @@ def test_duplicate_and_alias() -> None:
     [
         ("kfrtrl", "uoro.kfrtrl", "verify.estimators.kfrtrl:KFRTRL"),
         ("uoro.kfrtrl", "uoro.kfrtrl", "verify.estimators.kfrtrl:KFRTRL"),
+        ("ok", "uoro.ok", "verify.estimators.ok:OK"),
+        ("uoro.ok", "uoro.ok", "verify.estimators.ok:OK"),
         ("snap", "rtrl.snap", "verify.estimators.snap:SnAp"),
         ("rtrl.snap", "rtrl.snap", "verify.estimators.snap:SnAp"),
         ("rflo", "rtrl.rflo", "verify.estimators.local:RFLO"),
@@ -105,6 +107,13 @@ def test_issue26_part_violating_the_contract_is_refused(tmp_path: Path) -> None:
     f.write_text("class BadSnAp:\n    def __init__(self, order=1):\n        pass\n")
     with pytest.raises(ImplementationError, match="snap"):
         load_implementations([f"snap={f}:BadSnAp"])
+
+
+def test_ok_part_violating_the_contract_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "bad_ok.py"
+    f.write_text("class BadOK:\n    def __init__(self, rank=1):\n        pass\n")
+    with pytest.raises(ImplementationError, match=r"uoro\.ok"):
+        load_implementations([f"ok={f}:BadOK"])
 
 
 def test_loaded_part_carries_file_and_sha256(tmp_path: Path) -> None:

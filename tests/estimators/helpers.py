@@ -7,6 +7,7 @@ import torch
 from verify.estimators import RTRL, TBPTT, UORO, PreactivationUORO, TruncatedModel
 from verify.estimators.kfrtrl import KFRTRL
 from verify.estimators.local import RFLO, EProp
+from verify.estimators.ok import OK
 from verify.estimators.snap import SnAp
 from verify.testing.strategies import random_problem
 
@@ -23,6 +24,8 @@ ESTIMATORS = [
     (PreactivationUORO(), ("elman-tanh", "elman-relu")),
     (PreactivationUORO(rank=3), ("elman-tanh", "elman-relu")),
     (KFRTRL(), ("elman-tanh", "elman-relu")),
+    (OK(), ("elman-tanh", "elman-relu")),
+    (OK(rank=2), ("elman-tanh", "elman-relu")),
     (SnAp(1), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
     (SnAp(2), ("elman-tanh", "elman-relu", "linear", "gru", "lstm")),
     (RFLO(), ("elman-tanh", "elman-relu", "linear")),

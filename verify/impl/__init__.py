@@ -38,7 +38,8 @@ family          fields (default)                             what a field is cal
 ``uoro``        ``uoro`` (:class:`~.UORO`),                  ``uoro(rank=r, block=T)`` -> an online estimator
                 ``preactivation``, ``reinforce``,            (``rank``/``block`` only where a claim needs them);
                 ``framework``, ``kfrtrl`` (:class:`~.        ``reinforce(sigma, baseline=True)`` -> ``.sample``;
-                KFRTRL`)                                     ``kfrtrl()`` -> KF-RTRL (unbiased, noise hook)
+                KFRTRL`), ``ok`` (:class:`~.OK`)             ``kfrtrl()`` -> KF-RTRL (unbiased, noise hook);
+                                                             ``ok(rank=r)`` -> OK (unbiased, noise hook)
 ``fpp``         ``eq7_gradients``, ``sampler``,              eq. (7) (:data:`verify.fpp.objective.SampleGradFn`),
                 ``multipliers``, ``learner``                 ``sampler(n, T, size, generator)``,
                 (:func:`~verify.fpp.reproduction.            ``multipliers(problem, theta, states)``;
@@ -69,6 +70,7 @@ from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.framework import FrameworkUORO
 from verify.estimators.kfrtrl import KFRTRL
 from verify.estimators.local import RFLO, EProp
+from verify.estimators.ok import OK
 from verify.estimators.reinforce import Reinforce
 from verify.estimators.rtrl import RTRL
 from verify.estimators.snap import SnAp
@@ -356,7 +358,8 @@ class TruncationImpl(FamilyImpl):
 class UOROImpl(FamilyImpl):
     """The UORO family: Algorithm 1 (``rank=``, UORO-T ``block=``), preactivation-space UORO, REINFORCE, the UORO of
     Cooijmans & Martens's framework (given Q_t or greedy rescaling), and KF-RTRL (Mujika, Meier & Steger 2018,
-    arXiv:1805.10842): an unbiased rank-one sibling of UORO with a Kronecker-factored influence."""
+    arXiv:1805.10842): an unbiased rank-one sibling of UORO with a Kronecker-factored influence, and OK (Benzing et al.
+    2019, arXiv:1902.03993): its sum of r Kronecker products reduced by the optimal unbiased approximation."""
 
     FAMILY: ClassVar[str] = "uoro"
     PRIMARY: ClassVar[str] = "uoro"
@@ -367,14 +370,16 @@ class UOROImpl(FamilyImpl):
         "framework": "framework(alpha=None, Q0=None) -> online UORO of Cooijmans & Martens's framework with "
         "Q_t = alpha_t Q0 (None: UORO's greedy rescaling), preactivation space",
         "kfrtrl": "kfrtrl() -> online KF-RTRL estimator (Mujika et al. 2018; unbiased, noise hook optional)",
+        "ok": "ok(rank=r) -> online OK estimator (Benzing et al. 2019; r Kronecker terms, unbiased)",
     }
-    FACTORIES: ClassVar[tuple[str, ...]] = ("uoro", "preactivation", "reinforce", "framework", "kfrtrl")
+    FACTORIES: ClassVar[tuple[str, ...]] = ("uoro", "preactivation", "reinforce", "framework", "kfrtrl", "ok")
 
     uoro: Callable[..., Any] = UORO
     preactivation: Callable[..., Any] = PreactivationUORO
     reinforce: Callable[..., Any] = reinforce_estimator
     framework: Callable[..., Any] = FrameworkUORO
     kfrtrl: Callable[..., Any] = KFRTRL
+    ok: Callable[..., Any] = OK
 
 
 @dataclass(frozen=True, eq=False)

@@ -70,12 +70,14 @@ ESTIMATORS = (
     "uoro.uoro",
     "uoro.preactivation",
     "uoro.kfrtrl",
+    "uoro.ok",
 )
 
 #: short names accepted for a ``family.field``
 ALIASES = {
     "tbptt": "truncation.tbptt",
     "kfrtrl": "uoro.kfrtrl",
+    "ok": "uoro.ok",
     "snap": "rtrl.snap",
     "rflo": "rtrl.rflo",
     "eprop": "rtrl.eprop",

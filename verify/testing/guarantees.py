@@ -12,6 +12,9 @@ then runs the check that matches the declaration:
   :math:`\nabla\ell_t(h^k_t)` (eq. (3));
 * ``unbiased`` -- the statistical test of :func:`verify.testing.assertions.assert_unbiased` (Tallec &
   Ollivier 2017, Prop. 1) with its stated false-fail rate ``alpha`` and certified bias bound ``delta``;
+  or, for an estimator offering ``exact_mean(problem, theta) -> (T, p)`` (its exact expectation of every
+  g̃_t, e.g. :class:`~verify.estimators.ok.OK` by enumerating its finitely many outcomes), that mean
+  against the float64 BPTT gradient within the round-off budget (the statistical test where it refuses);
 * ``biased`` -- the contract only (a biased estimator promises nothing about its mean).
 
 Raises ``AssertionError`` naming the estimator, the step and the error when the guarantee does
@@ -80,6 +83,26 @@ def _assert_equal_to_reference(
     return f"{guarantee.describe()}: every estimate within {budget:.1e} of the reference"
 
 
+def _assert_mean_is_reference(
+    estimator: OnlineEstimator, guarantee: Guarantee, mean: torch.Tensor, problem: Problem, theta: torch.Tensor
+) -> str:
+    """The exact mean (T, p) of an unbiased estimator against the BPTT gradients, within the round-off budget."""
+    ref = per_step_gradients(problem.to(dtype=torch.float64, device="cpu"), theta.detach().to(torch.float64).cpu())
+    budget = conditioning(problem.to(dtype=torch.float64), theta.double(), with_influence=False).gradient_budget(
+        problem.dtype
+    )
+    scale = float(torch.linalg.vector_norm(ref)) or 1.0
+    for t in range(problem.T):
+        err = float(torch.linalg.vector_norm(mean[t].double().cpu() - ref[t])) / scale
+        if not err <= budget:
+            name = getattr(estimator, "name", type(estimator).__name__)
+            raise AssertionError(
+                f"{name} declares {guarantee.describe()} but its exact mean at t={t + 1} differs from the reference "
+                f"by {err:.3e} relative (budget {budget:.1e})"
+            )
+    return f"{guarantee.describe()}: exact mean within {budget:.1e} of the reference"
+
+
 def assert_guarantee(
     estimator: OnlineEstimator,
     problem: Problem,
@@ -100,6 +123,14 @@ def assert_guarantee(
     if guarantee.kind in ("exact", "truncated"):
         return _assert_equal_to_reference(estimator, guarantee, problem, theta, seed)
     if guarantee.kind == "unbiased":
+        exact_mean = getattr(estimator, "exact_mean", None)
+        if callable(exact_mean):
+            try:
+                mean = exact_mean(problem, theta)
+            except InvalidArgument:
+                pass  # the enumeration is too large here: the statistical test decides
+            else:
+                return _assert_mean_is_reference(estimator, guarantee, mean, problem, theta)
         res = assert_unbiased(estimator, problem, theta, alpha=alpha, delta=delta, seed=seed, max_samples=max_samples)
         return f"{guarantee.describe()}: {res.verdict} (alpha {alpha:g}, bias < {delta:g}·||g|| certified)"
     return f"{guarantee.describe()}: contract only"
