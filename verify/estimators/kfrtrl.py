@@ -2,8 +2,13 @@ r"""KF-RTRL: Kronecker-factored real-time recurrent learning, for Elman cells.
 
 Mujika, Meier & Steger 2018, "Approximating Real-Time Recurrent Learning with Random
 Kronecker Factors" (NeurIPS 2018, arXiv:1805.10842), §4 (the Kronecker-sum lemma and
-the KF-RTRL update; equation numbers below are this module's, the paper's text was not
-at hand when it was written -- the reading is stated in full so a reviewer can check it).
+the KF-RTRL update). Equation numbers below are this module's: the paper's full text was not at hand, so
+the reading is stated in full for a reviewer to check. It was checked (issue 26) against the one public
+implementation found, omarschall/vanilla-rtrl ``learning_algorithms/KF_RTRL.py`` (read, not copied), whose
+update is the same: row factor :math:`\hat a_t = (s_{t-1}, x_t, 1)`, column factors :math:`J_t A_{t-1}` and
+:math:`\operatorname{diag}\phi'(p_t)` (times its leak α, 1 here), two zero-mean signs, and
+:math:`\rho_1 = \sqrt{\|J_tA_{t-1}\|/\|u_{t-1}\|}`, :math:`\rho_2 = \sqrt{\|D_t\|/\|\hat a_t\|}`
+(the lemma's variance-minimizing choice). The two differences are stated below: the zero start and the ε.
 
 **Where the influence factors.** For a cell whose new state is an elementwise function of
 one affine map, :math:`s_t = \phi(p_t)`, :math:`p_t = W_{full}\,a_t`,
@@ -124,6 +129,15 @@ class KFRTRL(_Named):
                 "product only for one elementwise map of one affine map (Mujika et al. 2018, §4)",
             )
         return cell
+
+    def supports(self, problem: Problem) -> str | None:
+        """None for an Elman cell, else why not (:mod:`verify.impl.capabilities`: a claim leaves the problem out)."""
+        if isinstance(problem.cell, ElmanCell):
+            return None
+        return (
+            f"KF-RTRL is defined here for Elman cells s' = phi(W s + U x + b) only, not {problem.cell.describe()} "
+            "(Mujika et al. 2018, §4: one elementwise map of one affine map)"
+        )
 
     # ----------------------------------------------------------- noise hook
     def noise_shape(self, problem: Problem) -> tuple[int, ...]:
