@@ -35,6 +35,7 @@ SUBSET = {
     "reinforce.no-inverse-sigma": "uoro.reinforce-link",
     "uoro.framework-q0-inverted": "uoro.variance-reduction-optimal",
     "snap.transposed-pattern": "rtrl.snap-exactness",
+    "kfrtrl.new-state-factor": "uoro.kfrtrl-unbiased",
 }
 #: the same for the parts whose quickest claim takes 10-20 s per route (marked slow)
 SLOW_SUBSET = {

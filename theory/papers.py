@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE", "SNAP", "UORO",
-           "Paper", "cite", "cited_in"]  # fmt: skip
+__all__ = ["COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "KFRTRL", "MILLER_HARDT", "PAPERS", "RTRL_CONVERGENCE", "SNAP",
+           "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,14 @@ SNAP = Paper(
     venue="International Conference on Learning Representations (ICLR 2021)",
     arxiv="2006.07232",
 )
+KFRTRL = Paper(
+    key="Mujika, Meier & Steger 2018",
+    authors="Asier Mujika, Florian Meier, Angelika Steger",
+    year="2018",
+    title="Approximating Real-Time Recurrent Learning with Random Kronecker Factors",
+    venue="Advances in Neural Information Processing Systems 31 (NeurIPS 2018)",
+    arxiv="1805.10842",
+)
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
@@ -102,7 +110,7 @@ DESIGN_NOTES = Paper(
 
 #: every cited source by its short key
 PAPERS: dict[str, Paper] = {
-    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, DESIGN_NOTES)
+    p.key: p for p in (UORO, COOIJMANS_MARTENS, MILLER_HARDT, FPP, RTRL_CONVERGENCE, SNAP, KFRTRL, DESIGN_NOTES)
 }
 
 

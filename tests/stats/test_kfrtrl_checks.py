@@ -1,0 +1,94 @@
+"""The KF-RTRL claims (Mujika, Meier & Steger 2018, arXiv:1805.10842, §4): both sides, on the implementation route.
+
+* ``uoro.kfrtrl-unbiased`` PASSes the toolkit's KF-RTRL (controls included) and FAILs each wrong Kronecker factor;
+  the unbiased but noisier ``kfrtrl.rho1-scaled`` does not FAIL it; an implementation that supports none of its
+  problems is SKIPPED with the reason;
+* ``uoro.kfrtrl-variance`` PASSes the toolkit's KF-RTRL with the FINDING that it is the noisier estimator at n = 4,
+  and FAILs ``kfrtrl.rho1-scaled``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from theory.catalog import get_claim
+from verify.config import RunConfig
+from verify.errors import InvalidArgument
+from verify.estimators.kfrtrl import KFRTRL
+from verify.impl import DEFAULT
+from verify.impl.mutants import get
+from verify.impl.mutants.kfrtrl import MUTANTS, MUST_NOT_FAIL
+from verify.model.problem import Problem
+from verify.run.check import run_check
+from verify.uoro.kfrtrl import ratio_slope
+from verify.verdict import Verdict
+
+NO_CONTROLS = (("controls", False),)
+
+
+def _run(claim: str, implementations: object = None, **kw: object) -> object:
+    cfg = RunConfig(**kw) if implementations is None else RunConfig(implementations=implementations, **kw)  # type: ignore[arg-type]
+    return run_check(get_claim(claim), cfg)
+
+
+def test_unbiased_passes_the_toolkit_kfrtrl_with_its_controls() -> None:
+    res = _run("uoro.kfrtrl-unbiased")
+    assert res.verdict is Verdict.PASS, res.summary
+    got = {c.name: (c.expected, c.observed) for c in res.controls}
+    assert got == {
+        "mutant kfrtrl.new-state-factor": ("FAIL", "FAIL"),
+        "mutant kfrtrl.no-derivative": ("FAIL", "FAIL"),
+        "mutant kfrtrl.rho1-scaled": ("PASS", "PASS"),
+    }
+    assert max(r["gradient_error"] for r in res.data["enumeration"]) <= 1e-12
+    assert "gru" in res.summary and "left out" in res.summary  # the cells KF-RTRL is not defined for, with why
+
+
+@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.visible_to], ids=lambda m: m.name)
+def test_each_kfrtrl_mutant_fails_the_claims_it_is_visible_to(mutant: object) -> None:
+    m = get(mutant.name)  # type: ignore[attr-defined]
+    for claim in m.visible_to:
+        res = _run(claim, m.implementations, options=NO_CONTROLS)
+        assert res.verdict is Verdict.FAIL, (m.name, claim, res.summary)
+
+
+@pytest.mark.parametrize("name", sorted(MUST_NOT_FAIL))
+def test_unbiased_mutant_does_not_fail_unbiasedness(name: str) -> None:
+    for claim in MUST_NOT_FAIL[name]:
+        res = _run(claim, get(name).implementations, options=(*NO_CONTROLS, ("max_samples", 100_000)))
+        assert res.verdict is not Verdict.FAIL, res.summary
+
+
+def test_variance_passes_with_the_small_n_finding() -> None:
+    res = _run("uoro.kfrtrl-variance")
+    assert res.verdict is Verdict.PASS, res.summary
+    assert [(c.expected, c.observed) for c in res.controls] == [("FAIL", "FAIL")]
+    rows = res.data["ratios"]
+    assert [r["n"] for r in rows] == [4, 8, 16]
+    assert rows[-1]["ci"][1] < 1.0 and res.data["slope_ci"][1] < 0.0
+    # seed 0: KF-RTRL is the noisier estimator at n = 4 (measured 1.6-2.2x), and the claim says so
+    assert rows[0]["ci"][0] > 1.0
+    assert len(res.findings) == 1 and "n = 4" in res.findings[0]
+
+
+@dataclass(frozen=True)
+class _NoElman(KFRTRL):
+    """A KF-RTRL that declares it supports nothing the claims run on."""
+
+    def supports(self, problem: Problem) -> str | None:
+        return "this implementation supports only a cell the fixtures do not have"
+
+
+@pytest.mark.parametrize("claim", ["uoro.kfrtrl-unbiased", "uoro.kfrtrl-variance"])
+def test_skipped_with_the_reason_when_nothing_is_supported(claim: str) -> None:
+    impls = DEFAULT.with_family(DEFAULT.uoro.with_part("kfrtrl", _NoElman), label="no-elman")
+    res = _run(claim, impls)
+    assert res.verdict is Verdict.SKIPPED
+    assert "supports only a cell" in (res.reason or "")
+
+
+def test_ratio_slope_needs_two_sizes() -> None:
+    with pytest.raises(InvalidArgument, match="rows"):
+        ratio_slope([{"n": 4, "ratio": 1.0, "log_se": 0.1}], 0.95)
