@@ -19,7 +19,7 @@ from verify.errors import InvalidArgument
 from verify.estimators.kfrtrl import KFRTRL
 from verify.impl import DEFAULT
 from verify.impl.mutants import get
-from verify.impl.mutants.kfrtrl import MUTANTS, MUST_NOT_FAIL
+from verify.impl.mutants.kfrtrl import MUST_NOT_FAIL, MUTANTS
 from verify.model.problem import Problem
 from verify.run.check import run_check
 from verify.uoro.kfrtrl import ratio_slope

@@ -65,6 +65,10 @@ def _stat_cases(config: RunConfig) -> list[Case]:
     return [problem_case("elman-tanh", 4, T, config.seed, 495), problem_case("gru", 2, 2 * T, config.seed, 496)]
 
 
+def _steps(T: int) -> tuple[int, ...]:
+    return tuple(sorted({2, (T + 1) // 2 + 1, T}))
+
+
 def _row(r: dict[str, Any]) -> str:
     infl = "" if r["influence_error"] is None else f", influence {r['influence_error']:.1e}"
     return f"{r['problem']}: gradient {r['gradient_error']:.1e}{infl}"
@@ -102,7 +106,7 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
     results = []
     opts = options(config, split=max(len(stat_cases), 1))
     if stat_cases and not bad:
-        runs = [(c, est, tuple(sorted({2, (c.problem.T + 1) // 2 + 1, c.problem.T})), (c.problem.T,)) for c in stat_cases]
+        runs = [(c, est, _steps(c.problem.T), (c.problem.T,)) for c in stat_cases]
         results = unbiased_runs(runs, opts, config.generator(salt=497), max_samples(config))
         verdicts += [r.verdict for _, r in results]
     verdict = combine(verdicts) if verdicts else Verdict.INCONCLUSIVE
@@ -118,12 +122,17 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
         if bad:
             enum_s += "; not exact: " + "; ".join(_row(r) for r in bad[:3])
     stat_s = "; ".join(
-        f"{lab}: {r.verdict.value}" + ("" if r.failed else f", bound {r.relative_bound:.3g}*||g||") + f", M={r.samples_used}"
+        f"{lab}: {r.verdict.value}"
+        + ("" if r.failed else f", bound {r.relative_bound:.3g}*||g||")
+        + f", M={r.samples_used}"
         for lab, r in results
     )
     summary = f"{enum_s}; sequential test (delta = {opts.delta:g}): {stat_s or 'not run'}"
-    reason = None if verdict is not Verdict.INCONCLUSIVE else "; ".join(r.reason for _, r in results if r.reason) or summary
-    data: dict[str, Any] = {"enumeration": rows, "exact": EXACT, "tests": [dict(r.to_data(), problem=lab) for lab, r in results]}
+    reason = None
+    if verdict is Verdict.INCONCLUSIVE:
+        reason = "; ".join(r.reason for _, r in results if r.reason) or summary
+    tests = [dict(r.to_data(), problem=lab) for lab, r in results]
+    data: dict[str, Any] = {"enumeration": rows, "exact": EXACT, "tests": tests}
     used = sum(r.samples_used for _, r in results)
     return finish(
         UNBIASED,
@@ -188,7 +197,8 @@ def check_kfrtrl_variance(config: RunConfig) -> CheckResult:
             Control(f"mutant {UNBIASED_CONTROL}", "FAIL", got.value, f"ratios {_ratios(bad_rows)}; slope {b_slope:.2f}")
         )
     findings = tuple(
-        f"the printed 'noise much smaller than UORO's' holds only asymptotically in n: at n = {r['n']} ({r['problem']}) "
+        "the printed 'noise much smaller than UORO's' holds only asymptotically in n: "
+        f"at n = {r['n']} ({r['problem']}) "
         f"KF-RTRL's E||g~_T - g_T||^2 is {r['ratio']:.3g} x UORO's ({level:.6g}-CI [{r['ci'][0]:.3g}, "
         f"{r['ci'][1]:.3g}], {r['draws']} draws each): KF-RTRL is the noisier estimator at this size"
         for r in rows

@@ -25,7 +25,7 @@ import torch
 from verify.estimators.kfrtrl import KFRTRL
 from verify.impl.mutants import Mutant
 
-__all__ = ["MUTANTS", "MUST_NOT_FAIL", "KFRTRLNewStateFactor", "KFRTRLNoDerivative", "KFRTRLRho1Scaled"]
+__all__ = ["MUST_NOT_FAIL", "MUTANTS", "KFRTRLNewStateFactor", "KFRTRLNoDerivative", "KFRTRLRho1Scaled"]
 
 UNBIASED = "uoro.kfrtrl-unbiased"
 VARIANCE = "uoro.kfrtrl-variance"
