@@ -21,6 +21,7 @@ from verify.impl import DEFAULT
 from verify.impl.mutants import get
 from verify.impl.mutants.kfrtrl import MUST_NOT_FAIL, MUTANTS
 from verify.model.problem import Problem
+from verify.report.figures import claim_figures
 from verify.run.check import run_check
 from verify.uoro.kfrtrl import ratio_slope
 from verify.verdict import Verdict
@@ -92,3 +93,11 @@ def test_skipped_with_the_reason_when_nothing_is_supported(claim: str) -> None:
 def test_ratio_slope_needs_two_sizes() -> None:
     with pytest.raises(InvalidArgument, match="rows"):
         ratio_slope([{"n": 4, "ratio": 1.0, "log_se": 0.1}], 0.95)
+
+
+@pytest.mark.parametrize("claim", ["uoro.kfrtrl-unbiased", "uoro.kfrtrl-variance"])
+def test_each_claim_draws_its_figure(claim: str) -> None:
+    res = _run(claim, options=NO_CONTROLS)
+    figs, problems = claim_figures(claim, res.data)  # type: ignore[attr-defined]
+    assert figs and not problems, problems
+    res.to_dict()  # type: ignore[attr-defined]

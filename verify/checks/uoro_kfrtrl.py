@@ -32,6 +32,8 @@ from verify.estimators.noise import require_noise_hook
 from verify.impl import build
 from verify.impl.capabilities import cover
 from verify.impl.mutants import get as get_mutant
+from verify.report.plots.kfrtrl import kfrtrl_variance_figure
+from verify.report.plots.uoro import sequential_looks_figure
 from verify.uoro.cases import Case, problem_case
 from verify.uoro.kfrtrl import enumeration_rows, ratio_slope, variance_ratios
 from verify.uoro.unbiased import unbiased_runs
@@ -133,6 +135,8 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
         reason = "; ".join(r.reason for _, r in results if r.reason) or summary
     tests = [dict(r.to_data(), problem=lab) for lab, r in results]
     data: dict[str, Any] = {"enumeration": rows, "exact": EXACT, "tests": tests}
+    if results:
+        data["figures"] = [sequential_looks_figure(results, opts.delta)]
     used = sum(r.samples_used for _, r in results)
     return finish(
         UNBIASED,
@@ -218,7 +222,13 @@ def check_kfrtrl_variance(config: RunConfig) -> CheckResult:
         statistic=rows[-1]["ratio"],
         threshold=1.0,
         controls=controls,
-        data={"ratios": rows, "slope": slope, "slope_ci": list(slope_ci), "level": level},
+        data={
+            "ratios": rows,
+            "slope": slope,
+            "slope_ci": list(slope_ci),
+            "level": level,
+            "figures": [kfrtrl_variance_figure(rows, level, slope)],
+        },
         findings=findings,
         reason=None if verdict is not Verdict.INCONCLUSIVE else "a CI contains its threshold: " + summary,
         alpha=alpha,
