@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 from theory.catalog import get_claim
 from verify.config import RunConfig
@@ -23,7 +24,8 @@ from verify.impl.mutants.kfrtrl import MUST_NOT_FAIL, MUTANTS
 from verify.model.problem import Problem
 from verify.report.figures import claim_figures
 from verify.run.check import run_check
-from verify.uoro.kfrtrl import ratio_slope
+from verify.uoro.cases import problem_case
+from verify.uoro.kfrtrl import CHUNK, gradient_squared_errors, ratio_slope
 from verify.verdict import Verdict
 
 NO_CONTROLS = (("controls", False),)
@@ -101,3 +103,10 @@ def test_each_claim_draws_its_figure(claim: str) -> None:
     figs, problems = claim_figures(claim, res.data)  # type: ignore[attr-defined]
     assert figs and not problems, problems
     res.to_dict()  # type: ignore[attr-defined]
+
+
+def test_squared_errors_in_chunks_are_the_draws_asked_for() -> None:
+    case = problem_case("elman-tanh", 2, 3, 0, 1)
+    q = gradient_squared_errors(KFRTRL(), case, CHUNK + 3, torch.Generator().manual_seed(0))
+    assert q.shape == (CHUNK + 3,) and bool((q >= 0).all())
+    assert float(q.mean()) > 0  # a random estimator: not every draw is the gradient

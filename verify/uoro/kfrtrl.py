@@ -26,7 +26,10 @@ from verify.oracles.bptt import influence_matrices, per_step_gradients
 from verify.stats import compare_second_moments, squared_errors
 from verify.uoro.cases import Case, problem_case
 
-__all__ = ["enumeration_rows", "gradient_squared_errors", "ratio_slope", "variance_ratios"]
+__all__ = ["CHUNK", "enumeration_rows", "gradient_squared_errors", "ratio_slope", "variance_ratios"]
+
+#: draws per estimator run in :func:`gradient_squared_errors` (memory: T·CHUNK·p floats of every step's g̃)
+CHUNK = 2000
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -62,11 +65,16 @@ def gradient_squared_errors(
 
     A 1-D float64 tensor; its mean is the estimator's total variance at t (its bias² included: zero for an
     unbiased estimator). The reference is exact float64 BPTT (:func:`verify.oracles.bptt.per_step_gradients`).
+    The draws are run in chunks of :data:`CHUNK` samples from the same ``gen`` (still i.i.d.).
     """
     P, th = case.problem, case.theta
     t = P.T if step is None else step
     g = per_step_gradients(P, th)[t - 1]
-    return squared_errors(run_estimator(est, P, th, gen, samples=draws)[t - 1], g)
+    out = []
+    for start in range(0, draws, CHUNK):  # run_estimator keeps every step's g~ (T x M x p): bound M
+        m = min(CHUNK, draws - start)
+        out.append(squared_errors(run_estimator(est, P, th, gen, samples=m)[t - 1], g))
+    return torch.cat(out)
 
 
 def variance_ratios(
