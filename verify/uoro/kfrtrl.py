@@ -88,8 +88,10 @@ def variance_ratios(
     gen: torch.Generator,
     level: float,
     kind: str = "elman-tanh",
+    baseline: OnlineEstimator | None = None,
 ) -> list[dict[str, Any]]:
-    """For each n: E‖g̃_T − g_T‖² of ``est`` over the toolkit's UORO's on the same problem, with a ``level`` CI.
+    """For each n: E‖g̃_T − g_T‖² of ``est`` over ``baseline``'s (default: the toolkit's UORO) on the same problem,
+    with a ``level`` CI (row keys ``variance``, ``uoro_variance`` -- the baseline's --, ``ratio``, ``ci``, ``log_se``).
 
     The problem of state size n is :func:`~verify.uoro.cases.problem_case` (kind, n, T, seed, salt + n); ``draws``
     i.i.d. draws of each estimator (independent: the two runs take consecutive streams of ``gen``). The CI is the
@@ -99,7 +101,7 @@ def variance_ratios(
     for n in ns:
         case = problem_case(kind, n, T, seed, salt + n)
         q_est = gradient_squared_errors(est, case, draws, gen)
-        q_uoro = gradient_squared_errors(UORO(), case, draws, gen)
+        q_uoro = gradient_squared_errors(UORO() if baseline is None else baseline, case, draws, gen)
         cmp = compare_second_moments(q_est, q_uoro, level=level)
         rows.append(
             {
