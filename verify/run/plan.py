@@ -46,7 +46,7 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
         "truncation.assumption-checker": 0.1, "truncation.figure-1a": 0.6, "device.float32-standin": 0.5,
         "uoro.variance-reduction-optimal": 0.9,
         "uoro.influence-balancing-learning": 2.7,
-        "uoro.kfrtrl-unbiased": 5.7, "uoro.kfrtrl-variance": 2.7,
+        "uoro.kfrtrl-unbiased": 1.9, "uoro.kfrtrl-variance": 0.8,
     },
     "full": {
         "reference.adjoint": 16.3, "reference.influence": 16.5, "reference.complex-step": 13.5,
