@@ -92,6 +92,25 @@ def _enum_control(name: str, cases: list[Case], expect: str) -> Control:
     return Control(f"mutant {name}", expect, "FAIL" if bad else "PASS", f"enumeration: {detail}")
 
 
+def _unbiased_summary(
+    rows: list[dict[str, Any]] | None, why: str, bad: list[dict[str, Any]], results: list[Any], delta: float
+) -> str:
+    if rows is None:
+        enum_s = f"exact enumeration not run ({why})"
+    else:
+        worst = max(max(r["gradient_error"], r["influence_error"] or 0.0) for r in rows)
+        enum_s = f"exact enumeration on {len(rows)} problem(s): largest relative error {worst:.1e} (<= {EXACT:.0e})"
+        if bad:
+            enum_s += "; not exact: " + "; ".join(_row(r) for r in bad[:3])
+    stat_s = "; ".join(
+        f"{lab}: {r.verdict.value}"
+        + ("" if r.failed else f", bound {r.relative_bound:.3g}*||g||")
+        + f", M={r.samples_used}"
+        for lab, r in results
+    )
+    return f"{enum_s}; sequential test (delta = {delta:g}): {stat_s or 'not run'}"
+
+
 @register(UNBIASED, uses=("uoro.kfrtrl",))
 def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
     """KF-RTRL is unbiased (Mujika et al. 2018 §4): exact enumeration (round-off) and the sequential test at
@@ -116,20 +135,7 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
     if controls_on(config) and enum_cases:
         controls += [_enum_control(name, enum_cases, "FAIL") for name in BIASED_CONTROLS]
         controls.append(_enum_control(UNBIASED_CONTROL, enum_cases, "PASS"))
-    if rows is None:
-        enum_s = f"exact enumeration not run ({why})"
-    else:
-        worst = max(max(r["gradient_error"], r["influence_error"] or 0.0) for r in rows)
-        enum_s = f"exact enumeration on {len(rows)} problem(s): largest relative error {worst:.1e} (<= {EXACT:.0e})"
-        if bad:
-            enum_s += "; not exact: " + "; ".join(_row(r) for r in bad[:3])
-    stat_s = "; ".join(
-        f"{lab}: {r.verdict.value}"
-        + ("" if r.failed else f", bound {r.relative_bound:.3g}*||g||")
-        + f", M={r.samples_used}"
-        for lab, r in results
-    )
-    summary = f"{enum_s}; sequential test (delta = {opts.delta:g}): {stat_s or 'not run'}"
+    summary = _unbiased_summary(rows, why, bad, results, opts.delta)
     reason = None
     if verdict is Verdict.INCONCLUSIVE:
         reason = "; ".join(r.reason for _, r in results if r.reason) or summary
@@ -144,7 +150,7 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
         t0,
         verdict,
         summary,
-        statistic=max((r.relative_bound for _, r in results), default=float("nan")),
+        statistic=max((r.relative_bound for _, r in results), default=None),
         threshold=opts.delta,
         controls=controls,
         data=data,
