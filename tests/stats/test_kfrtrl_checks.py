@@ -110,3 +110,29 @@ def test_squared_errors_in_chunks_are_the_draws_asked_for() -> None:
     q = gradient_squared_errors(KFRTRL(), case, CHUNK + 3, torch.Generator().manual_seed(0))
     assert q.shape == (CHUNK + 3,) and bool((q >= 0).all())
     assert float(q.mean()) > 0  # a random estimator: not every draw is the gradient
+
+
+class _NoHook:
+    """A user's KF-RTRL without the noise hook: init/step only (it draws its own signs)."""
+
+    name = "kf-rtrl[no hook]"
+
+    def __init__(self) -> None:
+        self._kf = KFRTRL()
+        self.guarantee = self._kf.guarantee
+
+    def supports(self, problem: Problem) -> str | None:  # declared (verify.impl.capabilities): Elman cells only
+        return self._kf.supports(problem)
+
+    def init(self, *a: object, **k: object) -> object:
+        return self._kf.init(*a, **k)  # type: ignore[arg-type]
+
+    def step(self, *a: object) -> object:
+        return self._kf.step(*a)  # type: ignore[arg-type]
+
+
+def test_without_the_noise_hook_the_statistical_test_decides_and_says_so() -> None:
+    impls = DEFAULT.with_family(DEFAULT.uoro.with_part("kfrtrl", _NoHook), label="no-hook")
+    res = _run("uoro.kfrtrl-unbiased", impls, options=NO_CONTROLS)
+    assert res.verdict is Verdict.PASS, res.summary
+    assert "exact enumeration not run" in res.summary and "no noise hook" in res.summary
