@@ -38,6 +38,7 @@ SUBSET = {
     "rflo.no-leak": "rtrl.rflo-limits",
     "eprop.no-self-connection": "rtrl.eprop-limits",
     "alignment.snap-declared-unbiased": "rtrl.bias-alignment",
+    "kfrtrl.new-state-factor": "uoro.kfrtrl-unbiased",
 }
 #: the same for the parts whose quickest claim takes 10-20 s per route (marked slow)
 SLOW_SUBSET = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from theory.papers import COOIJMANS_MARTENS, FPP, MARSCHALL, MILLER_HARDT, OK, RTRL_CONVERGENCE, SNAP, UORO
+from theory.papers import COOIJMANS_MARTENS, FPP, KFRTRL, MARSCHALL, MILLER_HARDT, OK, RTRL_CONVERGENCE, SNAP, UORO
 
 __all__ = ["EXPERIMENTS", "STATUSES", "Experiment"]
 
@@ -423,5 +423,30 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "not run",
         needs="the paper's networks and training runs; a judged claim on small problems (OK's variance against "
         "KF-RTRL's, several n, with CIs) is not in the catalog yet",
+    ),
+    # ------------------------------------------------------------------ KF-RTRL (issue 26)
+    Experiment(
+        KFRTRL.key,
+        "§5: copy task",
+        "synthetic string memorization (copy task) with Recurrent Highway Networks trained online by KF-RTRL, "
+        "UORO and truncated BPTT; longest sequence length learned",
+        "KF-RTRL captures long-term dependencies: it learns longer sequences than UORO (abstract; numbers not "
+        "restated here)",
+        "not run",
+        needs="KF-RTRL for Recurrent Highway Networks (one Kronecker factor per layer; this one covers Elman cells "
+        "only), the copy-task curriculum and training runs at the paper's scale; "
+        "uoro.kfrtrl-unbiased and uoro.kfrtrl-variance check KF-RTRL's estimator, not these runs",
+        cost="GPU-hours (estimated from KF-RTRL's O(n^3) operations per step; not measured)",
+    ),
+    Experiment(
+        KFRTRL.key,
+        "§5: Penn TreeBank",
+        "character-level language modelling on Penn TreeBank with an RHN trained by KF-RTRL, UORO and truncated "
+        "BPTT; validation bits per character",
+        "KF-RTRL almost matches truncated BPTT; UORO is clearly worse (abstract; numbers not restated here)",
+        "not run",
+        needs="the Penn TreeBank data set (not shipped), KF-RTRL for RHNs and training runs at the paper's scale",
+        cost="GPU-days (estimated from KF-RTRL's O(n^3) operations per step over a corpus of ~5e6 characters; not "
+        "measured)",
     ),
 )

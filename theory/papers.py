@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BELLEC", "COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "MARSCHALL", "MILLER_HARDT", "MURRAY", "OK", "PAPERS",
-           "RTRL_CONVERGENCE", "SNAP", "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
+__all__ = ["BELLEC", "COOIJMANS_MARTENS", "DESIGN_NOTES", "FPP", "KFRTRL", "MARSCHALL", "MILLER_HARDT", "MURRAY", "OK",
+           "PAPERS", "RTRL_CONVERGENCE", "SNAP", "UORO", "Paper", "cite", "cited_in"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,14 @@ OK = Paper(
     note="Only its abstract was at hand when rnn-verify's OK was written: the algorithm is reconstructed from the "
     "optimal unbiased low-rank approximation it rests on (verify.estimators.ok states the reading).",
 )
+KFRTRL = Paper(
+    key="Mujika, Meier & Steger 2018",
+    authors="Asier Mujika, Florian Meier, Angelika Steger",
+    year="2018",
+    title="Approximating Real-Time Recurrent Learning with Random Kronecker Factors",
+    venue="Advances in Neural Information Processing Systems 31 (NeurIPS 2018)",
+    arxiv="1805.10842",
+)
 DESIGN_NOTES = Paper(
     key="rnn-verify design notes",
     authors="rnn-verify developers",
@@ -145,10 +153,11 @@ PAPERS: dict[str, Paper] = {
         FPP,
         RTRL_CONVERGENCE,
         SNAP,
+        KFRTRL,
+        OK,
         MURRAY,
         BELLEC,
         MARSCHALL,
-        OK,
         DESIGN_NOTES,
     )
 }

@@ -104,3 +104,11 @@ def test_refuses_a_cell_without_the_kronecker_structure() -> None:
 def test_bad_eps_is_named(eps: float) -> None:
     with pytest.raises(InvalidArgument, match="eps"):
         KFRTRL(eps=eps)
+
+
+def test_supports_names_the_cells_it_is_defined_for() -> None:
+    P, _ = small_problem("gru")
+    why = KFRTRL().supports(P)
+    assert why is not None and "Elman" in why
+    Q, _ = small_problem("elman-tanh")
+    assert KFRTRL().supports(Q) is None

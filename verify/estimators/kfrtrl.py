@@ -2,8 +2,13 @@ r"""KF-RTRL: Kronecker-factored real-time recurrent learning, for Elman cells.
 
 Mujika, Meier & Steger 2018, "Approximating Real-Time Recurrent Learning with Random
 Kronecker Factors" (NeurIPS 2018, arXiv:1805.10842), §4 (the Kronecker-sum lemma and
-the KF-RTRL update; equation numbers below are this module's, the paper's text was not
-at hand when it was written -- the reading is stated in full so a reviewer can check it).
+the KF-RTRL update). Equation numbers below are this module's: the paper's full text was not at hand, so
+the reading is stated in full for a reviewer to check. It was checked (issue 26) against the one public
+implementation found, omarschall/vanilla-rtrl ``learning_algorithms/KF_RTRL.py`` (read, not copied), whose
+update is the same: row factor :math:`\hat a_t = (s_{t-1}, x_t, 1)`, column factors :math:`J_t A_{t-1}` and
+:math:`\operatorname{diag}\phi'(p_t)` (times its leak α, 1 here), two zero-mean signs, and
+:math:`\rho_1 = \sqrt{\|J_tA_{t-1}\|/\|u_{t-1}\|}`, :math:`\rho_2 = \sqrt{\|D_t\|/\|\hat a_t\|}`
+(the lemma's variance-minimizing choice). The two differences are stated below: the zero start and the ε.
 
 **Where the influence factors.** For a cell whose new state is an elementwise function of
 one affine map, :math:`s_t = \phi(p_t)`, :math:`p_t = W_{full}\,a_t`,
@@ -51,8 +56,8 @@ the batch (each sequence's estimate stays unbiased; the enumeration needs 2·T s
 2·T·|B|). Noise hook (:mod:`verify.estimators.noise`): one draw of shape (2,) per step and
 sample, :math:`(c_1, c_2)`, from ``noise`` (default :class:`Rademacher`), so the toolkit can
 enumerate every sign pattern. :meth:`KFRTRL.input_factor` (the Kronecker factor
-:math:`a_t`) and :meth:`KFRTRL.state_factor` (:math:`D_t`) are methods so the mutant catalog
-can override one.
+:math:`a_t`), :meth:`KFRTRL.state_factor` (:math:`D_t`) and :meth:`KFRTRL.rho1` / :meth:`KFRTRL.rho2` (eq. (3))
+are methods so the mutant catalog can override one.
 """
 
 from __future__ import annotations
@@ -125,6 +130,15 @@ class KFRTRL(_Named):
             )
         return cell
 
+    def supports(self, problem: Problem) -> str | None:
+        """None for an Elman cell, else why not (:mod:`verify.impl.capabilities`: a claim leaves the problem out)."""
+        if isinstance(problem.cell, ElmanCell):
+            return None
+        return (
+            f"KF-RTRL is defined here for Elman cells s' = phi(W s + U x + b) only, not {problem.cell.describe()} "
+            "(Mujika et al. 2018, §4: one elementwise map of one affine map)"
+        )
+
     # ----------------------------------------------------------- noise hook
     def noise_shape(self, problem: Problem) -> tuple[int, ...]:
         """One draw per step and sample: the two signs (c1, c2) of eq. (2), shared by the batch."""
@@ -145,6 +159,14 @@ class KFRTRL(_Named):
     def state_factor(self, dphi: torch.Tensor) -> torch.Tensor:
         r""":math:`D_t = \operatorname{diag}\phi'(p_t)` (eq. (1)), (*B, n, n)."""
         return torch.diag_embed(dphi)
+
+    def rho1(self, HA: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        r""":math:`\rho_1 = \sqrt{\|H_tA_{t-1}\|_F/(\|u_{t-1}\| + \varepsilon)} + \varepsilon` (eq. (3))."""
+        return torch.sqrt(torch.linalg.matrix_norm(HA) / (torch.linalg.vector_norm(u, dim=-1) + self.eps)) + self.eps
+
+    def rho2(self, D: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        r""":math:`\rho_2 = \sqrt{\|D_t\|_F/(\|a_t\| + \varepsilon)} + \varepsilon` (eq. (3))."""
+        return torch.sqrt(torch.linalg.matrix_norm(D) / (torch.linalg.vector_norm(a, dim=-1) + self.eps)) + self.eps
 
     def influence_estimate(self, problem: Problem, state: KFRTRLState) -> torch.Tensor:
         r""":math:`u_t^\top\otimes A_t` laid out as ∂s_t/∂θ (readout columns 0), shape (M, *B, n, p)."""
@@ -207,10 +229,8 @@ class KFRTRL(_Named):
         a_t = self.input_factor(s_prev, x, s_next)  # (*B, A)
         D = self.state_factor(dphi.detach())  # (*B, n, n)
         HA = torch.matmul(D @ W, state.A)  # H_t A_{t-1} = D_t W A_{t-1}, (M, *B, n, n)
-        eps = self.eps
-        fro = torch.linalg.matrix_norm
-        rho1 = torch.sqrt(fro(HA) / (torch.linalg.vector_norm(state.u, dim=-1) + eps)) + eps  # eq. (3), (M, *B)
-        rho2 = torch.sqrt(fro(D) / (torch.linalg.vector_norm(a_t, dim=-1) + eps)) + eps  # eq. (3), (*B)
+        rho1 = self.rho1(HA, state.u)  # eq. (3), (M, *B)
+        rho2 = self.rho2(D, a_t)  # eq. (3), (*B)
         cb = c.reshape(M, *(1,) * len(B), 2)
         c1, c2 = cb[..., 0], cb[..., 1]  # (M, *1)
         u = (c1 * rho1).unsqueeze(-1) * state.u + (c2 * rho2).unsqueeze(-1) * a_t  # eq. (2)

@@ -47,6 +47,7 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
         "uoro.variance-reduction-optimal": 0.9,
         "uoro.influence-balancing-learning": 2.7,
         "rtrl.rflo-limits": 1.2, "rtrl.eprop-limits": 0.6, "rtrl.bias-alignment": 4.6,
+        "uoro.kfrtrl-unbiased": 1.9, "uoro.kfrtrl-variance": 0.8,
     },
     "full": {
         "reference.adjoint": 16.3, "reference.influence": 16.5, "reference.complex-step": 13.5,

@@ -1,13 +1,19 @@
 r"""Broken KF-RTRL estimators (Mujika, Meier & Steger 2018, arXiv:1805.10842): a wrong Kronecker factor.
 
-Not yet registered in the kill table (``MUTANTS`` is empty until an ``Impl`` field for
-KF-RTRL exists for them to replace); tests/estimators/test_kfrtrl.py requires the exact
-enumeration to tell each of them from exact RTRL.
+They replace ``uoro.kfrtrl`` (``--impl uoro.kfrtrl=...``) in the kill table
+(tests/test_impl_kill_table.py); tests/estimators/test_kfrtrl.py requires the exact enumeration to tell
+the first two from exact RTRL.
 
 * :class:`KFRTRLNewStateFactor` -- the row factor :math:`a_t` of :math:`F_t = a_t^\top\otimes D_t`
   built from the *new* state :math:`s_t` instead of :math:`s_{t-1}` (the input of the affine map);
 * :class:`KFRTRLNoDerivative` -- :math:`D_t = I` instead of :math:`\operatorname{diag}\phi'(p_t)`
-  (the linear-cell factor used for a tanh cell).
+  (the linear-cell factor used for a tanh cell);
+* :class:`KFRTRLRho1Scaled` -- :math:`\rho_1` ten times the lemma's variance-minimizing choice: still unbiased
+  (any positive, sign-independent ρ is), so only the variance claim can see it (its cross terms c1·c2 grow
+  about 10²-fold).
+
+The first two must FAIL ``uoro.kfrtrl-unbiased``; the third must FAIL ``uoro.kfrtrl-variance`` and must not
+FAIL the unbiasedness claim (its enumeration is a positive control there).
 """
 
 from __future__ import annotations
@@ -17,8 +23,12 @@ from dataclasses import dataclass
 import torch
 
 from verify.estimators.kfrtrl import KFRTRL
+from verify.impl.mutants import Mutant
 
-__all__ = ["MUTANTS", "KFRTRLNewStateFactor", "KFRTRLNoDerivative"]
+__all__ = ["MUST_NOT_FAIL", "MUTANTS", "KFRTRLNewStateFactor", "KFRTRLNoDerivative", "KFRTRLRho1Scaled"]
+
+UNBIASED = "uoro.kfrtrl-unbiased"
+VARIANCE = "uoro.kfrtrl-variance"
 
 
 @dataclass(frozen=True)
@@ -41,5 +51,28 @@ class KFRTRLNoDerivative(KFRTRL):
         return torch.diag_embed(torch.ones_like(dphi))
 
 
-#: empty until KF-RTRL has an Impl field (see the module docstring)
-MUTANTS: tuple[()] = ()
+@dataclass(frozen=True)
+class KFRTRLRho1Scaled(KFRTRL):
+    r"""KF-RTRL with :math:`\rho_1` ten times the lemma's choice: unbiased, with a much larger variance."""
+
+    label: str = "kf-rtrl[rho1-scaled]"
+
+    def rho1(self, HA: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return 10.0 * super().rho1(HA, u)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "kfrtrl.new-state-factor",
+        KFRTRLNewStateFactor.__doc__ or "",
+        "uoro",
+        "kfrtrl",
+        KFRTRLNewStateFactor,
+        (UNBIASED,),
+    ),
+    Mutant("kfrtrl.no-derivative", KFRTRLNoDerivative.__doc__ or "", "uoro", "kfrtrl", KFRTRLNoDerivative, (UNBIASED,)),
+    Mutant("kfrtrl.rho1-scaled", KFRTRLRho1Scaled.__doc__ or "", "uoro", "kfrtrl", KFRTRLRho1Scaled, (VARIANCE,)),
+)
+
+#: unbiased mutants the unbiasedness claim must not FAIL
+MUST_NOT_FAIL: dict[str, tuple[str, ...]] = {"kfrtrl.rho1-scaled": (UNBIASED,)}
