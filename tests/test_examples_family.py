@@ -129,3 +129,29 @@ def test_vanilla_kfrtrl_unbiased_over_its_random_start_only(
     )
     r = res["uoro.unbiased-statistical"]
     assert (got, r["verdict"]) == (code, verdict), r["summary"]
+
+
+# ------------------------------------------------------------------ RFLO and e-prop (rtrl.rflo, rtrl.eprop)
+def test_numpy_rflo_and_eprop_load_and_match_the_toolkit_readings() -> None:
+    """No claim exercises rtrl.rflo / rtrl.eprop on this branch: the examples load through the fields' contract
+    check, equal the toolkit's RFLO / e-prop to round-off, and the transposed-trace twin does not."""
+    import torch
+
+    from verify.estimators import run_estimator
+    from verify.estimators.local import RFLO, EProp
+    from verify.examples.numpy_rflo import MyNumpyEProp, MyNumpyEPropWrongUnit, MyNumpyRFLO
+    from verify.impl.loader import load_implementations
+    from verify.model.builders import random_problem
+
+    impls = load_implementations(
+        ["rflo=verify.examples.numpy_rflo:MyNumpyRFLO", "eprop=verify.examples.numpy_rflo:MyNumpyEProp"]
+    )
+    assert impls.source("rtrl.rflo") is not None and impls.source("rtrl.eprop") is not None
+    P, th = random_problem("elman-tanh", n=4, d=2, T=6, generator=torch.Generator().manual_seed(0))
+
+    def gap(mine: object, ours: object) -> float:
+        a, b = run_estimator(mine, P, th, torch.Generator()), run_estimator(ours, P, th, torch.Generator())
+        return float((a - b).abs().max() / b.abs().max())
+
+    assert gap(MyNumpyRFLO, RFLO()) <= 1e-14 and gap(MyNumpyEProp, EProp()) <= 1e-14
+    assert gap(MyNumpyEPropWrongUnit, EProp()) > 1e-2
