@@ -37,6 +37,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -83,7 +84,11 @@ def load_library(path: str | os.PathLike[str] | None = None) -> SimpleNamespace:
         sys.path.insert(0, str(root))
     mods = {}
     for name in ("core", "functions", "utils", "learning_algorithms"):
-        mod = importlib.import_module(name)
+        # the library's docstrings have invalid escapes ('\\p'): a warning, an error under -W error
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", SyntaxWarning)
+            mod = importlib.import_module(name)
         where = Path(getattr(mod, "__file__", "") or "").resolve()
         if root not in where.parents:
             raise InvalidArgument(
