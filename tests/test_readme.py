@@ -77,6 +77,8 @@ SKIPPED = {
     ".venv/bin/python -m pytest": "runs the whole test suite (this test is part of it)",
     "source .venv/bin/activate": "activates the virtual environment (shell set-up)",
     "uses:": "a GitHub Actions step, not a command",
+    "git clone": "fetches a third-party library (tests/test_examples_family.py uses RNN_VERIFY_VANILLA_RTRL)",
+    "export ": "sets an environment variable (shell set-up)",
 }
 
 #: a paper or design file a user of the package does not have

@@ -13,11 +13,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import torch
+
 from verify.checks import register, result
 from verify.config import RunConfig
 from verify.estimators.snap import exactness_suite
 from verify.impl import build
+from verify.impl.capabilities import Coverage, cover
 from verify.impl.mutants import get as get_mutant
+from verify.model.builders import random_problem
 from verify.verdict import CheckResult, Control
 
 CLAIM = "rtrl.snap-exactness"
@@ -26,9 +30,25 @@ BIASED = 1e-6  #: six orders above it: a bias, not round-off
 CONTROLS = ("snap.transposed-pattern", "snap.short-pattern", "snap.no-mask")
 
 
-def _suite(factory: Any, config: RunConfig) -> list[dict[str, Any]]:
-    cells = ("elman-tanh", "linear", "gru", "lstm") if config.full else ("elman-tanh", "gru")
+def _cells(config: RunConfig) -> tuple[str, ...]:
+    return ("elman-tanh", "linear", "gru", "lstm") if config.full else ("elman-tanh", "gru")
+
+
+def _suite(factory: Any, config: RunConfig, cells: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    cells = _cells(config) if cells is None else cells
     return exactness_suite(lambda n: build(factory, "rtrl.snap", order=n), config.generator(salt=26), cells=cells)
+
+
+def _covered(factory: Any, config: RunConfig) -> tuple[tuple[str, ...], Coverage]:
+    """The cells the implementation under test declares (a user's SnAp for Elman-tanh only is run there, the others
+    left out with its reason; none: SKIPPED)."""
+
+    def probe(kind: str) -> tuple[str, Any, Any, Any]:
+        P, th = random_problem(kind, n=3, d=2, T=3, generator=torch.Generator().manual_seed(0))
+        return kind, build(factory, "rtrl.snap", order=1), P, th
+
+    kept, coverage = cover(CLAIM, _cells(config), probe)
+    return tuple(kept), coverage
 
 
 def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -44,7 +64,8 @@ def check_snap_exactness(config: RunConfig) -> CheckResult:
     """Menick et al. 2021 §3: SnAp-n = RTRL (<= 1e-12) where its n-step pattern is closed or within the first n
     steps; biased elsewhere."""
     t0 = time.perf_counter()
-    rows = _suite(config.impls.rtrl.snap, config)
+    cells, coverage = _covered(config.impls.rtrl.snap, config)
+    rows = _suite(config.impls.rtrl.snap, config, cells)
     bad = _bad(rows)
     controls: list[Control] = []
     if config.option("controls", True):
@@ -71,4 +92,5 @@ def check_snap_exactness(config: RunConfig) -> CheckResult:
         statistic=max(exact),
         threshold=EXACT,
         data={"cases": rows, "exact": EXACT, "biased": BIASED},
+        coverage=coverage,
     )
