@@ -203,3 +203,31 @@ def test_eprop_passed_off_as_rflo_and_back_is_caught() -> None:
 def test_limits_suite_bad_rule() -> None:
     with pytest.raises(InvalidArgument, match=r"rule.*rflo, eprop"):
         limits_suite(RFLO, "snap", torch.Generator())
+
+
+def test_limits_suite_on_the_plain_elman_cell_rows_as_the_theory_says() -> None:
+    """The leak-free Elman cell (what an Elman-only implementation declares): the same exact/biased pattern."""
+    from verify.estimators.local import limits_suite
+
+    for rule, make in (("rflo", RFLO), ("eprop", EProp)):
+        rows = limits_suite(make, rule, torch.Generator().manual_seed(3), cells=("elman-tanh",))
+        assert rows and {r["cell"] for r in rows} == {"elman-tanh"}
+        assert all((r["error"] <= 1e-12) == (r["expect"] == "exact") for r in rows), rows
+    with pytest.raises(InvalidArgument, match="cells.*gru"):
+        limits_suite(RFLO, "rflo", torch.Generator(), cells=("gru",))
+
+
+def test_with_guarantee_views_an_undeclared_estimator() -> None:
+    from verify.estimators.guarantee import Guarantee, guarantee_of, with_guarantee
+
+    class Bare:
+        name = "bare"
+
+        def step(self) -> str:
+            return "stepped"
+
+    view, assumed = with_guarantee(Bare(), Guarantee("biased"))
+    assert assumed and guarantee_of(view).kind == "biased" and view.step() == "stepped" and view.name == "bare"
+    est = RFLO()
+    same, assumed = with_guarantee(est, Guarantee("exact"))
+    assert same is est and not assumed

@@ -14,10 +14,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import torch
+
 from verify.checks import register, result
 from verify.config import RunConfig
-from verify.estimators.local import limits_suite
+from verify.estimators.local import LIMIT_CELLS, _limit_problem, limits_suite
 from verify.impl import build
+from verify.impl.capabilities import Coverage, cover
 from verify.impl.mutants import get as get_mutant
 from verify.verdict import CheckResult, Control
 
@@ -29,9 +32,22 @@ CONTROLS = {
 }
 
 
-def _suite(factory: Any, rule: str, config: RunConfig) -> list[dict[str, Any]]:
+def _suite(factory: Any, rule: str, config: RunConfig, cells: tuple[str, ...] = LIMIT_CELLS) -> list[dict[str, Any]]:
     alphas = (0.2, 0.5, 1.0) if config.full else (0.5, 1.0)
-    return limits_suite(lambda: build(factory, f"rtrl.{rule}"), rule, config.generator(salt=27), alphas=alphas)
+    make = lambda: build(factory, f"rtrl.{rule}")  # noqa: E731
+    return limits_suite(make, rule, config.generator(salt=27), alphas=alphas, cells=cells)
+
+
+def _covered(claim: str, rule: str, factory: Any) -> tuple[tuple[str, ...], Coverage]:
+    """The cells the implementation under test declares (a user's Elman-only RFLO is run on the Elman cell, the
+    leaky units left out with its reason; none: SKIPPED)."""
+
+    def probe(cell: str) -> tuple[str, Any, Any, Any]:
+        P, th = _limit_problem("dense", 0.5, 3, 3, torch.Generator().manual_seed(0), cell)
+        return cell, build(factory, f"rtrl.{rule}"), P, th
+
+    kept, coverage = cover(claim, LIMIT_CELLS, probe)
+    return tuple(kept), coverage
 
 
 def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -40,12 +56,14 @@ def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _name(r: dict[str, Any]) -> str:
     steps = "all steps" if r["steps"] == "all" else "t = 1"
-    return f"alpha = {r['alpha']}, {r['W']} W, {steps} ({r['expect']}: error {r['error']:.1e})"
+    where = f"alpha = {r['alpha']}" if r["cell"] == "leaky-elman-tanh" else r["cell"]
+    return f"{where}, {r['W']} W, {steps} ({r['expect']}: error {r['error']:.1e})"
 
 
 def _check(claim: str, rule: str, factory: Any, config: RunConfig) -> CheckResult:
     t0 = time.perf_counter()
-    rows = _suite(factory, rule, config)
+    cells, coverage = _covered(claim, rule, factory)
+    rows = _suite(factory, rule, config, cells)
     bad = _bad(rows)
     controls: list[Control] = []
     if config.option("controls", True):
@@ -73,6 +91,7 @@ def _check(claim: str, rule: str, factory: Any, config: RunConfig) -> CheckResul
         statistic=max(exact),
         threshold=EXACT,
         data={"cases": rows, "exact": EXACT, "biased": BIASED},
+        coverage=coverage,
     )
 
 

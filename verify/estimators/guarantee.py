@@ -26,7 +26,7 @@ from typing import Any
 
 from verify.errors import InvalidArgument
 
-__all__ = ["GUARANTEES", "TRUNCATION_REFERENCES", "Guarantee", "guarantee_of"]
+__all__ = ["GUARANTEES", "TRUNCATION_REFERENCES", "Guarantee", "guarantee_of", "with_guarantee"]
 
 #: the kinds of guarantee an estimator can declare
 GUARANTEES = ("exact", "unbiased", "truncated", "biased")
@@ -71,3 +71,25 @@ def guarantee_of(estimator: Any) -> Guarantee:
             f"(verify.estimators.guarantee; kinds {GUARANTEES})",
         )
     return g
+
+
+class _Declared:
+    """``estimator`` with a guarantee it did not declare itself (every other attribute is the estimator's)."""
+
+    def __init__(self, estimator: Any, guarantee: Guarantee) -> None:
+        self._estimator = estimator
+        self.guarantee = guarantee
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._estimator, name)
+
+
+def with_guarantee(estimator: Any, default: Guarantee) -> tuple[Any, bool]:
+    """(``estimator``, False) when it declares a guarantee; else (a view of it declaring ``default``, True).
+
+    For the claims that judge a family by its guarantee (``rtrl.bias-alignment``): a user's implementation in a
+    family whose guarantee is known (an ``rtrl.rflo`` part is biased by definition) need not declare it.
+    """
+    if isinstance(getattr(estimator, "guarantee", None), Guarantee):
+        return estimator, False
+    return _Declared(estimator, default), True

@@ -83,12 +83,13 @@ from verify.estimators.online import (
 )
 from verify.estimators.rtrl import RTRL
 from verify.estimators.snap import relative_bias
-from verify.model.builders import leaky_problem
+from verify.model.builders import leaky_problem, random_problem
 from verify.model.cells import ElmanCell, LeakyElmanCell, LinearCell
 from verify.model.losses import LinearReadout
 from verify.model.problem import Problem
 
 __all__ = [
+    "LIMIT_CELLS",
     "LIMIT_PLANS",
     "RFLO",
     "EProp",
@@ -290,10 +291,22 @@ LIMIT_PLANS: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
+#: the cells :func:`limits_suite` runs on: Murray's leaky rate units (one row per leak alpha) and the plain Elman
+#: tanh cell s' = tanh(W s + U x + b) (the leak-free case alpha = 1 as a user's Elman-only implementation declares it)
+LIMIT_CELLS = ("leaky-elman-tanh", "elman-tanh")
+
+
 def _limit_problem(
-    W_kind: str, alpha: float, n: int, T: int, generator: torch.Generator
+    W_kind: str, alpha: float, n: int, T: int, generator: torch.Generator, cell: str = "leaky-elman-tanh"
 ) -> tuple[Problem, torch.Tensor]:
-    P, theta = leaky_problem(n=n, T=T, alpha=alpha, radius=0.0 if W_kind == "zero" else 0.9, generator=generator)
+    if cell == "leaky-elman-tanh":
+        P, theta = leaky_problem(n=n, T=T, alpha=alpha, radius=0.0 if W_kind == "zero" else 0.9, generator=generator)
+    else:
+        P, theta = random_problem(cell, n=n, d=2, T=T, k=2, generator=generator)
+        W = torch.randn(n, n, generator=generator, dtype=torch.float64)
+        W = torch.zeros_like(W) if W_kind == "zero" else W * (0.9 / float(torch.linalg.eigvals(W).abs().max()))
+        theta = theta.clone()
+        theta[P.layout["cell.W"].slice] = W.reshape(-1)
     if W_kind == "diagonal":
         d = torch.randn(n, generator=generator, dtype=torch.float64)
         theta = theta.clone()
@@ -309,6 +322,7 @@ def limits_suite(
     alphas: tuple[float, ...] = (0.5, 1.0),
     n: int = 4,
     T: int = 8,
+    cells: tuple[str, ...] = ("leaky-elman-tanh",),
 ) -> list[dict[str, object]]:
     r"""RFLO (``rule="rflo"``) or e-prop (``"eprop"``), built by ``make()``, against exact float64 RTRL.
 
@@ -316,19 +330,26 @@ def limits_suite(
     (entries scaled to max |W_jj| = 0.9) / ``dense`` (Gaussian, spectral radius 0.9)), ``steps`` (``"all"`` T
     steps or ``"first"``: t = 1), ``expect`` (``"exact"`` or ``"biased"``, from the theory, not from the
     estimator), ``error`` (the largest per-step :math:`\|\hat g_t - g_t\|/\|g_t\|` over those steps), and
-    ``bias_total`` / ``cosine`` of the summed gradient against RTRL's. Problems: :func:`leaky_problem` (tanh
-    units, linear readout, squared error), n units, T steps, drawn from ``generator``.
+    ``bias_total`` / ``cosine`` of the summed gradient against RTRL's, and ``cell``. Problems (``cells``, from
+    :data:`LIMIT_CELLS`): :func:`leaky_problem` (tanh units, linear readout, squared error), one per leak α; and
+    the plain Elman tanh cell (:func:`random_problem`, W replaced by the case's; the leak-free α = 1), n units,
+    T steps, drawn from ``generator``.
     """
     if rule not in LIMIT_PLANS:
         raise InvalidArgument("rule", rule, f"one of {', '.join(LIMIT_PLANS)}")
+    for c in cells:
+        if c not in LIMIT_CELLS:
+            raise InvalidArgument("cells", c, f"each one of {', '.join(LIMIT_CELLS)}")
     rows: list[dict[str, object]] = []
-    for alpha in alphas:
+    runs = [(c, a) for c in cells for a in (alphas if c == "leaky-elman-tanh" else (1.0,))]
+    for cell, alpha in runs:
         for W_kind, steps, expect in LIMIT_PLANS[rule]:
-            P, theta = _limit_problem(W_kind, alpha, n, T, generator)
+            P, theta = _limit_problem(W_kind, alpha, n, T, generator, cell)
             m = relative_bias(make(), P, theta)  # the same measurement as SnAp's suite
             per = m.per_step[:1] if steps == "first" else m.per_step
             rows.append(
                 {
+                    "cell": cell,
                     "rule": rule,
                     "alpha": alpha,
                     "W": W_kind,
