@@ -213,7 +213,7 @@ def test_limits_suite_on_the_plain_elman_cell_rows_as_the_theory_says() -> None:
         rows = limits_suite(make, rule, torch.Generator().manual_seed(3), cells=("elman-tanh",))
         assert rows and {r["cell"] for r in rows} == {"elman-tanh"}
         assert all((r["error"] <= 1e-12) == (r["expect"] == "exact") for r in rows), rows
-    with pytest.raises(InvalidArgument, match="cells.*gru"):
+    with pytest.raises(InvalidArgument, match=r"cells.*gru"):
         limits_suite(RFLO, "rflo", torch.Generator(), cells=("gru",))
 
 
