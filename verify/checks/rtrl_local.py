@@ -22,6 +22,7 @@ from verify.estimators.local import LIMIT_CELLS, _limit_problem, limits_suite
 from verify.impl import build
 from verify.impl.capabilities import Coverage, cover
 from verify.impl.mutants import get as get_mutant
+from verify.report.plots.limits import limits_figure
 from verify.verdict import CheckResult, Control
 
 EXACT = 1e-12  #: float64 round-off target (DESIGN.md "Numerical policy")
@@ -52,6 +53,11 @@ def _covered(claim: str, rule: str, factory: Any) -> tuple[tuple[str, ...], Cove
 
 def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if (r["error"] > EXACT if r["expect"] == "exact" else r["error"] <= BIASED)]
+
+
+def _label(r: Any) -> str:
+    where = f"a={r['alpha']}" if r["cell"] == "leaky-elman-tanh" else "elman"
+    return f"{where} {r['W']} W{' t=1' if r['steps'] == 'first' else ''}"
 
 
 def _name(r: dict[str, Any]) -> str:
@@ -90,7 +96,14 @@ def _check(claim: str, rule: str, factory: Any, config: RunConfig) -> CheckResul
         controls=controls,
         statistic=max(exact),
         threshold=EXACT,
-        data={"cases": rows, "exact": EXACT, "biased": BIASED},
+        data={
+            "cases": rows,
+            "exact": EXACT,
+            "biased": BIASED,
+            "figures": [
+                limits_figure(rows, _label, title=f"{claim}: each case against exact RTRL", exact=EXACT, biased=BIASED)
+            ],
+        },
         coverage=coverage,
     )
 

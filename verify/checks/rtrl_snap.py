@@ -22,6 +22,7 @@ from verify.impl import build
 from verify.impl.capabilities import Coverage, cover
 from verify.impl.mutants import get as get_mutant
 from verify.model.builders import random_problem
+from verify.report.plots.limits import limits_figure
 from verify.verdict import CheckResult, Control
 
 CLAIM = "rtrl.snap-exactness"
@@ -53,6 +54,10 @@ def _covered(factory: Any, config: RunConfig) -> tuple[tuple[str, ...], Coverage
 
 def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if (r["error"] > EXACT if r["expect"] == "exact" else r["error"] <= BIASED)]
+
+
+def _label(r: Any) -> str:
+    return f"{r['cell']} {r['W']} n={r['order']}{' first' if r['steps'] != 'all' else ''}"
 
 
 def _name(r: dict[str, Any]) -> str:
@@ -91,6 +96,13 @@ def check_snap_exactness(config: RunConfig) -> CheckResult:
         controls=controls,
         statistic=max(exact),
         threshold=EXACT,
-        data={"cases": rows, "exact": EXACT, "biased": BIASED},
+        data={
+            "cases": rows,
+            "exact": EXACT,
+            "biased": BIASED,
+            "figures": [
+                limits_figure(rows, _label, title="SnAp-n: each case against exact RTRL", exact=EXACT, biased=BIASED)
+            ],
+        },
         coverage=coverage,
     )
