@@ -65,7 +65,11 @@ CLAIMS: tuple[Claim, ...] = (
             "run's seed; CIs are delta-method intervals of log ratios of sample means (asymptotic)",
             "(a) needs the hooks terms, reduce, breakpoints (verify.uoro.ok.HOOKS); without them only (b) decides, "
             "and the summary says so",
-            "calibrated (ci, seeds 0-20): see verify.checks.uoro_ok and the report's calibration",
+            "calibrated (ci, seeds 0-20): uoro.ok-unbiased PASS 21 of 21; uoro.ok-variance PASS 17 of 21, "
+            "INCONCLUSIVE 4 (seeds 3, 12, 13, 15: pooled OK(1)/KF-RTRL 0.97-1.03, CIs containing 1), FAIL 0; (a) held "
+            "on every seed and OK(2)/OK(1) was 0.02-0.14; OK(1) was significantly noisier than KF-RTRL at n = 4 on "
+            "seed 12 (1.16, a FINDING): the per-step optimality does not make OK(1) the less noisy estimator on "
+            "every trajectory",
             "negative control (must FAIL (a)): ok.uniform, every triplet sampled with probability r/(r+1) (unbiased, "
             "noisier)",
         ),

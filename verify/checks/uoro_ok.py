@@ -84,7 +84,8 @@ def _mean_control(name: str, cases: list[Case], expect: str) -> Control:
 
 @register(UNBIASED, uses=("uoro.ok",))
 def check_ok_unbiased(config: RunConfig) -> CheckResult:
-    """OK is unbiased (Benzing et al. 2019): its exact expectation equals exact float64 RTRL (r = 1, 2)."""
+    """OK is unbiased (Benzing et al. 2019; eq. (2) of verify.estimators.ok): its exact expectation equals exact
+    float64 RTRL (r = 1, 2)."""
     t0 = time.perf_counter()
     ests = _oks(config.impls.uoro.ok, UNBIASED)
     kept, coverage = cover(UNBIASED, _enum_cases(config), lambda c: (c.label, ests[0][1], c.problem, c.theta))
@@ -217,8 +218,9 @@ def _variance_summary(
 
 @register(VARIANCE, uses=("uoro.ok", "uoro.kfrtrl"))
 def check_ok_variance(config: RunConfig) -> CheckResult:
-    """Benzing et al. 2019 (abstract): OK is optimal in a class that includes KF-RTRL -- per step exactly (eq. (2)'s
-    minimum, never above KF-RTRL's), and along trajectories OK(1) below KF-RTRL and OK(2) below OK(1)."""
+    """Benzing et al. 2019 (abstract; eq. (2) of verify.estimators.ok): OK is optimal in a class that includes KF-RTRL
+    -- per step exactly (eq. (2)'s minimum, never above KF-RTRL's), and along trajectories OK(1) below KF-RTRL and
+    OK(2) below OK(1)."""
     t0 = time.perf_counter()
     alpha = alpha_of(config)
     ests = _oks(config.impls.uoro.ok, VARIANCE)
