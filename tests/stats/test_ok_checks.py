@@ -23,6 +23,7 @@ from verify.impl import DEFAULT
 from verify.impl.mutants import get
 from verify.impl.mutants.ok import MUST_NOT_FAIL, MUTANTS, OKUniform
 from verify.model.problem import Problem
+from verify.report.figures import claim_figures
 from verify.run.check import run_check
 from verify.uoro.ok import as_matrix, kf_step_variance, pooled_ratio
 from verify.verdict import Verdict
@@ -167,3 +168,11 @@ def test_pooled_ratio_weights_by_precision() -> None:
     rows = [{"ratio": 0.5, "log_se": 0.01}, {"ratio": 2.0, "log_se": 1.0}]
     ratio, (lo, hi) = pooled_ratio(rows, 0.95)
     assert 0.5 < ratio < 0.51 and lo < ratio < hi
+
+
+def test_variance_draws_its_figure() -> None:
+    res = _run("uoro.ok-variance", options=NO_CONTROLS)
+    figs, problems = claim_figures("uoro.ok-variance", res.data)
+    assert len(figs) == 1 and not problems, problems
+    assert [s["label"] for s in figs[0]["series"]] == ["ok1/kf", "ok2/ok1"]
+    res.to_dict()

@@ -34,6 +34,7 @@ from verify.impl import build
 from verify.impl.capabilities import cover
 from verify.impl.mutants import get as get_mutant
 from verify.oracles.bptt import per_step_gradients
+from verify.report.plots.kfrtrl import ok_variance_figure
 from verify.uoro.cases import Case, problem_case
 from verify.uoro.kfrtrl import variance_ratios
 from verify.uoro.ok import HOOKS, exact_mean_rows, pooled_ratio, step_variance_rows
@@ -257,6 +258,7 @@ def check_ok_variance(config: RunConfig) -> CheckResult:
             "pooled": {k: [v[0], list(v[1])] for k, v in pooled.items()},
             "level": level,
             "pooled_level": pooled_level,
+            "figures": [ok_variance_figure(traj, pooled, level)],
         },
         findings=_findings(traj, level, config.seed),
         reason=None if verdict is not Verdict.INCONCLUSIVE else "a pooled CI contains 1: " + summary,
