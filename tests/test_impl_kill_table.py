@@ -39,6 +39,7 @@ SUBSET = {
     "eprop.no-self-connection": "rtrl.eprop-limits",
     "alignment.snap-declared-unbiased": "rtrl.bias-alignment",
     "kfrtrl.new-state-factor": "uoro.kfrtrl-unbiased",
+    "ok.truncated-svd": "uoro.ok-unbiased",
 }
 #: the same for the parts whose quickest claim takes 10-20 s per route (marked slow)
 SLOW_SUBSET = {

@@ -421,8 +421,10 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "noise of OK's gradient estimates against the previous approximations of RTRL",
         "OK's noise is empirically negligible, unlike previous algorithms' (abstract)",
         "not run",
-        needs="the paper's networks and training runs; a judged claim on small problems (OK's variance against "
-        "KF-RTRL's, several n, with CIs) is not in the catalog yet",
+        needs="the paper's networks and training runs; uoro.ok-variance judges OK's variance on small Elman "
+        "problems instead (per step exactly: eq. (2)'s minimum, never above KF-RTRL's; along trajectories OK(1) "
+        "against KF-RTRL and OK(2) against OK(1) at several n, with CIs, and OK(1)'s noise-to-signal ratio, "
+        "reported as a FINDING where it is not negligible)",
     ),
     # ------------------------------------------------------------------ KF-RTRL (issue 26)
     Experiment(

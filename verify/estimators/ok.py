@@ -68,6 +68,7 @@ most k + 1 distinct outcomes as U sweeps [0, 1) (the breakpoints are the fractio
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -87,9 +88,12 @@ __all__ = [
     "OKState",
     "Uniform01",
     "exact_expectation",
+    "optimal_plan",
     "optimal_reduction",
     "optimal_variance",
+    "plan_breakpoints",
     "reduction_breakpoints",
+    "sampled_reduction",
     "spectrum",
 ]
 
@@ -121,6 +125,9 @@ def spectrum(us: torch.Tensor, Bs: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return S, Q1 @ X, Q2 @ Yh.transpose(-1, -2)
 
 
+Plan = Callable[[torch.Tensor, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
+
+
 def _plan(sigma: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(σ padded to ≥ rank + 1 entries, m (N,), inclusion probabilities p (N, K), s_1 / (r − m) (N,))."""
     K = sigma.shape[-1]
@@ -139,6 +146,13 @@ def _plan(sigma: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, t
     return sigma, m, p, s1 / r_rest
 
 
+def optimal_plan(sigma: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Eq. (2)'s sampling plan for singular values σ (N, K): (σ padded to ≥ rank + 1 entries, m (N,) kept
+    exactly, inclusion probabilities p (N, K), the weight σ_i / p_i of each chosen triplet (N, K))."""
+    sigma, m, p, scale = _plan(sigma, rank)
+    return sigma, m, p, scale[..., None].expand_as(sigma)
+
+
 def optimal_variance(us: torch.Tensor, Bs: torch.Tensor, rank: int) -> torch.Tensor:
     r"""The minimum of eq. (2), :math:`s_1^2/(r-m) - s_2`, for each of the N sums (N,)."""
     sigma, m, _p, scale = _plan(spectrum(us, Bs)[0], require_positive_int("rank", rank))
@@ -151,6 +165,11 @@ def optimal_variance(us: torch.Tensor, Bs: torch.Tensor, rank: int) -> torch.Ten
 def reduction_breakpoints(us: torch.Tensor, Bs: torch.Tensor, rank: int) -> torch.Tensor:
     """The values of U at which the systematic sample can change, (N, K): the fractional parts of the c_i."""
     _, _, p, _ = _plan(spectrum(us, Bs)[0], require_positive_int("rank", rank))
+    return plan_breakpoints(p)
+
+
+def plan_breakpoints(p: torch.Tensor) -> torch.Tensor:
+    """The values of U at which a systematic sample with inclusion probabilities p (N, K) can change (N, K)."""
     c = p.cumsum(-1)
     return c - torch.floor(c)
 
@@ -162,9 +181,18 @@ def optimal_reduction(
 
     ``us`` (N, k, a), ``Bs`` (N, k, b, c) -> (N, rank, a), (N, rank, b, c); unused slots are zero.
     """
+    return sampled_reduction(us, Bs, rank, U, optimal_plan)
+
+
+def sampled_reduction(
+    us: torch.Tensor, Bs: torch.Tensor, rank: int, U: torch.Tensor, plan: Plan
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reduction of the N sums to ``rank`` terms by systematic sampling of C's singular triplets under
+    ``plan`` (σ, rank) -> (σ padded, m kept, p, weights of the chosen): unbiased whenever the weights are σ_i / p_i
+    (eq. (2)'s optimal plan is :func:`optimal_plan`)."""
     rank = require_positive_int("rank", rank)
     S, L, R = spectrum(us, Bs)
-    sigma, m, p, scale = _plan(S, rank)
+    sigma, m, p, wch = plan(S, rank)
     K, K0 = sigma.shape[-1], S.shape[-1]
     if K > K0:
         L = torch.nn.functional.pad(L, (0, K - K0))
@@ -174,7 +202,7 @@ def optimal_reduction(
     Ub = U[..., None]
     chosen = (torch.ceil(c - Ub) - torch.ceil(c - p - Ub) > 0.5) & (p > 0)  # systematic sampling
     kept = idx < m[..., None]
-    w = torch.where(kept, sigma, torch.where(chosen, scale[..., None], 0.0))
+    w = torch.where(kept, sigma, torch.where(chosen, wch, 0.0))
     include = kept | chosen
     slot = include.to(torch.int64).cumsum(-1) - 1
     valid = include & (slot < rank)
@@ -254,6 +282,11 @@ class OK(_Named):
     def reduce(self, us: torch.Tensor, Bs: torch.Tensor, U: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Eq. (2) on (N, k, ·) terms (a method so the mutant catalog can override it)."""
         return optimal_reduction(us, Bs, self.rank, U)
+
+    def breakpoints(self, us: torch.Tensor, Bs: torch.Tensor) -> torch.Tensor:
+        """The values of U (N, K) at which :meth:`reduce` can change its outcome (for the exact expectation; a
+        method so a reduction with another sampling plan can say where its own outcomes change)."""
+        return reduction_breakpoints(us, Bs, self.rank)
 
     def influence_estimate(self, problem: Problem, state: OKState) -> torch.Tensor:
         r""":math:`\sum_i u_i^\top\otimes A_i` laid out as ∂s_t/∂θ (readout columns 0), shape (M, *B, n, p)."""
@@ -353,7 +386,7 @@ def exact_expectation(
         tm = est.terms(problem, theta, state, t)
         k, a = tm.us.shape[-2:]
         n = tm.Bs.shape[-1]
-        bp = reduction_breakpoints(tm.us.reshape(-1, k, a), tm.Bs.reshape(-1, k, n, n), est.rank).flatten()
+        bp = est.breakpoints(tm.us.reshape(-1, k, a), tm.Bs.reshape(-1, k, n, n)).flatten()
         cuts = torch.unique(torch.cat([bp, torch.tensor([0.0, 1.0], dtype=bp.dtype)]).clamp(0.0, 1.0))
         total: Any = 0.0
         for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):

@@ -48,6 +48,7 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
         "uoro.influence-balancing-learning": 2.7,
         "rtrl.rflo-limits": 1.2, "rtrl.eprop-limits": 0.6, "rtrl.bias-alignment": 4.6,
         "uoro.kfrtrl-unbiased": 1.9, "uoro.kfrtrl-variance": 0.8,
+        "uoro.ok-unbiased": 0.3, "uoro.ok-variance": 2.2,
     },
     "full": {
         "reference.adjoint": 16.3, "reference.influence": 16.5, "reference.complex-step": 13.5,

@@ -4,12 +4,17 @@ r"""Broken OK estimators (Benzing et al. 2019, arXiv:1902.03993): a reduction th
   rest): the best rank-r approximation in Frobenius norm (Eckart-Young) but **biased**, the error the
   paper's unbiased reduction exists to avoid;
 * :class:`OKUnscaled` -- the random part chosen with the right probabilities but not reweighted by
-  :math:`1/p_i` (each chosen triplet keeps its own σ_i): biased towards the leading terms.
+  :math:`1/p_i` (each chosen triplet keeps its own σ_i): biased towards the leading terms;
+* :class:`OKUniform` -- a noisier but **unbiased** reduction: every one of the k = r + 1 singular triplets is
+  chosen with the same probability r/k (systematic sampling, no triplet kept exactly) and given
+  its weight σ_i/p_i = σ_i·k/r. Its step variance :math:`\sum_i\sigma_i^2(k/r - 1)` is above eq. (2)'s
+  minimum (equal only when all σ_i are).
 
-Not yet registered in the kill table (``MUTANTS`` is empty until a catalog claim on OK exists to catch them;
-the Impl field ``uoro.ok`` they would replace exists); tests/estimators/test_ok.py requires the exact
-expectation, the declared-guarantee check and (for the random one) the statistical test to tell them
-from exact RTRL.
+They replace ``uoro.ok`` (``--impl uoro.ok=...``) in the kill table (tests/test_impl_kill_table.py). The first
+two must FAIL ``uoro.ok-unbiased`` (tests/estimators/test_ok.py also requires the exact expectation, the
+declared-guarantee check and, for the random one, the statistical test to tell them from exact RTRL); the third
+must FAIL ``uoro.ok-variance`` and must not FAIL ``uoro.ok-unbiased`` (its exact mean is a positive control
+there).
 """
 
 from __future__ import annotations
@@ -18,9 +23,13 @@ from dataclasses import dataclass
 
 import torch
 
-from verify.estimators.ok import OK, optimal_reduction, spectrum
+from verify.estimators.ok import OK, optimal_reduction, plan_breakpoints, sampled_reduction, spectrum
+from verify.impl.mutants import Mutant
 
-__all__ = ["MUTANTS", "OKTruncatedSVD", "OKUnscaled"]
+__all__ = ["MUST_NOT_FAIL", "MUTANTS", "OKTruncatedSVD", "OKUniform", "OKUnscaled"]
+
+UNBIASED = "uoro.ok-unbiased"
+VARIANCE = "uoro.ok-variance"
 
 
 @dataclass(frozen=True)
@@ -57,5 +66,34 @@ class OKUnscaled(OK):
         return u * f[..., None], B * f[..., None, None]
 
 
-#: empty until a catalog claim on OK exists (see the module docstring)
-MUTANTS: tuple[()] = ()
+def _uniform_plan(sigma: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every triplet (σ padded to rank + 1 entries) with probability r/K, none kept, weights σ_i/p_i."""
+    K = sigma.shape[-1]
+    if K < rank + 1:
+        sigma = torch.nn.functional.pad(sigma, (0, rank + 1 - K))
+    p = torch.full_like(sigma, rank / sigma.shape[-1])
+    m = torch.zeros(sigma.shape[:-1], dtype=torch.int64, device=sigma.device)
+    return sigma, m, p, sigma / p
+
+
+@dataclass(frozen=True)
+class OKUniform(OK):
+    """OK sampling the triplets uniformly (probability r/k each, weight σ_i/p_i): unbiased, noisier than eq. (2)."""
+
+    label: str = "ok[uniform]"
+
+    def reduce(self, us: torch.Tensor, Bs: torch.Tensor, U: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return sampled_reduction(us, Bs, self.rank, U, _uniform_plan)
+
+    def breakpoints(self, us: torch.Tensor, Bs: torch.Tensor) -> torch.Tensor:
+        return plan_breakpoints(_uniform_plan(spectrum(us, Bs)[0], self.rank)[2])
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("ok.truncated-svd", OKTruncatedSVD.__doc__ or "", "uoro", "ok", OKTruncatedSVD, (UNBIASED,)),
+    Mutant("ok.unscaled", OKUnscaled.__doc__ or "", "uoro", "ok", OKUnscaled, (UNBIASED,)),
+    Mutant("ok.uniform", OKUniform.__doc__ or "", "uoro", "ok", OKUniform, (VARIANCE,)),
+)
+
+#: unbiased mutants the unbiasedness claim must not FAIL
+MUST_NOT_FAIL: dict[str, tuple[str, ...]] = {"ok.uniform": (UNBIASED,)}
