@@ -8,10 +8,12 @@ eligibility trace for its own incoming parameters only, :math:`\epsilon_{i\cdot}
 symmetric learning signal :math:`L = W_y^\top e_t`:
 
 * **RFLO** (Murray 2019, "Local online learning in recurrent networks with random feedback", eLife 8:e43299,
-  eqs. 12-13): :math:`\epsilon^t_{i\cdot} = (1-\alpha)\epsilon^{t-1}_{i\cdot} + \alpha\phi'(a_{t,i})\,
+  the RFLO learning rule of its Results; equation numbers not checked):
+  :math:`\epsilon^t_{i\cdot} = (1-\alpha)\epsilon^{t-1}_{i\cdot} + \alpha\phi'(a_{t,i})\,
   [x_t, h_{t-1}, 1]` -- at α = 1 the immediate derivative alone;
 * **e-prop** (Bellec et al. 2020, "A solution to the learning dilemma for recurrent networks of spiking
-  neurons", Nat. Commun. 11:3625, arXiv:1901.09049, eqs. 13-14) for a rate unit whose output is its state:
+  neurons", Nat. Commun. 11:3625, doi:10.1038/s41467-020-17236-y, eq. (3), (14)) for a rate unit whose output
+  is its state:
   :math:`\epsilon^t_{i\cdot} = \frac{\partial h_{t,i}}{\partial h_{t-1,i}}\epsilon^{t-1}_{i\cdot} +
   \phi'(a_{t,i})[x_t, h_{t-1}, 1]`, the unit's own derivative :math:`\phi'(a_{t,i})W_{h,ii}` (self-connection
   kept, every cross-unit term dropped) -- the reading of :class:`verify.estimators.EProp`.

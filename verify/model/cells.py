@@ -182,8 +182,9 @@ class LeakyElmanCell(Cell):
     r"""Leaky rate units :math:`s' = (1-\alpha)\,s + \alpha\,\phi(W s + U x + b)`, :math:`0 < \alpha \le 1`.
 
     Murray 2019, "Local online learning in recurrent networks with random feedback", eLife 8:e43299
-    (bioRxiv 10.1101/458570), eq. (1) discretised with step :math:`\Delta t` and :math:`\alpha = \Delta t/\tau`;
-    the "vanilla" leaky RNN of Marschall, Cho & Savin 2020 (arXiv:1907.02649, eq. (1)). ``alpha = 1`` is the
+    (bioRxiv 10.1101/458570), its rate dynamics discretised with step :math:`\Delta t` and
+    :math:`\alpha = \Delta t/\tau` (equation numbers not checked); the "vanilla" leaky RNN of Marschall, Cho &
+    Savin 2020 (arXiv:1907.02649). ``alpha = 1`` is the
     :class:`ElmanCell`'s transition. Same parameters (``W``, ``U``, ``b``) as the Elman cell. Not a subclass of
     :class:`ElmanCell`, on purpose: the fast paths and Elman-only code test ``isinstance(cell, ElmanCell)``.
     """
@@ -228,7 +229,7 @@ class LeakyElmanCell(Cell):
         return torch.tanh(a) if self.activation == "tanh" else torch.relu(a)
 
     def step(self, params: Params, s: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        return (1.0 - self.alpha) * s + self.alpha * self.phi(self.preactivation(params, s, x))  # Murray eq. (1)
+        return (1.0 - self.alpha) * s + self.alpha * self.phi(self.preactivation(params, s, x))
 
     def equations(self) -> str:
         return f"s_t = (1-{self.alpha}) s_{{t-1}} + {self.alpha} {self.activation}(W s_{{t-1}} + U x_t + b)"
