@@ -1,4 +1,4 @@
-"""The table of every experiment of the five papers (theory/experiments.py): backed by the committed reports.
+"""The table of every experiment of the papers (theory/experiments.py): backed by the committed reports.
 
 The table must not claim what the reports do not hold: every claim it names exists, every report it cites
 holds those claims with the verdicts its status implies, every decimal number quoted as ours occurs in that

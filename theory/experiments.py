@@ -1,4 +1,4 @@
-"""Every experiment of the five papers, and what rnn-verify did with it.
+"""Every experiment of the papers, and what rnn-verify did with it.
 
 One :class:`Experiment` per figure, table or experiment paragraph of the papers in
 :mod:`theory.papers`: **reproduced** (the claims or sweeps that reproduce it, the paper's numbers beside

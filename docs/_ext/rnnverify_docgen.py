@@ -4,7 +4,7 @@
   (rendered by the CLI itself, so the page cannot drift from ``theory/``);
 * ``reference/generated/cli.md`` -- the ``--help`` of ``rnn-verify`` and of every subcommand,
   epilogs included, verbatim;
-* ``reference/generated/experiments.md`` -- the table of every experiment of the five papers
+* ``reference/generated/experiments.md`` -- the table of every experiment of the papers
   (:mod:`verify.report.experiments`, the same table as the README's and every report's).
 
 The generated folder is git-ignored; nothing else is written.
@@ -87,7 +87,7 @@ def write_pages(srcdir: Path) -> list[Path]:
 
 
 def experiments_markdown() -> str:
-    """The table of every experiment of the five papers (``python -m verify.report.experiments``)."""
+    """The table of every experiment of the papers (``python -m verify.report.experiments``)."""
     from verify.report import experiments
 
     return "\n".join(experiments.markdown_table()) + "\n"

@@ -1,4 +1,4 @@
-"""The table of every experiment of the five papers (:mod:`theory.experiments`), rendered and checked.
+"""The table of every experiment of the papers (:mod:`theory.experiments`), rendered and checked.
 
 :func:`markdown_table` renders it for the README, the documentation and every report (a report adds
 the verdicts of this run's claims); :func:`evidence_problems` checks the table against the committed
@@ -22,7 +22,7 @@ from theory.papers import PAPERS
 
 __all__ = ["NOTE", "TITLE", "evidence_problems", "html_rows", "markdown_table", "papers_line", "status_counts"]
 
-TITLE = "Every experiment of the five papers"
+TITLE = "Every experiment of the papers"
 NOTE = (
     "Each figure or experiment of the papers, and what rnn-verify did with it: reproduced (the paper's result "
     "beside ours, and where ours is), not reproduced (with the evidence), not resolved at this power, or not run "
