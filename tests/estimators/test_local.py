@@ -152,7 +152,7 @@ def test_alignment_measure_and_sweep() -> None:
 
 
 def _decide(rows):  # the check's decision, on rows of verify.estimators.local.limits_suite
-    from verify.checks.rtrl_local import _bad
+    from verify.checks.exact_cases import bad_cases as _bad
 
     return not _bad(rows)
 

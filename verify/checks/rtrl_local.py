@@ -16,17 +16,14 @@ from typing import Any
 
 import torch
 
-from verify.checks import register, result
+from verify.checks import register
+from verify.checks.exact_cases import BIASED, EXACT, decide_cases
 from verify.config import RunConfig
 from verify.estimators.local import LIMIT_CELLS, _limit_problem, limits_suite
 from verify.impl import build
 from verify.impl.capabilities import Coverage, cover
-from verify.impl.mutants import get as get_mutant
-from verify.report.plots.limits import limits_figure
-from verify.verdict import CheckResult, Control
+from verify.verdict import CheckResult
 
-EXACT = 1e-12  #: float64 round-off target (DESIGN.md "Numerical policy")
-BIASED = 1e-6  #: six orders above it: a bias, not round-off
 CONTROLS = {
     "rflo": ("rflo.transposed-trace", "rflo.no-leak", "rflo.feedback-through-w"),
     "eprop": ("eprop.transposed-trace", "eprop.no-self-connection"),
@@ -51,10 +48,6 @@ def _covered(claim: str, rule: str, factory: Any) -> tuple[tuple[str, ...], Cove
     return tuple(kept), coverage
 
 
-def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if (r["error"] > EXACT if r["expect"] == "exact" else r["error"] <= BIASED)]
-
-
 def _label(r: Any) -> str:
     where = f"a={r['alpha']}" if r["cell"] == "leaky-elman-tanh" else "elman"
     return f"{where} {r['W']} W{' t=1' if r['steps'] == 'first' else ''}"
@@ -66,46 +59,25 @@ def _name(r: dict[str, Any]) -> str:
     return f"{where}, {r['W']} W, {steps} ({r['expect']}: error {r['error']:.1e})"
 
 
-def _check(claim: str, rule: str, factory: Any, config: RunConfig) -> CheckResult:
-    t0 = time.perf_counter()
-    cells, coverage = _covered(claim, rule, factory)
-    rows = _suite(factory, rule, config, cells)
-    bad = _bad(rows)
-    controls: list[Control] = []
-    if config.option("controls", True):
-        for name in CONTROLS[rule]:
-            wrong = _bad(_suite(get_mutant(name).part, rule, config))
-            detail = "; ".join(_name(r) for r in wrong[:2]) or "every row as the theory says"
-            controls.append(Control(f"mutant {name}", "FAIL", "FAIL" if wrong else "PASS", detail))
+def _summary(rows: list[dict[str, Any]]) -> str:
     exact = [r["error"] for r in rows if r["expect"] == "exact"]
     biased = [r for r in rows if r["expect"] == "biased"]
-    summary = (
+    return (
         f"{len(exact)} exact cases: largest error {max(exact):.1e} (must be <= {EXACT:.0e}); {len(biased)} biased "
         f"cases: largest per-step relative bias {min(r['error'] for r in biased):.2g}.."
         f"{max(r['error'] for r in biased):.2g} (must be > {BIASED:.0e}), summed-gradient bias "
         f"{min(r['bias_total'] for r in biased):.2g}..{max(r['bias_total'] for r in biased):.2g}"
     )
-    if bad:
-        summary += "; not as the theory says: " + "; ".join(_name(r) for r in bad[:3])
-    return result(
-        claim,
-        config,
-        t0,
-        not bad,
-        summary,
-        controls=controls,
-        statistic=max(exact),
-        threshold=EXACT,
-        data={
-            "cases": rows,
-            "exact": EXACT,
-            "biased": BIASED,
-            "figures": [
-                limits_figure(rows, _label, title=f"{claim}: each case against exact RTRL", exact=EXACT, biased=BIASED)
-            ],
-        },
-        coverage=coverage,
-    )
+
+
+def _check(claim: str, rule: str, factory: Any, config: RunConfig) -> CheckResult:
+    t0 = time.perf_counter()
+    cells, coverage = _covered(claim, rule, factory)
+    return decide_cases(
+        claim, config, t0, _suite(factory, rule, config, cells), summary=_summary, controls=CONTROLS[rule],
+        rerun=lambda part: _suite(part, rule, config), name=_name, label=_label,
+        title=f"{claim}: each case against exact RTRL", coverage=coverage,
+    )  # fmt: skip
 
 
 @register("rtrl.rflo-limits", uses=("rtrl.rflo",))

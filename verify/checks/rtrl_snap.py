@@ -15,19 +15,16 @@ from typing import Any
 
 import torch
 
-from verify.checks import register, result
+from verify.checks import register
+from verify.checks.exact_cases import BIASED, EXACT, decide_cases
 from verify.config import RunConfig
 from verify.estimators.snap import exactness_suite
 from verify.impl import build
 from verify.impl.capabilities import Coverage, cover
-from verify.impl.mutants import get as get_mutant
 from verify.model.builders import random_problem
-from verify.report.plots.limits import limits_figure
-from verify.verdict import CheckResult, Control
+from verify.verdict import CheckResult
 
 CLAIM = "rtrl.snap-exactness"
-EXACT = 1e-12  #: float64 round-off target (DESIGN.md "Numerical policy")
-BIASED = 1e-6  #: six orders above it: a bias, not round-off
 CONTROLS = ("snap.transposed-pattern", "snap.short-pattern", "snap.no-mask")
 
 
@@ -52,10 +49,6 @@ def _covered(factory: Any, config: RunConfig) -> tuple[tuple[str, ...], Coverage
     return tuple(kept), coverage
 
 
-def _bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if (r["error"] > EXACT if r["expect"] == "exact" else r["error"] <= BIASED)]
-
-
 def _label(r: Any) -> str:
     return f"{r['cell']} {r['W']} n={r['order']}{' first' if r['steps'] != 'all' else ''}"
 
@@ -64,45 +57,23 @@ def _name(r: dict[str, Any]) -> str:
     return f"{r['cell']} {r['W']} W, n = {r['order']}, {r['steps']} steps ({r['expect']}: error {r['error']:.1e})"
 
 
+def _summary(rows: list[dict[str, Any]]) -> str:
+    exact = [r["error"] for r in rows if r["expect"] == "exact"]
+    biased = [r["error"] for r in rows if r["expect"] == "biased"]
+    return (
+        f"{len(exact)} exact cases: largest error {max(exact):.1e} (must be <= {EXACT:.0e}); {len(biased)} biased "
+        f"cases: relative bias {min(biased):.1e}..{max(biased):.1e} (must be > {BIASED:.0e})"
+    )
+
+
 @register(CLAIM, uses=("rtrl.snap",))
 def check_snap_exactness(config: RunConfig) -> CheckResult:
     """Menick et al. 2021 §3: SnAp-n = RTRL (<= 1e-12) where its n-step pattern is closed or within the first n
     steps; biased elsewhere."""
     t0 = time.perf_counter()
     cells, coverage = _covered(config.impls.rtrl.snap, config)
-    rows = _suite(config.impls.rtrl.snap, config, cells)
-    bad = _bad(rows)
-    controls: list[Control] = []
-    if config.option("controls", True):
-        for name in CONTROLS:
-            m = get_mutant(name)
-            wrong = _bad(_suite(m.part, config))
-            detail = "; ".join(_name(r) for r in wrong[:2]) or "every row as the pattern says"
-            controls.append(Control(f"mutant {name}", "FAIL", "FAIL" if wrong else "PASS", detail))
-    exact = [r["error"] for r in rows if r["expect"] == "exact"]
-    biased = [r["error"] for r in rows if r["expect"] == "biased"]
-    summary = (
-        f"{len(exact)} exact cases: largest error {max(exact):.1e} (must be <= {EXACT:.0e}); {len(biased)} biased "
-        f"cases: relative bias {min(biased):.1e}..{max(biased):.1e} (must be > {BIASED:.0e})"
-    )
-    if bad:
-        summary += "; not as the pattern says: " + "; ".join(_name(r) for r in bad[:3])
-    return result(
-        CLAIM,
-        config,
-        t0,
-        not bad,
-        summary,
-        controls=controls,
-        statistic=max(exact),
-        threshold=EXACT,
-        data={
-            "cases": rows,
-            "exact": EXACT,
-            "biased": BIASED,
-            "figures": [
-                limits_figure(rows, _label, title="SnAp-n: each case against exact RTRL", exact=EXACT, biased=BIASED)
-            ],
-        },
-        coverage=coverage,
-    )
+    return decide_cases(
+        CLAIM, config, t0, _suite(config.impls.rtrl.snap, config, cells), summary=_summary, controls=CONTROLS,
+        rerun=lambda part: _suite(part, config), name=_name, label=_label,
+        title="SnAp-n: each case against exact RTRL", coverage=coverage,
+    )  # fmt: skip
