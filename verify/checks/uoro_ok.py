@@ -200,6 +200,7 @@ def _variance_summary(
     traj: dict[str, list[dict[str, Any]]],
     pooled: dict[str, tuple[float, tuple[float, float]]],
     level: float,
+    decisive: list[str],
 ) -> str:
     step_s = f"per step (exact, {probe.label}, r = 1, 2): " + (
         "not run (" + why + ")"
@@ -213,7 +214,8 @@ def _variance_summary(
     )
     traj_s = "; ".join(
         f"{name} E||g~_T - g_T||^2 (elman-tanh, T = 16) {_ratios(rows)} ({level:.6g}-CIs), pooled "
-        f"{pooled[name][0]:.3g} [{pooled[name][1][0]:.3g}, {pooled[name][1][1]:.3g}] (must be < 1)"
+        f"{pooled[name][0]:.3g} [{pooled[name][1][0]:.3g}, {pooled[name][1][1]:.3g}] "
+        f"({'must be < 1' if name in decisive else 'reported, not decided'})"
         for name, rows in traj.items()
     )
     return f"{step_s}; along trajectories: {traj_s}"
@@ -256,7 +258,7 @@ def check_ok_variance(config: RunConfig) -> CheckResult:
         bad_rows, _ = _step_rows(_oks(get_mutant(UNBIASED_CONTROL).part, VARIANCE), config)
         got = _step_bad(bad_rows or [])
         controls.append(Control(f"mutant {UNBIASED_CONTROL}", "FAIL", "FAIL" if got else "PASS", "; ".join(got[:2])))
-    summary = _variance_summary(probe, steps, why, step_bad, traj, pooled, level)
+    summary = _variance_summary(probe, steps, why, step_bad, traj, pooled, level, decisive)
     return finish(
         VARIANCE,
         config,
