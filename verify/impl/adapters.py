@@ -42,6 +42,7 @@ state; ``s_0`` is given (``ctx.s0``), not zero.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -184,9 +185,13 @@ class Batch1:
     toolkit's short names); ``influence(obj)`` (optional) returns the estimate of ∂s_t/∂θ (dict name ->
     (n, *shape), or (n, p)); ``factors(obj)`` (optional, UORO) returns (s̃, θ̃) with θ̃ a dict or flat;
     ``state(obj)`` (optional) returns s_t; ``set_params(obj, params)`` (optional) takes new θ in an online
-    run. ``cells`` / ``losses`` say what the code computes (the claims leave other problems out, with the
-    reason); ``noise_hook=True`` promises that the object draws ν only through ``ctx.noise()``, once per
-    step (then the toolkit can hand it tabulated signs: exact expectation, formula conformance); ``gtilde``
+    run; ``expectation(obj, xs, ys)`` (optional) returns the T per-step gradients' exact expectation over the
+    object's own randomness, from the fresh object ``make`` built and the inputs and targets as lists of numpy
+    arrays (each a dict of your names, or flat) -- the adapter then has the ``exact_mean(problem, theta)`` hook
+    (T, p) that an estimator with continuous noise needs for its exact claims (OK: ``uoro.ok-unbiased``).
+    ``cells`` / ``losses`` say what the code computes (the claims leave other problems out, with the reason);
+    ``noise_hook=True`` promises that the object draws ν only through ``ctx.noise()``, once per step
+    (then the toolkit can hand it tabulated signs: exact expectation, formula conformance); ``gtilde``
     declares where UORO's g̃ is formed (``"pre"``: Algorithm 1, before the update of s̃, θ̃; ``"post"``: from
     the updated s̃_t, θ̃_t), ``random_start=True`` that ``make`` starts s̃₀, θ̃₀ at random (from ``ctx.rng``: the
     claims that need tabulated noise are then SKIPPED with that reason), ``noise_law="gaussian"`` that ν is standard
@@ -210,6 +215,7 @@ class Batch1:
     noise_law: str | None = None
     guarantee: Guarantee | None = None
     name: str = "batch-1 adapter"
+    expectation: Callable[[Any, list[np.ndarray], list[np.ndarray]], Sequence[Any]] | None = None
 
     def __post_init__(self) -> None:
         if not callable(self.make) or not callable(self.step_fn):
@@ -220,6 +226,8 @@ class Batch1:
             object.__setattr__(self, "influence_estimate", None)
         if self.factors is None:
             object.__setattr__(self, "uoro_factors", None)
+        if self.expectation is None:  # no exact expectation: the claims that need one are SKIPPED, with the reason
+            object.__setattr__(self, "exact_mean", None)
         if not self.noise_hook:  # no hook: the claims that need tabulated noise are SKIPPED, with the reason
             for m in ("noise_shape", "noise_draws", "with_noise"):
                 object.__setattr__(self, m, None)
@@ -246,7 +254,7 @@ class Batch1:
         return steps
 
     def with_noise(self, noise: NoiseSource) -> Batch1:
-        return Batch1(**{**{f: getattr(self, f) for f in _FIELDS}, "noise": noise})
+        return dataclasses.replace(self, noise=noise)  # a subclass (with its own fields) stays itself
 
     # ------------------------------------------------------------ the contract
     def _require(self, problem: Problem) -> None:
@@ -320,6 +328,30 @@ class Batch1:
         ctx.theta = theta.copy()
 
     # ------------------------------------------------------------ optional views
+    def objects(self, state: Batch1State) -> list[Any]:
+        """The samples' objects ``state`` holds, for a hook that reads them (a subclass's ``terms``); stepping
+        them here would advance the state behind the adapter's back."""
+        return [obj for obj, _ in _objects(state.handle)]
+
+    def exact_mean(self, problem: Problem, theta: torch.Tensor) -> torch.Tensor:
+        """E[g̃_t] for t = 1..T, (T, p) in θ's layout: ``expectation(obj, xs, ys)`` on a fresh object."""
+        assert self.expectation is not None
+        self._require(problem)
+        layout = _Layout.build(self.names, problem)
+        th = theta.detach().to("cpu", torch.float64).numpy().copy()
+        s0 = problem.s0.detach().to("cpu", torch.float64).numpy()
+        ctx = Context(layout.to_user(problem, theta), s0.copy(), problem, np.random.default_rng(0), layout, th)
+        obj = self.make(ctx)
+        xs = [x.detach().to("cpu", torch.float64).numpy() for x in problem.inputs]
+        ys = [y.detach().to("cpu", torch.float64).numpy() for y in problem.targets]
+        rows = list(self.expectation(obj, xs, ys))
+        if len(rows) != problem.T:
+            raise InvalidArgument(
+                "expectation(obj, xs, ys)", f"{len(rows)} gradients", f"one per step, T = {problem.T}"
+            )
+        flat = [layout.to_flat(problem, g, f"expectation(obj, xs, ys)[{t}]") for t, g in enumerate(rows)]
+        return torch.as_tensor(np.stack(flat), dtype=problem.dtype, device=problem.device)
+
     def influence_estimate(self, problem: Problem, state: Batch1State) -> torch.Tensor:
         assert self.influence is not None
         layout = _Layout.build(self.names, problem)
@@ -384,4 +416,5 @@ _FIELDS = (
     "noise_law",
     "guarantee",
     "name",
+    "expectation",
 )
