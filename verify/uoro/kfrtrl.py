@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from scipy import stats
 
 from verify.errors import InvalidArgument
 from verify.estimators import UORO, enumerate_expectation, run_estimator
 from verify.estimators.base import OnlineEstimator
 from verify.oracles.bptt import influence_matrices, per_step_gradients
 from verify.stats import compare_second_moments, squared_errors
+from verify.stats.rates import fit_rate
+from verify.stats.variance import log_mean_with_se
 from verify.uoro.cases import Case, problem_case
 
 __all__ = ["CHUNK", "enumeration_rows", "gradient_squared_errors", "ratio_slope", "variance_ratios"]
@@ -120,23 +121,16 @@ def variance_ratios(
 
 def _log_se(a: torch.Tensor, b: torch.Tensor) -> float:
     """Delta-method standard error of log(mean a / mean b) (independent samples)."""
-    ma, mb = float(a.mean()), float(b.mean())
-    va, vb = float(a.var()), float(b.var())
-    return math.sqrt(va / (a.numel() * ma * ma) + vb / (b.numel() * mb * mb))
+    return math.hypot(log_mean_with_se(a)[1], log_mean_with_se(b)[1])
 
 
 def ratio_slope(rows: Sequence[dict[str, Any]], level: float) -> tuple[float, tuple[float, float]]:
-    """Weighted least-squares slope of log ratio on log n (weights 1/se²) and its ``level`` normal CI."""
+    """Weighted least-squares slope of log ratio on log n (weights 1/se², :func:`verify.stats.rates.fit_rate`'s
+    ``"wls"``) and its ``level`` normal CI."""
     if len(rows) < 2:
         raise InvalidArgument("rows", f"{len(rows)} state size(s)", "the slope needs at least two")
-    x = [math.log(r["n"]) for r in rows]
-    y = [math.log(r["ratio"]) for r in rows]
-    w = [1.0 / r["log_se"] ** 2 for r in rows]
-    sw = sum(w)
-    xm = sum(wi * xi for wi, xi in zip(w, x, strict=True)) / sw
-    ym = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / sw
-    sxx = sum(wi * (xi - xm) ** 2 for wi, xi in zip(w, x, strict=True))
-    slope = sum(wi * (xi - xm) * (yi - ym) for wi, xi, yi in zip(w, x, y, strict=True)) / sxx
-    se = math.sqrt(1.0 / sxx)
-    q = float(stats.norm.ppf(0.5 + level / 2))
-    return slope, (slope - q * se, slope + q * se)
+    fit = fit_rate(
+        [math.log(r["n"]) for r in rows], [math.log(r["ratio"]) for r in rows], errors="wls",
+        se=[r["log_se"] for r in rows], level=level,
+    )  # fmt: skip
+    return fit.slope, (fit.lo, fit.hi)
