@@ -56,7 +56,6 @@ from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 import torch
-from scipy import stats as sstats
 
 from verify._validate import require_positive_int, require_probability
 from verify.errors import InvalidArgument
@@ -67,6 +66,7 @@ from verify.estimators.snap import sparse_elman_problem
 from verify.figure_spec import Figure
 from verify.model.builders import leaky_problem
 from verify.model.problem import Problem
+from verify.stats.rates import mean_interval
 from verify.stats.unbiased import QuantityResult, TestOptions, fixed_sample_test
 
 __all__ = [
@@ -188,13 +188,10 @@ def cosine_range(mean: torch.Tensor, g: torch.Tensor, r: float) -> tuple[float, 
 def _interval(
     values: Sequence[float], level: float, lo: float = -math.inf, hi: float = math.inf
 ) -> tuple[float, float, float]:
-    """Mean and Student-t interval over the problems, clipped to the quantity's range [lo, hi]."""
-    m = sum(values) / len(values)
-    if len(values) < 2:
-        return m, float("nan"), float("nan")
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
-    half = float(sstats.t.ppf(0.5 + level / 2, len(values) - 1)) * sd / math.sqrt(len(values))
-    return m, max(lo, m - half), min(hi, m + half)
+    """Mean and Student-t interval over the problems (:func:`verify.stats.rates.mean_interval`), clipped to the
+    quantity's range [lo, hi]."""
+    m, a, b = mean_interval(values, level)
+    return (m, a, b) if math.isnan(a) else (m, max(lo, a), min(hi, b))
 
 
 def _mean(values: Sequence[float]) -> float:
