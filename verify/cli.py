@@ -110,8 +110,7 @@ from verify.errors import InvalidArgument, VerifyError
 from verify.exit_codes import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from verify.files import read_marker, tool_version, write_file_atomic
 from verify.hardware import NO_CUDA_REASON, resolve_device
-from verify.impl import Implementations
-from verify.impl.loader import load_implementations
+from verify.checks import ClaimPlan
 from verify.oracles import golden, golden_user
 from verify.report import (
     MARKER,
@@ -130,9 +129,11 @@ from verify.report import (
     write_report,
 )
 from verify.report.figures import normalize_figure
-from verify.run.catalog import run_claims
-from verify.run.check import select_claims
-from verify.run.plan import plan_claims, plan_document, plan_table
+from verify.run.catalog import claim_time_limit, run_claims
+from verify.run.check import THREADS_PER_PROCESS, claim_params, select_claims
+from verify.run.plan import TIMEOUT_FACTOR, TIMEOUT_FLOOR_S, plan_claims, plan_document, plan_table
+from verify.run.pool import IsolatedPool
+from verify.run.sweep.cells import SweepCell
 from verify.run.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
 from verify.run.sweep.driver import CellOutcome, SweepPlan, SweepRun, failed_cells_text
 from verify.run.sweep.executors import (
@@ -313,6 +314,14 @@ def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
         "--workers processes) or dask=ADDRESS (an existing scheduler, e.g. dask=tcp://10.0.0.5:8786)",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"time limit of each claim run in a worker process: past it the claim FAILs 'did not finish within N s' "
+        f"(default: {TIMEOUT_FACTOR:g} x its recorded time, at least {TIMEOUT_FLOOR_S:g} s; 0: no limit)",
+    )
     run.add_argument(
         "--plan",
         action="store_true",
@@ -559,6 +568,7 @@ class _Progress:
 def _renderer_init() -> None:
     """The figure process: Ctrl-C is the parent's business; yield the CPU to the checks."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop.die_with_parent()  # a killed rnn-verify (kill -9) takes its figure process with it
     if hasattr(os, "nice"):
         os.nice(10)
 
@@ -620,23 +630,62 @@ def _default_out(profile: str) -> Path:
 
 def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     _check_run_args(args)
-    impls = None
-    if args.impl:  # loaded and checked before anything else runs: a bad spec is exit 2, naming it
-        impls = load_implementations(args.impl)
+    out, junit, json_file = (None, None, None) if args.plan else _run_outputs(args)  # absolute, checked first
+    workers = _run_workers(args)
+    pool: IsolatedPool | None = None
+    try:
+        impls = None
+        if args.impl:  # loaded and checked in a worker process before anything else runs: a bad spec is exit 2
+            pool = IsolatedPool(workers, THREADS_PER_PROCESS)
+            impls = _load_isolated(pool, args)
+        return _run_selected(args, argv, impls, pool, workers, (out, junit, json_file))
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _load_isolated(pool: IsolatedPool, args: argparse.Namespace) -> _Loaded:
+    """The ``--impl`` specs loaded and put through the estimator contract in a worker process of ``pool``.
+
+    Whatever the user's module does at import or in the load check -- raise, ``sys.exit``, ``os._exit``, a
+    signal, a hang -- is a usage error naming the ``--impl`` (exit 2), decided here, where none of it runs.
+    """
+    params = {"specs": list(args.impl), "root": os.getcwd(),
+              "path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path]}  # fmt: skip
+    limit = LOAD_TIMEOUT_S if args.timeout is None else (args.timeout or None)
+    outcome = pool.call("impl.load", params, timeout=limit)
+    value = outcome.get("value") if outcome.get("ok") else None
+    given = ", ".join(args.impl)
+    if isinstance(value, dict) and "error" in value:
+        raise _Refused(str(value["error"]))
+    if not isinstance(value, dict) or not isinstance(value.get("sources"), list):
+        why = str(outcome.get("summary") or "").strip() or (
+            str(outcome.get("error") or "no answer").strip().splitlines() or ["no answer"])[-1]  # fmt: skip
+        raise InvalidArgument("--impl", given, f"could not be loaded: {why} (while importing it and running the "
+                              "load check, in a worker process)")  # fmt: skip
+    return _Loaded(tuple(str(p) for p in value.get("user_parts") or ()),
+                   tuple(dict(s) for s in value["sources"] if isinstance(s, dict)))  # fmt: skip
+
+
+def _run_selected(
+    args: argparse.Namespace,
+    argv: Sequence[str],
+    impls: _Loaded | None,
+    pool: IsolatedPool | None,
+    workers: int,
+    outputs: tuple[Path | None, Path | None, Path | None],
+) -> int:
+    """``run`` once the implementations under test (if any) are loaded: select, plan or run, write, decide."""
     claims, skip, left_out = _select_run_claims(args, impls)
     device = _run_device(args, claims, skip)
-    workers = _run_workers(args)
     if args.plan:
-        return _cmd_plan(args, argv, claims, skip, device, impls, workers)
+        return _cmd_plan(args, argv, claims, skip, device, impls, workers, pool)
     # a background figure process costs a torch import (a few s of CPU): worth it for long runs only
     n_run = sum(c.id not in skip for c in claims)
     workers = max(1, min(workers, n_run))  # never more processes than claims to run
-    out, junit, json_file = _run_outputs(args)  # every output location is checked before any compute
+    out, junit, json_file = outputs
     to_stdout = args.json == "-"
-    specs = tuple(args.impl)  # what each worker process loads again
-    config = RunConfig(
-        profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls, impl_specs=specs
-    )
+    config = _run_config(args, device, impls)
     stream = sys.stderr if to_stdout else sys.stdout
     progress = _Progress(len(claims), stream, args.quiet)
     record_of = _claim_recorder(args, claims)
@@ -655,6 +704,10 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     t0 = time.perf_counter()
     try:  # from the executor's start on: whatever stops the run stops the executor and the figure process too
         executor = _run_executor(args, workers)
+        if executor is None and pool is not None:  # a user's code: its claims run in the pool that loaded it
+            pool.workers = workers
+            pool.timeout_for = _pool_limits(claims, config)
+            executor = pool
         pngs = _BackgroundPNGs() if out is not None and n_run >= _BACKGROUND_PNG_MIN_CLAIMS else None
         results = run_claims(claims, config, on_event, workers=workers, skip=skip, executor=executor)
     except BaseException as exc:
@@ -663,7 +716,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             raise
         return _run_stopped(exc, out, workers, pngs)
     progress.close()
-    if executor is not None:
+    if executor is not None and executor is not pool:
         executor.close()
     records = [records_by_id.get(r.claim_id) or record_of(r) for r in results]
     counts = {v: sum(r.verdict is v for r in results) for v in Verdict}
@@ -684,34 +737,87 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return code
 
 
+class _Refused(VerifyError):
+    """A usage error a worker process worded (an ``--impl`` that does not load): the message as it is."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loaded:
+    """What the supervisor knows of a user's implementations loaded in a worker: the ``family.field`` parts
+    they fill and their ``run.implementations`` records (spec, module, file, SHA-256) -- never the objects."""
+
+    parts: tuple[str, ...]
+    sources: tuple[dict[str, Any], ...]
+
+    def user_parts(self) -> tuple[str, ...]:
+        return self.parts
+
+
+#: seconds the load check of ``--impl`` may take by default (an import and a few steps on a tiny problem)
+LOAD_TIMEOUT_S = 600.0
+
+
+def _run_config(args: argparse.Namespace, device: str, impls: _Loaded | None) -> RunConfig:
+    """The run's configuration; a user's implementations travel as their specs and sources (to the workers)."""
+    return RunConfig(
+        profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, impl_specs=tuple(args.impl),
+        impl_sources=impls.sources if impls is not None else (), timeout=args.timeout,
+    )  # fmt: skip
+
+
+def _pool_limits(claims: Sequence[Claim], config: RunConfig) -> Callable[[SweepCell], float | None]:
+    """Each ``claim`` cell's time limit (:func:`verify.run.catalog.claim_time_limit`)."""
+    ids = {c.id for c in claims}
+
+    def limit(cell: SweepCell) -> float | None:
+        cid = str(cell.params.get("claim"))
+        return claim_time_limit(config, cid) if cid in ids else None
+
+    return limit
+
+
 def _cmd_plan(
     args: argparse.Namespace,
     argv: Sequence[str],
     claims: Sequence[Claim],
     skip: dict[str, str],
     device: str,
-    impls: Implementations | None,
+    impls: _Loaded | None,
     workers: int,
+    pool: IsolatedPool | None,
 ) -> int:
     """``run --plan``: the plan of every selected claim (pilots of at most ~1 s each), as a table or JSON; writes
-    nothing."""
-    config = RunConfig(
-        profile=args.profile, seed=args.seed, device=device, dtype=args.dtype, implementations=impls,
-        impl_specs=tuple(args.impl),
-    )  # fmt: skip
+    nothing. A user's implementation is piloted in a worker process of ``pool``."""
+    config = _run_config(args, device, impls)
     t0 = time.perf_counter()
-    plans = plan_claims(claims, config, skip)
+    plans = plan_claims(claims, config, skip) if pool is None else _plan_isolated(pool, claims, config, skip)
     kinds = {c.id: c.kind for c in claims}
     n_run = max(1, sum(c.id not in skip for c in claims))
     if args.json == "-":
         info = {"command": "rnn-verify " + shlex.join(argv), "profile": args.profile, "seed": args.seed,
                 "device": device, "workers": min(workers, n_run), "plan_wall_time": time.perf_counter() - t0,
-                **({"implementations": [s.as_dict() for s in impls.sources]} if impls is not None else {})}  # fmt: skip
+                **({"implementations": list(impls.sources)} if impls is not None else {})}  # fmt: skip
         sys.stdout.write(json.dumps(plan_document(plans, kinds, info), indent=2, allow_nan=False) + "\n")
     else:
         print(plan_table(plans, kinds, min(workers, n_run)))
         print(f"plan made in {time.perf_counter() - t0:.1f}s; nothing was run or written")
     return EXIT_OK
+
+
+def _plan_isolated(
+    pool: IsolatedPool, claims: Sequence[Claim], config: RunConfig, skip: dict[str, str]
+) -> list[ClaimPlan]:
+    """``--plan``'s pilots of a user's implementation, run in a worker process (the plan comes back as JSON)."""
+    params = {**claim_params(claims[0], config), "claims": [c.id for c in claims], "skip": dict(skip)}
+    params.pop("claim", None)
+    limit = LOAD_TIMEOUT_S if config.timeout is None else (config.timeout or None)
+    outcome = pool.call("run.plan", params, timeout=limit)
+    value = outcome.get("value") if outcome.get("ok") else None
+    if not isinstance(value, dict) or not isinstance(value.get("plans"), list):
+        why = str(outcome.get("summary") or "").strip() or (
+            str(outcome.get("error") or "no answer").strip().splitlines() or ["no answer"])[-1]  # fmt: skip
+        raise InvalidArgument("--plan", True, f"the pilots of the implementation under test could not run: {why}")
+    return [ClaimPlan(**{**p, "pieces": tuple(p.get("pieces") or ())}) for p in value["plans"]]
 
 
 def _check_run_args(args: argparse.Namespace) -> None:
@@ -721,6 +827,8 @@ def _check_run_args(args: argparse.Namespace) -> None:
         check_count("--workers", args.workers, MAX_WORKERS, WORKERS_WHY)
     if args.impl_only and not args.impl:
         raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
+    if args.timeout is not None and not (0 <= args.timeout < 1e9):  # NaN fails both
+        raise InvalidArgument("--timeout", args.timeout, "must be a number of seconds >= 0 (0: no limit)")
     if args.plan and (args.junit or args.json not in (None, "-") or args.out):
         given = "--junit" if args.junit else ("--out" if args.out else "--json")
         value = args.junit or args.out or args.json
@@ -730,12 +838,12 @@ def _check_run_args(args: argparse.Namespace) -> None:
 def _run_outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Path | None]:
     """The report folder, ``--junit`` and ``--json`` files, each checked before any compute (None: not written)."""
     out = None
-    if not args.no_report:
-        out = preflight_dir(Path(args.out) if args.out else _default_out(args.profile), "--out")
+    if not args.no_report:  # absolute from here on: nothing run later can move where the report goes
+        out = preflight_dir(Path(args.out).absolute() if args.out else _default_out(args.profile).absolute(), "--out")
     json_arg = args.json if args.json not in (None, "-") else None
     _distinct_outputs([("--json", json_arg), ("--junit", args.junit)], ("--out", out))
-    junit = preflight_file(args.junit, "--junit") if args.junit else None
-    json_file = preflight_file(json_arg, "--json") if json_arg is not None else None
+    junit = preflight_file(Path(args.junit).absolute(), "--junit").absolute() if args.junit else None
+    json_file = preflight_file(Path(json_arg).absolute(), "--json").absolute() if json_arg is not None else None
     return out, junit, json_file
 
 
@@ -765,7 +873,7 @@ def _distinct_outputs(files: Sequence[tuple[str, str | Path | None]], folder: tu
             )  # fmt: skip
 
 
-def _nothing_checked(results: Sequence[CheckResult], impls: Implementations | None) -> str | None:
+def _nothing_checked(results: Sequence[CheckResult], impls: _Loaded | None) -> str | None:
     """Why a run with ``--impl`` checked nothing of the user's parts (every claim exercising them SKIPPED), or None.
 
     A CI gate must not pass on nothing: such a run exits 1 (:data:`EXIT_FAIL`) with this message.
@@ -784,7 +892,7 @@ def _nothing_checked(results: Sequence[CheckResult], impls: Implementations | No
     )
 
 
-def _gate_code(code: int, results: Sequence[CheckResult], impls: Implementations | None) -> int:
+def _gate_code(code: int, results: Sequence[CheckResult], impls: _Loaded | None) -> int:
     """``code``, or :data:`EXIT_FAIL` (with the reason on stderr) where nothing of the user's parts was checked."""
     unchecked = _nothing_checked(results, impls)
     if unchecked is None:
@@ -800,7 +908,7 @@ def _exit_code(counts: dict[Verdict, int], fail_on: str) -> int:
 
 
 def _select_run_claims(
-    args: argparse.Namespace, impls: Implementations | None
+    args: argparse.Namespace, impls: _Loaded | None
 ) -> tuple[list[Claim], dict[str, str], list[str]]:
     """The claims to list, the reason each skipped one is SKIPPED, and those ``--impl-only`` leaves out."""
     # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
@@ -909,7 +1017,7 @@ def _run_info(
     t0: float,
     code: int,
     stated_rate: float,
-    impls: Implementations | None,
+    impls: _Loaded | None,
     left_out: list[str],
 ) -> dict[str, object]:
     """The ``run`` block of ``results.json``: the command, its settings, the outcome, what was under test."""
@@ -928,8 +1036,10 @@ def _run_info(
         "exit_code": code,
         "source": "rnn-verify run",
         "stated_false_fail_rate": stated_rate,
-        **({"implementations": [s.as_dict() for s in impls.sources]} if impls is not None else {}),
+        **({"implementations": list(impls.sources)} if impls is not None else {}),
         **({"impl_only_left_out": left_out} if args.impl_only else {}),
+        "timeout": args.timeout,
+        "isolated": bool(args.impl) or workers > 1,
     }
 
 

@@ -43,6 +43,12 @@ class RunConfig:
     options: tuple[tuple[str, Any], ...] = ()
     implementations: Implementations | None = None
     impl_specs: tuple[str, ...] = ()
+    #: the time limit of each claim run in a worker process, seconds (``run --timeout``; None: derived from the
+    #: plan, :func:`verify.run.plan.claim_timeout`; 0: none). Not sent to the worker: the supervisor enforces it.
+    timeout: float | None = None
+    #: the ``run.implementations`` records of a user's parts loaded in a worker (the supervisor never imports
+    #: them); with ``impl_specs`` it stands in for ``implementations`` in the process that decides the exit status
+    impl_sources: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -50,7 +56,11 @@ class RunConfig:
         validate_seed("seed", self.seed)
         if self.dtype not in ("float64", "float32"):
             raise InvalidArgument("dtype", self.dtype, "must be 'float64' or 'float32'")
-        if self.impl_specs and self.implementations is None:
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not 0 <= self.timeout < 1e9
+        ):
+            raise InvalidArgument("timeout", self.timeout, "must be a number of seconds >= 0 (0: no limit)")
+        if self.impl_specs and self.implementations is None and not self.impl_sources:
             raise InvalidArgument(
                 "impl_specs", list(self.impl_specs), "given without the implementations loaded from them"
             )

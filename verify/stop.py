@@ -32,6 +32,7 @@ __all__ = [
     "STOP_SIGNALS",
     "Stop",
     "blocked_interrupts",
+    "die_with_parent",
     "handling",
     "pending",
     "raise_pending",
@@ -122,6 +123,22 @@ def handling() -> Iterator[None]:
         for sig, h in old.items():
             signal.signal(sig, h)
         _State.mode, _State.fired, _State.stopping = before[0], before[1], before[2]
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``; elsewhere
+    nothing): a worker must not outlive a supervisor that was killed (``kill -9``), holding the CI's pipes.
+    ``parent``: the pid the caller expects as its parent -- if it is already gone, exit now."""
+    import os
+    import sys
+
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:
+        os._exit(0)
 
 
 def worker_process() -> None:

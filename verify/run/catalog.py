@@ -31,13 +31,14 @@ from theory.catalog import Claim
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.run.check import THREADS_PER_PROCESS, claim_params, run_check, skipped_result, torch_threads
-from verify.run.plan import RECORDED_SECONDS
+from verify.run.plan import RECORDED_SECONDS, claim_timeout
+from verify.run.pool import IsolatedPool
 from verify.run.sweep.cache import code_version
 from verify.run.sweep.cells import SweepCell
-from verify.run.sweep.executors import ProcessExecutor, available_cpus
+from verify.run.sweep.executors import available_cpus
 from verify.verdict import CheckResult, Verdict
 
-__all__ = ["EXPECTED_SECONDS", "longest_first", "run_claims", "run_on_executor"]
+__all__ = ["EXPECTED_SECONDS", "claim_time_limit", "isolated_pool", "longest_first", "run_claims", "run_on_executor"]
 
 Progress = Callable[[str, Claim, CheckResult | None], None]
 
@@ -50,6 +51,7 @@ def run_claims(
     workers: int = 1,
     skip: Mapping[str, str] | None = None,
     executor: Any = None,
+    isolate: bool = False,
 ) -> list[CheckResult]:
     """Run ``claims``, calling ``progress("start"|"done", claim, result)``; results in catalog order.
 
@@ -67,7 +69,9 @@ def run_claims(
 
     results: dict[str, CheckResult] = {}
     todo = [c for c in claims if c.id not in skip]
-    parallel = executor is not None or (workers > 1 and len(todo) > 1)
+    # a user's implementations loaded only in workers (impl_sources without the objects) never run here
+    isolate = isolate or any(cfg(c).impl_specs and cfg(c).implementations is None for c in todo)
+    parallel = executor is not None or (bool(todo) and isolate) or (workers > 1 and len(todo) > 1)
     with torch_threads(THREADS_PER_PROCESS):
         for claim in claims:  # serially: in catalog order; in parallel: the skipped ones first
             if parallel and claim.id not in skip:
@@ -84,7 +88,7 @@ def run_claims(
     if parallel and executor is not None:
         run_on_executor(longest_first(todo), cfg, progress, executor, results)
     elif parallel:
-        _run_parallel(longest_first(todo), cfg, progress, min(workers, len(todo), _cpus()), results)
+        _run_parallel(longest_first(todo), cfg, progress, max(1, min(workers, len(todo), _cpus())), results)
     return [results[c.id] for c in claims]
 
 
@@ -111,9 +115,26 @@ def _run_parallel(
     workers: int,
     results: dict[str, CheckResult],
 ) -> None:
-    """``--workers N``: the claims as sweep cells on a local process pool (:class:`ProcessExecutor`)."""
-    with ProcessExecutor(workers, THREADS_PER_PROCESS) as executor:
+    """``--workers N`` (or a user's implementations): the claims as sweep cells on isolated worker processes
+    (:class:`~verify.run.pool.IsolatedPool`), each with its time limit (:func:`claim_time_limit`)."""
+    with isolated_pool(workers, cfg, todo) as executor:
         run_on_executor(todo, cfg, progress, executor, results)
+
+
+def claim_time_limit(config: RunConfig, claim_id: str) -> float | None:
+    """A claim's time limit in a worker: ``config.timeout`` (0: none) or the plan's default."""
+    return claim_timeout(claim_id, config.profile, config.timeout)
+
+
+def isolated_pool(workers: int, cfg: Callable[[Claim], RunConfig], todo: Sequence[Claim]) -> IsolatedPool:
+    """An :class:`IsolatedPool` of ``workers`` processes whose ``claim`` cells get their claim's time limit."""
+    by_id = {c.id: c for c in todo}
+
+    def limit(cell: SweepCell) -> float | None:
+        claim = by_id.get(str(cell.params.get("claim")))
+        return None if claim is None else claim_time_limit(cfg(claim), claim.id)
+
+    return IsolatedPool(workers, THREADS_PER_PROCESS, timeout_for=limit)
 
 
 def run_on_executor(
@@ -131,12 +152,15 @@ def run_on_executor(
     """
     by_key: dict[str, Claim] = {}
     cells = []
+    announce_each = isinstance(executor, IsolatedPool)  # it says when each cell starts; others: all at once
     for claim in todo:
         cell = SweepCell("claim", claim_params(claim, cfg(claim)), label=claim.id)
         by_key[cell.key] = claim
         cells.append(cell)
-        if progress:
+        if progress and not announce_each:
             progress("start", claim, None)
+    if announce_each and progress:
+        executor.on_start = lambda cell: progress("start", by_key[cell.key], None)
     code = code_version()
     for cell, out in executor.map_unordered(cells):
         claim = by_key[cell.key]
@@ -149,6 +173,8 @@ def run_on_executor(
             res = _worker_failure(
                 claim, cfg(claim), f"worker {out.get('worker')} runs other rnn-verify sources ({out.get('code')})"
             )
+        elif out.get("died"):  # the worker died or ran past its time limit: what the code under test did
+            res = _worker_failure(claim, cfg(claim), str(out.get("error") or ""), str(out.get("summary") or ""))
         else:
             res = _worker_failure(claim, cfg(claim), str(out.get("error") or "unknown error"))
         results[claim.id] = res
@@ -156,8 +182,9 @@ def run_on_executor(
             progress("done", claim, res)
 
 
-def _worker_failure(claim: Claim, config: RunConfig, why: str) -> CheckResult:
+def _worker_failure(claim: Claim, config: RunConfig, why: str, summary: str = "") -> CheckResult:
     first = (why.strip().splitlines() or ["?"])[-1]
     return CheckResult(
-        claim.id, Verdict.FAIL, f"worker process failed: {first}", reason=why, seed=config.seed, device=config.device
-    )
+        claim.id, Verdict.FAIL, summary or f"worker process failed: {first}", reason=why or summary,
+        seed=config.seed, device=config.device,
+    )  # fmt: skip

@@ -201,7 +201,7 @@ def claim_params(claim: Claim, config: RunConfig) -> dict[str, Any]:
             "specs": list(config.impl_specs),
             "root": os.getcwd(),
             "path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path],
-            "sources": [s.as_dict() for s in config.impls.sources],
+            "sources": list(config.impl_sources) or [s.as_dict() for s in config.impls.sources],
         }
     elif config.implementations is not None and (config.impls.user_parts() or config.impls.label):
         raise InvalidArgument(

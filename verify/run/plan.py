@@ -21,7 +21,7 @@ from verify.config import RunConfig
 from verify.errors import NotApplicable
 from verify.run.check import describe_exception, torch_threads
 
-__all__ = ["PILOT_SECONDS", "RECORDED_SECONDS", "plan_claims", "plan_document", "plan_table"]
+__all__ = ["PILOT_SECONDS", "RECORDED_SECONDS", "TIMEOUT_FACTOR", "TIMEOUT_FLOOR_S", "claim_timeout", "plan_claims", "plan_document", "plan_table"]
 
 #: the pilot budget of one claim's planner, seconds
 PILOT_SECONDS = 1.0
@@ -67,6 +67,22 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
     },
 }  # fmt: skip
 _ASSUMED = 0.5
+
+#: a claim's default time limit (``run --timeout``): this many times its recorded seconds, and at least
+#: :data:`TIMEOUT_FLOOR_S` -- generous, since a user's implementation may be much slower than the toolkit's
+#: (a numpy KF-RTRL stepped per draw took 90x the recorded time on a loaded machine and was still correct)
+TIMEOUT_FACTOR = 100.0
+#: the least default time limit of a claim, seconds
+TIMEOUT_FLOOR_S = 900.0
+
+
+def claim_timeout(claim_id: str, profile: str, given: float | None = None) -> float | None:
+    """The time limit of one claim, seconds (None: none): ``given`` (``--timeout``; 0 means none) or
+    ``max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * recorded seconds)`` (:data:`RECORDED_SECONDS`, else 0.5 s)."""
+    if given is not None:
+        return None if given == 0 else float(given)
+    recorded = RECORDED_SECONDS.get(profile, {}).get(claim_id, _ASSUMED)
+    return max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * recorded)
 
 
 def _recorded(claim: Claim, config: RunConfig, note: str = "") -> ClaimPlan:

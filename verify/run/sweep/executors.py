@@ -145,6 +145,7 @@ class SerialExecutor(Executor):
 
 def _init_process_worker() -> None:
     stop.worker_process()  # the driver handles Ctrl-C and stops the workers; a KeyboardInterrupt here is user code's
+    stop.die_with_parent()  # a driver killed with kill -9 takes its workers with it
 
 
 class ProcessExecutor(Executor):

@@ -3,6 +3,9 @@
 * ``claim`` -- one catalog claim's check at one (profile, seed, options, device,
   dtype): returns the :class:`~verify.verdict.CheckResult` as a dict. Calibration
   sweeps and ``rnn-verify run --executor`` are made of these.
+* ``impl.load`` -- the load check of a user's ``--impl`` specs (:func:`load_impls_task`), and ``run.plan`` --
+  ``run --plan``'s pilots (:func:`plan_task`): both run a user's code, so both run in an isolated worker
+  (:mod:`verify.run.pool`), never in the process that decides the exit status.
 * ``fpp.online-block`` -- one block of an FPP §5 reproduction
   (:func:`verify.fpp.reproduction.run_block`).
 * ``uoro.char-run`` -- one online run of UORO §4's character-level experiments
@@ -16,6 +19,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,24 +29,71 @@ import torch
 
 from theory.catalog import all_claims
 from verify.config import RunConfig
-from verify.errors import InvalidArgument
+from verify.errors import InvalidArgument, VerifyError
 from verify.estimators.base import OnlineEstimator
 from verify.fpp.reproduction import Block, run_block
 from verify.impl import Implementations
+from verify.impl.loader import load_implementations
 from verify.impl.mutants import get as get_mutant
 from verify.rtrl.sec7 import Run, run_cell
 from verify.run.check import implementations_from_params, run_check
+from verify.run.plan import plan_claims
 from verify.uoro.char_learning import CharLearnerSpec, run_char_learner
 
 __all__ = [
     "BUILTIN_TASKS",
     "claim_task",
+    "config_from_params",
+    "load_impls_task",
+    "plan_task",
     "fpp_online_block",
     "rtrl_sec7_run",
     "sec7_learner",
     "selftest",
     "uoro_char_run",
 ]
+
+
+def config_from_params(params: dict[str, Any]) -> RunConfig:
+    """The :class:`RunConfig` that :func:`~verify.run.check.claim_params` sent (profile, seed, device, dtype,
+    options, and a user's implementations loaded in this process)."""
+    options = tuple(sorted((str(k), v) for k, v in dict(params.get("options") or {}).items()))
+    block = params.get("impls")  # a user's implementations, as the run's supervisor had them loaded
+    return RunConfig(
+        profile=str(params.get("profile", "ci")),
+        seed=int(params.get("seed", 0)),
+        device=str(params.get("device", "cpu")),
+        dtype=str(params.get("dtype", "float64")),
+        options=options,
+        implementations=implementations_from_params(block) if block else None,
+        impl_specs=tuple(block["specs"]) if block else (),
+    )
+
+
+def load_impls_task(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"specs", "root", "path"}`` -> the load check of a user's ``--impl`` specs, run in a worker process.
+
+    ``{"sources": [...], "user_parts": [...]}`` when they load and pass the estimator contract
+    (:func:`verify.impl.loader.load_implementations` with its validation probe), ``{"error": MESSAGE}`` (the
+    supervisor exits 2 with it) when they do not.
+    """
+    for entry in params.get("path") or []:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    try:
+        impls = load_implementations(list(params["specs"]), root=params.get("root"))
+    except VerifyError as exc:
+        return {"error": str(exc)}
+    return {"sources": [s.as_dict() for s in impls.sources], "user_parts": list(impls.user_parts())}
+
+
+def plan_task(params: dict[str, Any]) -> dict[str, Any]:
+    """``claim_params``' fields plus ``{"claims": [ids], "skip": {id: reason}}`` -> ``{"plans": [...]}``:
+    ``run --plan`` of a user's implementation, whose pilots run here, not in the supervisor."""
+    claims = all_claims()
+    chosen = [claims[str(c)] for c in params["claims"]]
+    plans = plan_claims(chosen, config_from_params(params), dict(params.get("skip") or {}))
+    return {"plans": [dataclasses.asdict(p) for p in plans]}
 
 
 def claim_task(params: dict[str, Any]) -> dict[str, Any]:
@@ -54,17 +106,7 @@ def claim_task(params: dict[str, Any]) -> dict[str, Any]:
     cid = params.get("claim")
     if cid not in claims:
         raise InvalidArgument("claim", cid, "not a catalog claim id")
-    options = tuple(sorted((str(k), v) for k, v in dict(params.get("options") or {}).items()))
-    block = params.get("impls")  # a user's implementations, as the run's process loaded them
-    config = RunConfig(
-        profile=str(params.get("profile", "ci")),
-        seed=int(params.get("seed", 0)),
-        device=str(params.get("device", "cpu")),
-        dtype=str(params.get("dtype", "float64")),
-        options=options,
-        implementations=implementations_from_params(block) if block else None,
-        impl_specs=tuple(block["specs"]) if block else (),
-    )
+    config = config_from_params(params)
     return run_check(claims[str(cid)], config).to_dict()
 
 
@@ -110,6 +152,8 @@ def selftest(params: dict[str, Any]) -> dict[str, Any]:
 #: the tasks every worker knows, by name (:func:`verify.run.sweep.cells.task` registers more)
 BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "claim": claim_task,
+    "impl.load": load_impls_task,
+    "run.plan": plan_task,
     "fpp.online-block": fpp_online_block,
     "rtrl.sec7-run": rtrl_sec7_run,
     "sweep.selftest": selftest,
