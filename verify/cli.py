@@ -214,8 +214,16 @@ def _stopped(exc: BaseException) -> tuple[str, int]:
     return "interrupted", EXIT_INTERRUPTED
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose messages echo the arguments as given (``unrecognized arguments: ...``): cleaned
+    (:func:`verify.text.clean`), so that no control character of an argument reaches the terminal raw."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        super()._print_message(clean(message) if message else message, file)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="rnn-verify",
         description="Check online recurrent learning algorithms against exact references and the papers' claims.",
         epilog=_epilog(),
