@@ -223,7 +223,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p: argparse.ArgumentParser = _Parser(  # its subcommands are _Parser too (argparse: parser_class)
         prog="rnn-verify",
         description="Check online recurrent learning algorithms against exact references and the papers' claims.",
         epilog=_epilog(),
