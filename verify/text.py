@@ -116,9 +116,17 @@ def clean_tree(obj: Any) -> Any:
     if isinstance(obj, str):
         return clean(obj)
     if isinstance(obj, Mapping):
-        return {(clean(k) if isinstance(k, str) else k): clean_tree(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [clean_tree(v) for v in obj]
+        return {(clean(k) if isinstance(k, str) else k): _item(v) for k, v in obj.items()}
+    if isinstance(obj, list):  # (the test inline: a figure's data is long lists of numbers)
+        return [v if type(v) in _SCALARS else clean_tree(v) for v in obj]
     if isinstance(obj, tuple):
-        return tuple(clean_tree(v) for v in obj)
+        return tuple(_item(v) for v in obj)
     return obj
+
+
+#: values kept as they are without a call (a document's figure data: long lists of numbers)
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _item(v: Any) -> Any:
+    return v if type(v) in _SCALARS else clean_tree(v)
