@@ -1208,7 +1208,7 @@ def _print_sweep_summary(
         for f in r.findings:
             print(f"  {clean(finding_line(r.claim_id, r.verdict, f))}", file=stream)
     if failed:
-        print(failed_cells_text(failed, limit=3), file=sys.stderr)
+        print(clean(failed_cells_text(failed, limit=3)), file=sys.stderr)
 
 
 # -------------------------------------------------------------------- report
