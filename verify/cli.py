@@ -149,6 +149,7 @@ from verify.run.sweep.executors import (
     stop_processes,
 )
 from verify.stop import Stop
+from verify.text import clean, safe_str
 from verify.verdict import CheckResult, Verdict, finding_line
 
 _BACKGROUND_PNG_MIN_CLAIMS = 6
@@ -214,8 +215,16 @@ def _stopped(exc: BaseException) -> tuple[str, int]:
     return "interrupted", EXIT_INTERRUPTED
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose messages echo the arguments as given (``unrecognized arguments: ...``): cleaned
+    (:func:`verify.text.clean`), so that no control character of an argument reaches the terminal raw."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        super()._print_message(clean(message) if message else message, file)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p: argparse.ArgumentParser = _Parser(  # its subcommands are _Parser too (argparse: parser_class)
         prog="rnn-verify",
         description="Check online recurrent learning algorithms against exact references and the papers' claims.",
         epilog=_epilog(),
@@ -549,8 +558,9 @@ class _Progress:
                 sys.stderr.flush()
             if not self.quiet:
                 n = f"n={result.samples_used}" if result.samples_used is not None else ""
+                said = clean(result.summary)  # it may quote code under test (verify.text.clean)
                 print(
-                    f"{result.verdict.value:<12} {claim.id:<34} {result.wall_time:6.1f}s {n:>9}  {result.summary}",
+                    f"{result.verdict.value:<12} {claim.id:<34} {result.wall_time:6.1f}s {n:>9}  {said}",
                     file=self.stream,
                     flush=True,
                 )
@@ -1091,11 +1101,11 @@ def _print_run_summary(
         )
     for r in results:
         if r.verdict is not Verdict.PASS:  # a FAIL's reason may be a traceback: its summary names the cause
-            text = (r.summary if r.verdict is Verdict.FAIL else r.reason or r.summary).strip()
+            text = clean(r.summary if r.verdict is Verdict.FAIL else r.reason or r.summary).strip()
             print(f"  {r.verdict.value} {r.claim_id}: {text.splitlines()[0] if text else ''}", file=stream)
     for r in results:  # the papers as printed: reported, whatever the verdict (the line says which)
         for f in r.findings:
-            print(f"  {finding_line(r.claim_id, r.verdict, f)}", file=stream)
+            print(f"  {clean(finding_line(r.claim_id, r.verdict, f))}", file=stream)
 
 
 def _note_listed(what: str, items: list[str], limit: int) -> None:
@@ -1304,11 +1314,11 @@ def _print_sweep_summary(
         file=stream,
     )
     for r in run.results:
-        print(f"{r.verdict.value:<12} {r.claim_id:<34} {r.summary}", file=stream)
+        print(f"{r.verdict.value:<12} {r.claim_id:<34} {clean(r.summary)}", file=stream)
         for f in r.findings:
-            print(f"  {finding_line(r.claim_id, r.verdict, f)}", file=stream)
+            print(f"  {clean(finding_line(r.claim_id, r.verdict, f))}", file=stream)
     if failed:
-        print(failed_cells_text(failed, limit=3), file=sys.stderr)
+        print(clean(failed_cells_text(failed, limit=3)), file=sys.stderr)
 
 
 # -------------------------------------------------------------------- report
@@ -1401,10 +1411,10 @@ def _main(argv: Sequence[str] | None) -> int:
             return _cmd_report(args)
         return _cmd_golden(args)
     except VerifyError as exc:
-        print(f"rnn-verify: error: {exc}", file=sys.stderr)
+        print(f"rnn-verify: error: {safe_str(exc)}", file=sys.stderr)  # it may quote code under test: cleaned
         return EXIT_USAGE
     except OSError as exc:  # e.g. the disk filled up while writing; what was there before is intact
-        print(f"rnn-verify: error: {_os_error_text(exc)}", file=sys.stderr)
+        print(f"rnn-verify: error: {clean(_os_error_text(exc))}", file=sys.stderr)
         return EXIT_USAGE
 
 

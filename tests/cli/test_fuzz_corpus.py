@@ -13,6 +13,9 @@ named -- and their neighbours -- one by one, so that each keeps its own expected
 * a folder where a file is expected; ``--device`` values torch does not run on; ``--impl`` echoed as typed;
 * a report marker that lists files the new report does not write (removed *and named*, links kept);
 * FINDING lines after a PASS (they say they are not failures) and after a FAIL;
+* text from code under test (issue 36, item 6): an exception whose ``__str__``/``__repr__`` raises, ``sys.exit``
+  of such an object, ESC/NUL/FF/U+FFFE/lone surrogates in a message or a path, at import, at the load check
+  and inside a claim -- every output valid, and no case prints a raw control character;
 * the same refusals through the API (``code`` 2 there means: raises :class:`~verify.errors.InvalidArgument`).
 
 Each case asserts: the exit code expected for it (not merely one of 0/1/2), no ``Traceback`` on
@@ -31,6 +34,7 @@ import os
 import shutil
 import signal
 import time
+import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,10 +51,11 @@ import verify.run.catalog as runner
 import verify.run.check as check_mod
 from tests.cli.conftest import run_cli_in, run_serial
 from tests.cli.test_fuzz import _snapshot
+from tests.cli.test_sanitize import Broken, BrokenPremise, NoRepr, raw_controls
 from theory.catalog import all_claims
 from verify._validate import MAX_SEED
 from verify.config import RunConfig
-from verify.errors import InvalidArgument
+from verify.errors import InvalidArgument, NotApplicable
 from verify.oracles.golden import HEADER_KEY
 from verify.run.sweep.definitions import MAX_SEEDS
 from verify.run.sweep.executors import MAX_THREADS, MAX_WORKERS
@@ -58,6 +63,11 @@ from verify.verdict import CheckResult, Control, Verdict
 
 PASS_ID, FAIL_ID, STOP_ID = "reference.adjoint", "rtrl.exact", "reference.influence"
 USER_KI_ID = "reference.complex-step"  # a check whose code raises KeyboardInterrupt itself (not a signal)
+#: checks whose code under test hands over text that cannot be read or printed as it is (issue 36, item 6)
+BROKEN_ID, EXIT_ID, HOSTILE_ID = "reference.finite-difference", "rtrl.truncated-bptt", "rtrl.influence-balancing"
+PREMISE_ID, NA_ID, KI_STR_ID = "rtrl.online-convergence", "rtrl.snap-exactness", "rtrl.rflo-limits"
+HOSTILE = "file /home/u/\udcff.py \x1b[31mred\x1b[0m\x00 \x0c\r\ufffe \x9b2J"
+HOSTILE_SHOWN = "file /home/u/\\udcff.py \\x1b[31mred\\x1b[0m\\x00 \\x0c\\r\\ufffe \\x9b2J"
 FINDING = "the printed bound fails by 3x"
 HUGE = "9" * 5000  # more digits than Python converts (4300): the ValueError the issue saw
 CUDA = torch.cuda.is_available()
@@ -73,6 +83,8 @@ def _fake(cid: str) -> Callable[[RunConfig], CheckResult]:
             raise AssertionError("not interrupted")
         if cid == USER_KI_ID:  # code under test raising KeyboardInterrupt: its error, not an interrupt
             raise KeyboardInterrupt
+        if cid in _TEXT_FAKES:
+            return _TEXT_FAKES[cid](cid)
         verdict = Verdict.FAIL if cid == FAIL_ID else Verdict.PASS
         findings = (FINDING,) if cid in (PASS_ID, FAIL_ID) else ()
         controls = (Control("mutant", "FAIL", "FAIL"),) if verdict is Verdict.PASS else ()
@@ -80,6 +92,28 @@ def _fake(cid: str) -> Callable[[RunConfig], CheckResult]:
                            findings=findings, reason=None if verdict is Verdict.PASS else "fake")  # fmt: skip
 
     return fn
+
+
+class _InterruptsStr(Exception):
+    def __str__(self) -> str:
+        raise KeyboardInterrupt  # raised by the code itself: no signal was delivered
+
+
+def _raise(exc: BaseException) -> Callable[[str], CheckResult]:
+    def fn(cid: str) -> CheckResult:
+        raise exc
+
+    return fn
+
+
+_TEXT_FAKES: dict[str, Callable[[str], CheckResult]] = {
+    BROKEN_ID: _raise(Broken()),
+    EXIT_ID: _raise(SystemExit(NoRepr())),
+    PREMISE_ID: _raise(BrokenPremise()),
+    NA_ID: _raise(NotApplicable("uoro.uoro", f"no rank= ({HOSTILE})")),
+    KI_STR_ID: _raise(_InterruptsStr()),
+    HOSTILE_ID: lambda cid: CheckResult(cid, Verdict.FAIL, HOSTILE, reason=HOSTILE, findings=(HOSTILE,)),
+}
 
 
 class Box:
@@ -472,6 +506,108 @@ def _finding_cases() -> None:
          says=(f"FINDING (not a failure) {PASS_ID}", f"FINDING {FAIL_ID}"))  # fmt: skip
 
 
+IMPL_SOURCES = {
+    "import raises an exception whose __str__ raises": (
+        "class Broken(Exception):\n    def __str__(self):\n        raise ValueError('no')\nraise Broken()\n",
+        "raised Broken: <Broken object (str() raised ValueError)>",
+    ),
+    "import raises an exception whose __str__ returns an int": (
+        "class Odd(Exception):\n    def __str__(self):\n        return 3\nraise Odd()\n",
+        "raised Odd: <Odd object (str() raised TypeError)>",
+    ),
+    "sys.exit(obj whose repr raises) at import": (
+        "import sys\nclass NoRepr:\n    def __repr__(self):\n        raise ValueError('no')\nsys.exit(NoRepr())\n",
+        "SystemExit(<NoRepr object (repr() raised ValueError)>): the code called sys.exit()",
+    ),
+    "KeyboardInterrupt from __str__ at import": (
+        "class K(Exception):\n    def __str__(self):\n        raise KeyboardInterrupt\nraise K()\n",
+        "raised K: <K object (str() raised KeyboardInterrupt)>",
+    ),
+    "load check raises an exception whose __str__ raises": (
+        "class Broken(Exception):\n    def __str__(self):\n        raise ValueError('no')\n"
+        "class X:\n    def __init__(self, *a, **k):\n        raise Broken()\n",
+        "building the estimator raised Broken: <Broken object (str() raised ValueError)>",
+    ),
+    "ESC, NUL and a surrogate in an import error": (
+        "raise RuntimeError('bad \\x1b[2J\\x00 file \\udcff')\n",
+        "raised RuntimeError: bad \\x1b[2J\\x00 file \\udcff",
+    ),
+    "a class named with ESC": (
+        "raise type('\\x1b[2J', (Exception,), {})('m')\n",
+        "raised \\x1b[2J: m",
+    ),
+}
+
+
+def _valid_outputs(*rels: str) -> Callable[[Box, str], None]:
+    """Every JUnit file parses (XML 1.0), every JSON file loads as UTF-8 and names no raw control."""
+
+    def check(b: Box, text: str) -> None:
+        for rel in rels:
+            blob = (b.cwd / rel).read_bytes()
+            if rel.endswith(".xml"):
+                ET.fromstring(blob)
+            else:
+                assert not raw_controls(json.dumps(json.loads(blob.decode("utf-8")), ensure_ascii=False)), rel
+
+    return check
+
+
+def _text_cases() -> None:
+    out = ["--out", "o"]
+    report = _valid_outputs("o/junit.xml", "o/results.json")
+    case("check raises an exception whose __str__ and __repr__ raise: FAIL naming the type", 1,
+         ["run", "--claims", BROKEN_ID, *out], says=(f"FAIL {BROKEN_ID}: check raised Broken: <Broken object "
+         "(str() raised ValueError)>",), after=report)  # fmt: skip
+    case("check calls sys.exit(obj whose __repr__ raises): FAIL", 1, ["run", "--claims", EXIT_ID, *out],
+         says=("SystemExit(<NoRepr object (repr() raised ValueError)>): code under test called sys.exit()",),
+         after=report)  # fmt: skip
+    case("check raises an exception whose __str__ raises KeyboardInterrupt: FAIL", 1,
+         ["run", "--claims", KI_STR_ID, *out], says=("<_InterruptsStr object (str() raised KeyboardInterrupt)>",),
+         never=("interrupted",), after=report)  # fmt: skip
+    case("check's premise cannot be read: INCONCLUSIVE naming the type", 0, ["run", "--claims", PREMISE_ID, *out],
+         says=(f"INCONCLUSIVE {PREMISE_ID}: <BrokenPremise object (str() raised RuntimeError)>",),
+         after=report)  # fmt: skip
+    case("check not applicable, with controls in its reason: SKIPPED, escaped", 0, ["run", "--claims", NA_ID, *out],
+         says=(HOSTILE_SHOWN,), after=report)  # fmt: skip
+    case("summary, reason and finding with ESC/NUL/FF/CR/C1/U+FFFE/surrogate: escaped", 1,
+         ["run", "--claims", HOSTILE_ID, *out, "--junit", "j.xml", "--json", "r.json"],
+         says=(f"FAIL {HOSTILE_ID}: {HOSTILE_SHOWN}", f"-- {HOSTILE_SHOWN}"),
+         after=_valid_outputs("o/junit.xml", "o/results.json", "j.xml", "r.json"))  # fmt: skip
+    case("hostile text, --junit and --json without a report folder", 1, ["run", "--claims", HOSTILE_ID,
+         "--no-report", "--junit", "j.xml", "--json", "r.json"], after=_valid_outputs("j.xml", "r.json"))  # fmt: skip
+    case("hostile text, --json - on stdout", 1, ["run", "--claims", HOSTILE_ID, "--no-report", "--json", "-"],
+         says=('"summary": "' + HOSTILE_SHOWN.replace("\\", "\\\\"),))  # fmt: skip
+    case("hostile text in a mixed run", 1, ["run", "--claims", PASS_ID, HOSTILE_ID, BROKEN_ID, EXIT_ID, *out],
+         after=report)  # fmt: skip
+    fsd = os.fsdecode
+    case("--out not UTF-8 (LANG=C): written, named escaped in run.command", 0,
+         ["run", "--claims", PASS_ID, "-q", "--out", fsd(b"o\xff")],
+         after=lambda b, t: _valid_outputs(fsd(b"o\xff/junit.xml"), fsd(b"o\xff/results.json"))(b, t))  # fmt: skip
+    case("--junit and --json not UTF-8", 0, [*RUN, "--junit", fsd(b"j\xfe.xml"), "--json", fsd(b"r\xfe.json")],
+         after=_valid_outputs(fsd(b"j\xfe.xml"), fsd(b"r\xfe.json")))  # fmt: skip
+    case("--out with ESC in its name", 0, ["run", "--claims", PASS_ID, "-q", "--out", "o\x1b[2J"],
+         after=_valid_outputs("o\x1b[2J/junit.xml"))  # fmt: skip
+
+    def raw_report(b: Box) -> None:
+        doc = json.loads(b.results)
+        doc["claims"][0]["summary"] = "raw \x1b[2J\x00\x0c\ufffe"
+        (b.cwd / "inputs" / "r.json").write_text(json.dumps(doc))  # JSON escapes: \u001b ...
+
+    case("report of a results.json holding raw controls: re-rendered escaped", 0,
+         ["report", "inputs/r.json", "--out", "o"], setup=raw_report, after=report)  # fmt: skip
+    for name, (source, says) in IMPL_SOURCES.items():
+
+        def write(b: Box, source: str = source) -> None:
+            (b.cwd / "inputs" / "mine.py").write_text(source)
+
+        case(f"--impl: {name}", 2, [*RUN, "--impl", "uoro=inputs/mine.py:X"], setup=write,
+             says=("rnn-verify: error: --impl uoro=inputs/mine.py:X: ", says))  # fmt: skip
+    case("unrecognized argument with ESC: echoed escaped", 2, [*RUN, "--bo\x1bgus"], says=("--bo\\x1bgus",))
+    case("--claims with ESC", 2, ["run", "--claims", "a\x1b[2J", "--no-report"], says=("--claims",))
+    case("--impl spec with ESC", 2, [*RUN, "--impl", "uoro=no_mod\x1b[2J:X"], says=("--impl",))
+
+
 def _misc_cases() -> None:
     case("Ctrl-C in a check: one line, exit 130", 130, ["run", "--claims", STOP_ID, "--out", "o"],
          says=("interrupted",), after=lambda b, t: _absent(b, "o"))  # fmt: skip
@@ -539,7 +675,8 @@ def _removed_api(b: Box) -> object:
 
 
 for _make in (_seed_cases, _count_cases, _two_outputs_cases, _name_cases, _folder_cases, _device_cases,
-              _impl_cases, _json_cases, _marker_cases, _finding_cases, _misc_cases, _api_cases):  # fmt: skip
+              _impl_cases, _json_cases, _marker_cases, _finding_cases, _text_cases, _misc_cases,
+              _api_cases):  # fmt: skip
     _make()
 assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
 
@@ -577,6 +714,9 @@ def test_corpus_case(box: Box, c: Case) -> None:
     OUTCOMES["tracebacks"] += int("Traceback" in text)
     OUTCOMES["outside touched"] += int(touched)
     assert "Traceback" not in text, text
+    # the closing "report: PATH" line prints --out as the user gave it (run's own code, the lead's part of issue 36)
+    said = "\n".join(line for line in text.splitlines() if not line.startswith("report: "))
+    assert not raw_controls(said), f"{c.name}: raw {raw_controls(said)[:5]} on stdout/stderr"
     assert code == c.code, f"{c.name}: exit {code}, expected {c.code}:\n{text[-3000:]}"
     assert not touched, f"{c.name} changed files outside the output"
     for frag in c.says:

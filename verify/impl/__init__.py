@@ -89,6 +89,7 @@ from verify.oracles.bptt import (
     truncated_model_states,
 )
 from verify.oracles.contraction import ContractionCertificate, contraction_certificate
+from verify.text import safe_str
 
 __all__ = [
     "DEFAULT",
@@ -157,10 +158,12 @@ def build(factory: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> 
     try:
         return factory(*args, **kwargs)
     except TypeError as exc:  # a factory that forwards **kwargs to something that does not take them
-        if not any(f"'{k}'" in str(exc) for k in kwargs):
+        if not any(f"'{k}'" in safe_str(exc) for k in kwargs):
             raise
         raise NotApplicable(
-            what, f"{part_label(factory)} forwards ({given}) to code that does not take it: {exc} -- the claim needs it"
+            what,
+            f"{part_label(factory)} forwards ({given}) to code that does not take it: {safe_str(exc)} -- the claim "
+            "needs it",
         ) from None
 
 

@@ -48,6 +48,7 @@ from verify.estimators.online import ContractViolation, check_contract
 from verify.impl import DEFAULT, FAMILIES, Implementations, Source, build, family_class, field_names
 from verify.impl.capabilities import unsupported
 from verify.model.builders import random_problem
+from verify.text import safe_repr, safe_str, type_name
 
 __all__ = [
     "ALIASES",
@@ -146,12 +147,19 @@ def _import_file(path: Path, err: Any) -> ModuleType:
 
 
 def _describe(exc: BaseException) -> str:
-    """An exception of user code in words; ``SystemExit`` says that the code tried to end the process."""
+    """An exception of user code in words; ``SystemExit`` says that the code tried to end the process.
+
+    Never raises: a message whose ``__str__``/``__repr__`` raises is named by its type
+    (:func:`verify.text.safe_str`); the text is cleaned (:func:`verify.text.clean`).
+    """
     if isinstance(exc, SystemExit):
-        return f"SystemExit({exc.code!r}): the code called sys.exit() (it must not decide rnn-verify's exit status)"
+        return (
+            f"SystemExit({safe_repr(exc.code)}): the code called sys.exit() (it must not decide rnn-verify's exit "
+            "status)"
+        )
     if isinstance(exc, KeyboardInterrupt | stop.Stop):
-        return f"{type(exc).__name__}: raised by the code itself, no signal was delivered to rnn-verify"
-    return f"{type(exc).__name__}: {exc}"
+        return f"{type_name(exc)}: raised by the code itself, no signal was delivered to rnn-verify"
+    return f"{type_name(exc)}: {safe_str(exc)}"
 
 
 def load_object(target: str, spec: str, option: str = "--impl", root: str | None = None) -> tuple[Any, Source]:
@@ -253,7 +261,7 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
         try:
             est = build(part, target, *args, **kwargs)
         except NotApplicable as exc:
-            raise err(f"cannot build an estimator: {exc.reason}") from None
+            raise err(f"cannot build an estimator: {safe_str(exc.reason)}") from None
         except BaseException as exc:  # sys.exit(), KeyboardInterrupt ... of the code: its error (a signal: a stop)
             stop.reraise_if_stopped(exc)
             raise err(f"building the estimator raised {_describe(exc)}") from None
@@ -262,9 +270,9 @@ def validate_part(impls: Implementations, target: str, option: str = "--impl") -
             if target in ("uoro.uoro", "uoro.preactivation"):
                 _probe_uoro(est, P, th)
         except ContractViolation as exc:
-            raise err(f"violates the online-estimator contract: {exc}") from None
+            raise err(f"violates the online-estimator contract: {safe_str(exc)}") from None
         except VerifyError as exc:
-            raise err(f"on a small elman-tanh problem: {exc}") from None
+            raise err(f"on a small elman-tanh problem: {safe_str(exc)}") from None
         except BaseException as exc:
             stop.reraise_if_stopped(exc)
             raise err(f"on a small elman-tanh problem it raised {_describe(exc)}") from None

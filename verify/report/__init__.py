@@ -47,6 +47,7 @@ from verify.report.document import (
 )
 from verify.report.figures import figure_empty_reason, render_png
 from verify.report.render import figure_key, render_html, render_junit, render_markdown
+from verify.text import clean_tree
 
 __all__ = [
     "MARKER",
@@ -76,8 +77,9 @@ __all__ = [
 
 
 def dumps_document(doc: Mapping[str, Any]) -> str:
-    """The document as JSON text (strict JSON: no NaN/Infinity literals)."""
-    return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    """The document as JSON text (strict JSON: no NaN/Infinity literals); valid UTF-8 whatever it holds: every
+    string is cleaned first (:func:`verify.text.clean_tree`: control characters and lone surrogates escaped)."""
+    return json.dumps(clean_tree(doc), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
 def png_jobs(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -109,8 +111,9 @@ def render_pngs(doc: Mapping[str, Any], done: Mapping[str, bytes] | None = None)
 def render_files(
     doc: Mapping[str, Any], fail_on: str = "fail", pngs_done: Mapping[str, bytes] | None = None
 ) -> dict[str, bytes]:
-    """All files of a report folder (relative path -> bytes); ``doc`` is validated first."""
-    doc = validate_document(dict(doc))
+    """All files of a report folder (relative path -> bytes); ``doc`` is cleaned (:func:`verify.text.clean_tree`:
+    text from code under test, a command line under ``LANG=C``) and validated first."""
+    doc = validate_document(clean_tree(dict(doc)))
     pngs = render_pngs(doc, pngs_done)
     files: dict[str, bytes] = {
         "results.json": dumps_document(doc).encode("utf-8"),

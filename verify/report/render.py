@@ -1,8 +1,13 @@
-"""Renderers: results document -> ``report.md``, self-contained ``report.html``, ``junit.xml``.
+r"""Renderers: results document -> ``report.md``, self-contained ``report.html``, ``junit.xml``.
 
 All three draw only on the results document (:mod:`verify.report.document`), so a
 saved run re-renders identically. ``report.html`` embeds every PNG as base64 and
 its CSS inline: it reads offline, with no external assets.
+
+Every renderer first cleans every string of the document (:func:`verify.text.clean_tree`): text from code
+under test -- an exception's message, a file name that is not UTF-8 -- has its control characters, lone
+surrogates and noncharacters escaped (``\x1b``, ``\udcff``, ``\ufffe``), so ``junit.xml`` is valid XML 1.0
+and no terminal sequence reaches a reader, whatever the document holds.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from verify.report.figures import figure_empty_reason
+from verify.text import clean_tree
 
 __all__ = ["Md", "figure_key", "md_code", "md_escape", "render_html", "render_junit", "render_markdown"]
 
@@ -213,6 +219,7 @@ def _citations(rec: Mapping[str, Any]) -> list[str]:
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
     """``report.md``: summary table, run-level figures, then one section per claim."""
+    doc = clean_tree(doc)
     run, claims, summary = doc["run"], doc["claims"], doc.get("summary", {})
     lines = ["# rnn-verify theory-check report", ""]
     lines += [f"**{_counts_line(summary)}** ({summary.get('total', len(claims))} claims)", ""]
@@ -385,6 +392,7 @@ def _html_figure(fig: Mapping[str, Any], png: bytes | None, claim_id: str, index
 
 def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     """Self-contained ``report.html``; ``pngs`` maps :func:`figure_key` paths to PNG bytes."""
+    doc = clean_tree(doc)
     run, claims, summary = doc["run"], doc["claims"], doc.get("summary", {})
     out = [
         '<!doctype html><html lang="en"><head><meta charset="utf-8">',
@@ -508,7 +516,9 @@ def _html_claim(i: int, r: Mapping[str, Any], pngs: Mapping[str, bytes]) -> list
 # --------------------------------------------------------------------- junit
 def render_junit(doc: Mapping[str, Any], fail_on: str = "fail") -> bytes:
     """``junit.xml``: one testcase per claim; FAIL -> failure, SKIPPED -> skipped,
-    INCONCLUSIVE -> failure under ``fail_on="inconclusive"``, else skipped."""
+    INCONCLUSIVE -> failure under ``fail_on="inconclusive"``, else skipped. Valid XML 1.0 whatever the
+    document holds (its text is cleaned first: :func:`verify.text.clean`)."""
+    doc = clean_tree(doc)
     claims = doc["claims"]
     summary = doc.get("summary", {})
     inconclusive_fails = fail_on == "inconclusive"

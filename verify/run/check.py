@@ -39,6 +39,7 @@ from verify.config import RunConfig
 from verify.errors import AssumptionViolated, ContractViolation, ImplementationError, InvalidArgument, NotApplicable
 from verify.impl import Implementations
 from verify.impl.loader import load_implementations
+from verify.text import clean, safe_repr, safe_str, type_name
 from verify.verdict import CheckResult, Verdict
 
 __all__ = [
@@ -102,8 +103,8 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
         return CheckResult(
             claim.id,
             Verdict.SKIPPED,
-            f"not applicable to the implementation under test: {exc}",
-            reason=str(exc),
+            f"not applicable to the implementation under test: {safe_str(exc)}",
+            reason=safe_str(exc),
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )
@@ -111,15 +112,15 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
         return CheckResult(
             claim.id,
             Verdict.INCONCLUSIVE,
-            f"premise not met: {exc}",
-            reason=str(exc),
+            f"premise not met: {safe_str(exc)}",
+            reason=safe_str(exc),
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )
     except BaseException as exc:  # a crashing check is a failing check; so is sys.exit() in user code
         stop.reraise_if_stopped(exc)  # only a signal delivered to rnn-verify stops the run
         summary = (  # the toolkit's validation caught the implementation: its FAIL, worded so, not a crash
-            f"the implementation under test broke its contract: {exc}"
+            f"the implementation under test broke its contract: {safe_str(exc)}"
             if isinstance(exc, ContractViolation)
             else f"check raised {describe_exception(exc)}"
         )
@@ -127,7 +128,7 @@ def _run_check(claim: Claim, config: RunConfig) -> CheckResult:
             claim.id,
             Verdict.FAIL,
             summary,
-            reason=traceback.format_exc(limit=-TRACEBACK_FRAMES),
+            reason=_traceback_text(exc),
             seed=config.seed,
             wall_time=time.perf_counter() - t0,
         )
@@ -155,23 +156,41 @@ def describe_exception(exc: BaseException) -> str:
     and torch -- where the implementation under test raised it."""
     if isinstance(exc, SystemExit):
         return (
-            f"SystemExit({exc.code!r}): code under test called sys.exit(); a check's exit is a FAIL, never the "
-            "run's exit status"
+            f"SystemExit({safe_repr(exc.code)}): code under test called sys.exit(); a check's exit is a FAIL, never "
+            "the run's exit status"
         )
     if isinstance(exc, KeyboardInterrupt | stop.Stop):
         return (
-            f"{type(exc).__name__}: raised by the code itself, no signal was delivered to rnn-verify (a FAIL of the "
+            f"{type_name(exc)}: raised by the code itself, no signal was delivered to rnn-verify (a FAIL of the "
             "check, never an interruption of the run)"
         )
-    message = str(exc) or "(no message)"
+    message = safe_str(exc) or "(no message)"
     frames = traceback.extract_tb(exc.__traceback__)
-    outside = [
-        f
-        for f in frames
-        if not Path(f.filename).resolve().is_relative_to(_TOOLKIT_ROOT) and "/torch/" not in f.filename
-    ]
-    where = f" [raised at {outside[-1].filename}:{outside[-1].lineno} in {outside[-1].name}]" if outside else ""
-    return f"{type(exc).__name__}: {message}{where}"
+    outside = [f for f in frames if not _in_toolkit(f.filename) and "/torch/" not in f.filename]
+    where = (
+        f" [raised at {clean(outside[-1].filename)}:{outside[-1].lineno} in {clean(outside[-1].name)}]"
+        if outside
+        else ""
+    )
+    return f"{type_name(exc)}: {message}{where}"
+
+
+def _in_toolkit(filename: str) -> bool:
+    try:
+        return Path(filename).resolve().is_relative_to(_TOOLKIT_ROOT)
+    except (OSError, ValueError):  # a name no file system holds (a NUL byte, too long): not the toolkit's
+        return False
+
+
+def _traceback_text(exc: BaseException) -> str:
+    """The innermost :data:`TRACEBACK_FRAMES` frames of the exception being handled and its last line, as
+    :func:`traceback.format_exc` words them; where formatting itself fails (a class whose name or module
+    raises), the frames and :func:`describe_exception`'s line. Cleaned (:func:`verify.text.clean`)."""
+    try:
+        return clean(traceback.format_exc(limit=-TRACEBACK_FRAMES))
+    except Exception:
+        frames = "".join(traceback.format_tb(exc.__traceback__, limit=-TRACEBACK_FRAMES))
+        return clean(f"Traceback (most recent call last):\n{frames}{describe_exception(exc)}\n")
 
 
 def skipped_result(claim: Claim, config: RunConfig, reason: str) -> CheckResult:
