@@ -272,8 +272,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "not run",
         needs="truncated-BPTT learning runs across k and eta with the paper's TBPTT-T (blocks of T steps; the "
         "toolkit's learner is the sliding-window TBPTT(k), whose equilibrium derivative already has the right sign "
-        "from k = 41 by rtrl.influence-balancing, so the block form is the one to run) and a sweep over (k, eta): "
-        "one deterministic run of a few thousand steps per cell, CPU-minutes (estimated, not measured)",
+        "from k = 41 by rtrl.influence-balancing, so the block form is the one to run), a sweep over (k, eta) with "
+        "criteria and controls fixed before the run, and its report: the runs are deterministic and cheap (a 9 x 4 "
+        "grid of 20 000-step runs, k up to 400, took 14 s on one core in an uncommitted numpy prototype)",
     ),
     Experiment(
         _U,
