@@ -266,15 +266,20 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment(
         _U,
         "§4, influence balancing (the text after Fig. 3(a))",
-        "influence balancing, n = 23, 13 minus: online learning with truncated BPTT across truncation lengths",
+        "influence balancing, n = 23, 13 minus: online learning with truncated BPTT across truncation lengths "
+        "(TBPTT-T read as blocks of k steps; k from 10 to 400, eta/(1 + sqrt t) with eta from 1e-4 to 1e-2, 50000 "
+        "steps)",
         "TBPTT-T fails to converge for any learning rate even for truncations largely above n; it requires a "
         "truncation above 200 to converge",
-        "not run",
-        needs="truncated-BPTT learning runs across k and eta with the paper's TBPTT-T (blocks of T steps; the "
-        "toolkit's learner is the sliding-window TBPTT(k), whose equilibrium derivative already has the right sign "
-        "from k = 41 by rtrl.influence-balancing, so the block form is the one to run), a sweep over (k, eta) with "
-        "criteria and controls fixed before the run, and its report: the runs are deterministic and cheap (a 9 x 4 "
-        "grid of 20 000-step runs, k up to 400, took 14 s on one core in an uncommitted numpy prototype)",
+        "not reproduced",
+        ours="FAIL on the paper's 'above 200': the smallest k that converges is 150 (eta 0.001 and 0.003; best "
+        "last-fifth loss 4.66e-09); the rest holds -- no k below 4n converges for any eta (k = 10, 25, 50 move away "
+        "or diverge, k = 100 at best 0.66), and the sign-flipped control at k = 400 FAILs",
+        results=("uoro.ib-truncation-sweep",),
+        evidence="reports/uoro-ib-truncation",
+        scale="paper",
+        command="rnn-verify sweep uoro-ib-truncation --out reports/uoro-ib-truncation",
+        cost="5 s on one core (50 deterministic runs)",
     ),
     Experiment(
         _U,
