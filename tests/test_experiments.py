@@ -1,19 +1,23 @@
 """The table of every experiment of the papers (theory/experiments.py): backed by the committed reports.
 
-The table must not claim what the reports do not hold: every claim it names exists, every report it cites
-holds those claims with the verdicts its status implies, every decimal number quoted as ours occurs in that
-report's results.json; and the README carries exactly the generated table. The checker itself is tested on
-rows it must reject.
+The table must not claim what the reports do not hold: every claim it names exists, every row's status is
+the one the rules (verify.report.experiments.derive_status, docs/reference/reproductions.md) give from the
+verdicts of the report it cites, every check's verdict is its report's, every decimal number quoted as ours
+occurs in that report's results.json; and the README carries exactly the generated table. The rules and the
+checker are themselves tested on rows they must reject.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from theory.experiments import EXPERIMENTS, STATUSES, Experiment
+from theory.experiments import CHECKS, EXPERIMENTS, STATUSES, Check, Experiment, status_name
 from theory.papers import PAPERS
 from verify.report import experiments as table
 from verify.report.render import render_markdown
@@ -31,6 +35,7 @@ def test_the_committed_reports_back_every_row() -> None:
 
 def test_every_paper_has_its_experiments_listed() -> None:
     papers = {e.paper for e in EXPERIMENTS}
+    assert {c.paper for c in CHECKS} <= papers
     assert papers == set(PAPERS) - {"rnn-verify design notes"}
     for e in EXPERIMENTS:
         assert e.status in STATUSES
@@ -45,20 +50,28 @@ def test_readme_carries_the_generated_table() -> None:
     assert inside.strip() == "\n".join(table.markdown_table()).strip()
 
 
-def _report(tmp_path: Path, verdict: str, summary: str) -> Path:
+_CAUGHT = {"name": "mutant", "expected": "FAIL", "observed": "FAIL"}
+
+
+def _record(verdict: str, summary: str = "", **extra: Any) -> dict[str, Any]:
+    return {"id": "rtrl.exact", "verdict": verdict, "summary": summary, "controls": [_CAUGHT], **extra}
+
+
+def _report(tmp_path: Path, verdict: str, summary: str, **extra: Any) -> Path:
     (tmp_path / "rep").mkdir()
-    doc = {"claims": [{"id": "rtrl.exact", "verdict": verdict, "summary": summary}]}
+    doc = {"claims": [_record(verdict, summary, **extra)]}
     (tmp_path / "rep" / "results.json").write_text(json.dumps(doc), encoding="utf-8")
     return tmp_path
 
 
-def _row(status: str, ours: str, claims: tuple[str, ...] = ("rtrl.exact",)) -> Experiment:
-    return Experiment("Tallec & Ollivier 2017", "§9", "x", "y", status, ours=ours, claims=claims, evidence="rep")
+def _row(status: str, ours: str, claims: tuple[str, ...] = ("rtrl.exact",), **kw: Any) -> Experiment:
+    kw.setdefault("scale", "paper")
+    return Experiment("Tallec & Ollivier 2017", "§9", "x", "y", status, ours=ours, claims=claims, evidence="rep", **kw)
 
 
 def test_the_checker_accepts_a_backed_row(tmp_path: Path) -> None:
     root = _report(tmp_path, "PASS", "max error 0.00123 and 4.5e-07")
-    assert table.evidence_problems(root, [_row("reproduced", "error 0.0012, 4.5e-07 over 10 runs")]) == []
+    assert table.evidence_problems(root, [_row("reproduced", "error 0.0012, 4.5e-07 over 10 runs")], []) == []
 
 
 @pytest.mark.parametrize(
@@ -66,19 +79,114 @@ def test_the_checker_accepts_a_backed_row(tmp_path: Path) -> None:
     [
         ("reproduced", "PASS", "error 0.0013", ("rtrl.exact",), "0.0013 (in 'ours') is not a number"),
         ("reproduced", "PASS", "error 4.6e-07", ("rtrl.exact",), "4.6e-07 (in 'ours') is not a number"),
-        ("reproduced", "FAIL", "error 0.0012", ("rtrl.exact",), "status 'reproduced' but the evidence has"),
-        ("not reproduced", "PASS", "error 0.0012", ("rtrl.exact",), "status 'not reproduced' but the evidence"),
-        ("not resolved at this power", "FAIL", "error 0.0012", ("rtrl.exact",), "needs an INCONCLUSIVE and no FAIL"),
+        ("reproduced", "FAIL", "error 0.0012", ("rtrl.exact",), "status 'reproduced' but the rules give 'not rep"),
+        ("not reproduced", "PASS", "error 0.0012", ("rtrl.exact",), "but the rules give 'reproduced'"),
+        ("not resolved at this power", "FAIL", "error 0.0012", ("rtrl.exact",), "the rules give 'not reproduced'"),
         ("reproduced", "PASS", "error 0.0012", ("no.such-claim",), "is not in the catalog"),
-        ("reproduced", "PASS", "error 0.0012", ("rtrl.truncated-bptt",), "is not in rep/results.json"),
+        ("reproduced", "PASS", "error 0.0012", ("rtrl.truncated-bptt",), "not in rep/results.json"),
     ],
 )
 def test_the_checker_rejects_what_the_report_does_not_hold(
     tmp_path: Path, status: str, verdict: str, ours: str, claims: tuple[str, ...], expected: str
 ) -> None:
     root = _report(tmp_path, verdict, "max error 0.00123 and 4.5e-07")
-    problems = table.evidence_problems(root, [_row(status, ours, claims)])
+    problems = table.evidence_problems(root, [_row(status, ours, claims)], [])
     assert any(expected in p for p in problems), problems
+
+
+# ---------------------------------------------------------------- the rules (docs/reference/reproductions.md)
+
+
+def test_every_row_has_the_status_the_rules_give() -> None:
+    others = {
+        f"reports/{p.parent.name}": json.loads(p.read_text(encoding="utf-8"))
+        for p in (ROOT / "reports").glob("*/results.json")
+        if p.parent.name not in ("runs", "sweeps")
+    }
+    for e in EXPERIMENTS:
+        doc = others.get(e.evidence) if e.evidence else None
+        assert table.derive_status(e, doc, others) == e.status, e
+
+
+@pytest.mark.parametrize(
+    ("verdict", "extra", "kw", "expected"),
+    [
+        ("PASS", {}, {}, "reproduced"),
+        ("PASS", {}, {"scale": "unstated"}, "reproduced on our instance"),
+        ("PASS", {"data": {"scale": "ci"}}, {"scale": "reduced"}, "reproduced at reduced scale"),
+        ("PASS", {}, {"scale": "reduced"}, "reproduced at reduced scale"),  # the report records no scale
+        ("PASS", {"findings": ["as printed, no"]}, {"parts": ("a",), "rest": "b"}, "partly reproduced"),
+        ("PASS", {"data": {"not_judged": ["the end level"]}}, {"parts": ("a",), "rest": "b"}, "partly reproduced"),
+        ("PASS", {}, {"parts": ("a",), "rest": "b"}, "partly reproduced"),  # the row states a rest itself
+        ("FAIL", {"data": {"scale": "paper"}}, {"parts": ("a",), "rest": "b"}, "not reproduced"),  # whatever parts
+        ("FAIL", {"data": {"reduced": True}}, {"scale": "reduced"}, "not reproduced at reduced scale"),
+        ("FAIL", {"summary": "[full] REDUCED grid"}, {"scale": "reduced"}, "not reproduced at reduced scale"),
+        ("INCONCLUSIVE", {}, {}, "not resolved at this power"),
+        ("INCONCLUSIVE", {}, {"scale": "reduced"}, "not resolved at reduced scale"),
+    ],
+)
+def test_the_rules_give(verdict: str, extra: dict[str, Any], kw: dict[str, Any], expected: str) -> None:
+    doc = {"claims": [_record(verdict, **extra)]}
+    status = "partly reproduced" if kw.get("parts") else "reproduced"
+    assert table.derive_status(_row(status, "x", **kw), doc) == expected
+
+
+def test_the_rules_read_the_sweeps_scale() -> None:
+    doc = {"run": {"sweep": {"settings": {"scale": "ci"}}}, "claims": [_record("PASS")]}
+    assert table.derive_status(_row("reproduced", "x", scale="reduced"), doc) == "reproduced at reduced scale"
+    doc["run"]["sweep"]["settings"]["scale"] = "paper"  # type: ignore[index]
+    assert table.derive_status(_row("reproduced", "x"), doc) == "reproduced"
+
+
+@pytest.mark.parametrize(
+    ("record", "kw", "expected"),
+    [
+        ({"controls": []}, {}, "without a control that FAILs"),
+        ({"controls": [{"name": "m", "expected": "PASS", "observed": "PASS"}]}, {}, "without a control that FAILs"),
+        ({"controls": [_CAUGHT, {"name": "m", "expected": "FAIL", "observed": "PASS"}]}, {}, "not come out"),
+        ({"findings": ["the bound is vacuous"]}, {}, "state the rest"),
+        ({"data": {"not_judged": ["the end levels"]}}, {}, "state the rest"),
+        ({}, {"rest": "the tanh curve"}, "needs the parts that PASS named"),
+        ({"data": {"scale": "ci"}}, {}, "records the reduced scale, the row says 'paper'"),
+        ({"data": {"scale": "paper"}}, {"scale": "reduced"}, "records the paper scale"),
+        ({"data": {"reduced": True}}, {"scale": "unstated"}, "records the reduced scale"),
+        ({"verdict": "SKIPPED"}, {}, "judged nothing"),
+    ],
+)
+def test_the_rules_give_no_status_to(record: dict[str, Any], kw: dict[str, Any], expected: str) -> None:
+    doc = {"claims": [{**_record("PASS"), **record}]}
+    with pytest.raises(table.NoStatus, match=re.escape(expected)):
+        table.derive_status(_row("reproduced", "x", **kw), doc)
+
+
+def test_a_fail_at_the_papers_scale_elsewhere_must_be_cited() -> None:
+    doc = {"claims": [_record("PASS", data={"scale": "full"})]}
+    other = {"run": {"sweep": {"settings": {"scale": "paper"}}}, "claims": [_record("FAIL")]}
+    row = _row("reproduced at reduced scale", "x", scale="reduced")
+    with pytest.raises(
+        table.NoStatus, match=re.escape("reports/paper holds a FAIL of 'rtrl.exact' at the paper's scale")
+    ):
+        table.derive_status(row, doc, {"reports/paper": other, "rep": doc})
+    assert table.derive_status(row, doc, {"reports/paper": {"claims": [_record("FAIL", data={"scale": "ci"})]}}) == (
+        "reproduced at reduced scale"
+    )  # a reduced FAIL elsewhere does not decide
+
+
+def test_not_run_means_nothing_ran() -> None:
+    assert table.derive_status(Experiment("FPP paper (anonymous)", "§5", "x", "y", "not run", needs="z"), None) == (
+        "not run"
+    )
+    with pytest.raises(ValueError, match="not run means nothing ran"):
+        Experiment("FPP paper (anonymous)", "§5", "x", "y", "not run", ours="a", claims=("rtrl.exact",),
+                   evidence="reports/latest", command="c")  # fmt: skip
+
+
+def test_a_check_must_have_its_reports_verdict(tmp_path: Path) -> None:
+    root = _report(tmp_path, "PASS", "error 0.0012")
+    check = Check("Tallec & Ollivier 2017", "§9", "s", "w", "FAIL", "error 0.0012", ("rtrl.exact",), "rep")
+    problems = table.evidence_problems(root, [], [check])
+    assert any("verdict 'FAIL' but rep has 'PASS'" in p for p in problems), problems
+    assert table.evidence_problems(root, [], [replace(check, verdict="PASS")]) == []
 
 
 def test_a_row_must_say_how_it_stands() -> None:
@@ -88,6 +196,23 @@ def test_a_row_must_say_how_it_stands() -> None:
         Experiment("FPP paper (anonymous)", "§5", "x", "y", "not run")
     with pytest.raises(ValueError, match="give our numbers"):
         Experiment("FPP paper (anonymous)", "§5", "x", "y", "reproduced", claims=("rtrl.exact",))
+    with pytest.raises(ValueError, match="scale 'huge'"):
+        _row("reproduced", "x", scale="huge")
+    with pytest.raises(ValueError, match="name the parts that PASS and state the rest"):
+        _row("partly reproduced", "x", rest="the rest")
+    with pytest.raises(ValueError, match="must be one of"):
+        status_name("reproduced", "huge")
+
+
+def test_checks_are_listed_apart_and_not_counted() -> None:
+    lines = table.markdown_table()
+    text = "\n".join(lines)
+    assert table.CHECKS_TITLE in text
+    counted = next(line for line in lines if line.startswith("In all: "))
+    assert f"({len(EXPERIMENTS)})" in counted
+    for c in CHECKS:
+        assert c.claims[0] in text.split(table.CHECKS_TITLE, 1)[1]
+        assert all(c.claims[0] not in e.claims for e in EXPERIMENTS)
 
 
 def test_a_report_of_catalog_claims_ends_with_the_table_and_its_verdicts() -> None:

@@ -17,6 +17,11 @@ Criteria (every run's ``final_bpc`` is its mean loss over the last 20% of the st
   UORO's final loss at most TBPTT-4's ("UORO beats TBPTT-4 in the long run");
 * controls: each learner fed the shuffled stream, judged by (L), must FAIL (it cannot beat the
   unigram entropy by construction). PASS needs all of these.
+
+What a scale does not judge of the paper's result is listed in the result's ``data["not_judged"]``
+(:func:`not_judged`; the experiments table, :mod:`verify.report.experiments`, must state it), and the aⁿbⁿ
+sweep reports §4's misprinted entropy-rate formula as a FINDING
+(:data:`verify.uoro.char_tasks.ANBN_PRINTED_FORMULA_NOTE`).
 """
 
 from __future__ import annotations
@@ -25,14 +30,50 @@ from collections.abc import Mapping
 from typing import Any
 
 from verify.uoro.char_reproduction import PAPER_FIG5, CharDesign
+from verify.uoro.char_tasks import ANBN_PRINTED_FORMULA_NOTE, AnBn, make_task
 from verify.verdict import CheckResult, Control, Verdict
 
-__all__ = ["judge_char_sweep", "learned_context"]
+__all__ = ["judge_char_sweep", "learned_context", "not_judged"]
 
 
 def learned_context(value: Mapping[str, Any], margin: float) -> bool:
     """Criterion (L): the final loss lies below the unigram entropy by ``margin`` bpc."""
     return float(value["final_bpc"]) < float(value["unigram"]) - margin
+
+
+def not_judged(design: CharDesign) -> list[str]:
+    """The paper's statements (§4, Fig. 3b / Fig. 4, 5) that ``design``'s criteria do not judge."""
+    truncs = sorted({s.truncation for s in design.specs if s.learner == "tbptt"})
+    if design.task == "brackets":
+        out = ["§4: UORO reaches near-optimal behaviour with both cells (the entropy rate)",
+               "§4: TBPTT-4 converges faster early, GRU TBPTT-4 keeps learning, LSTM TBPTT-4 stays near the memoryless "
+               "optimum (the learning curves' shapes)"]  # fmt: skip
+        if design.scale != "paper":
+            out.insert(0, "§4: UORO below the memoryless level and UORO beats TBPTT-4 in the long run (the paper's end "
+                       "levels; judged at the paper's scale only)")  # fmt: skip
+        return out
+    out = ["§4: UORO reaches the entropy rate (judged at the paper's scale: below the 'does not count' level)",
+           "§4: UORO reaches it after about 3 times TBPTT-16's characters (the speed)",
+           "Fig. 4(b), Fig. 5: UORO-T (UORO with truncation 2 and 16; this harness runs UORO with "
+           "truncation 1)"]  # fmt: skip
+    if design.scale != "paper":
+        out.insert(0, "§4, Fig. 5: UORO below the 'does not count' level (the paper's end levels; judged at the "
+                   "paper's scale only)")  # fmt: skip
+    missing = [T for T in (1, 2, 16) if T not in truncs]
+    if missing:
+        out.append("Fig. 5: TBPTT-" + ", TBPTT-".join(map(str, missing)) + " (not in this scale's runs)")
+    return out
+
+
+def _findings(design: CharDesign) -> tuple[str, ...]:
+    """§4's aⁿbⁿ entropy-rate formula as printed against the rate of the task run (a misprint; the value holds)."""
+    if design.task != "anbn":
+        return ()
+    task = make_task("anbn", **dict(design.specs[0].task_params))
+    if not isinstance(task, AnBn):  # pragma: no cover - make_task("anbn") is an AnBn
+        return ()
+    printed = task.printed_entropy_rate()
+    return (ANBN_PRINTED_FORMULA_NOTE,) if printed is None or abs(printed - task.entropy_rate()) > 1e-12 else ()
 
 
 def _row(v: Mapping[str, Any], design: CharDesign) -> list[Any]:
@@ -109,8 +150,10 @@ def judge_char_sweep(
         reason=None if ok else "; ".join(bad),
         seed=design.seed,
         controls=tuple(controls),
+        findings=_findings(design),
         data={
             "criteria": criteria,
+            "not_judged": not_judged(design),
             "levels": {k: ref[k] for k in ("entropy_rate", "memoryless_rate", "unigram")},
             "curves": {lab: values[lab]["curve"] for lab in values},
             "figures": [

@@ -433,6 +433,9 @@ def render_html(doc: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
         out.append(f'<h2 id="experiments">{html.escape(_experiments.TITLE)}</h2>')
         out.append(f"<p>{html.escape(_experiments.NOTE + _experiments.papers_line())}</p>")
         out.append(_html_table(cols, rows, "experiments"))
+        ccols, crows = _experiments.check_rows(_verdicts(claims))
+        out.append(f"<p>{html.escape(_experiments.CHECKS_TITLE)}:</p>")
+        out.append(_html_table(ccols, [[str(x).replace("`", "") for x in r] for r in crows], "experiments"))
     out.append(
         f"<footer><p>{html.escape(str(doc.get('tool', {}).get('name', 'rnn-verify')))} "
         f"{html.escape(str(doc.get('tool', {}).get('version', '')))}</p></footer></body></html>"

@@ -22,11 +22,11 @@ n ``b``, ``\n``. A line carries log2(l - k + 1) bits over a mean length of k + l
 
 .. math:: H = \frac{\log_2(l-k+1)}{k+l+2} = \frac{5}{35} = 0.1429\ \text{bpc at } (1, 32).
 
-FINDING: the paper prints :math:`\log_2(k-l+1)/(k+l+2)`, the log of a negative number for
-k < l; its 0.14 bpc at (1, 32) is the value of the corrected formula
-(:data:`ANBN_PRINTED_FORMULA_NOTE`). A model that predicts the a's optimally but does not
-count pays log2(l - k + 1) bits again for the b's: 10/35 = 0.2857 bpc, the paper's
-"double, 0.28 bpc".
+FINDING (a misprint, not a wrong claim): the paper prints :math:`\log_2(k-l+1)/(k+l+2)`, a sign
+typo -- k - l for l - k -- which for k < l is the log of a negative number; its stated 0.14 bpc at
+(1, 32) is right, the value of the formula above (:data:`ANBN_PRINTED_FORMULA_NOTE`). A model
+that predicts the a's optimally but does not count pays log2(l - k + 1) bits again for the b's:
+10/35 = 0.2857 bpc, the paper's "double, 0.28 bpc".
 
 The Bayes predictors (:func:`brackets_bayes_probs`, :func:`anbn_bayes_probs`) give the true
 conditional law of each next character given the past; the mean of -log2 of the probability
@@ -62,9 +62,10 @@ __all__ = [
 ]
 
 ANBN_PRINTED_FORMULA_NOTE = (
-    "UORO §4 prints the a^n b^n(k, l) entropy rate as log2(k-l+1)/(k+l+2): for k < l (the paper's (1, 32)) that is "
-    "the log of a negative number. The true rate is log2(l-k+1)/(k+l+2) (n uniform on l-k+1 values, mean line length "
-    "k+l+2): 5/35 = 0.1429 bpc at (1, 32), the paper's own '0.14 bpc'."
+    "UORO §4's a^n b^n(k, l) entropy rate is printed with a sign typo: log2(k-l+1)/(k+l+2) for log2(l-k+1)/(k+l+2) "
+    "(n uniform on the l-k+1 values k..l, mean line length k+l+2); as printed it is the log of a negative number at "
+    "the paper's (1, 32). The rate the paper states is right: 5/35 = 0.1429 bpc at (1, 32), its '0.14 bpc' -- a "
+    "misprinted formula, not a wrong claim."
 )
 
 

@@ -18,6 +18,8 @@ sweep                  what                                                     
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           65
 ``uoro-brackets``      UORO §4 Fig. 3b, distant brackets, UORO vs TBPTT-4, GRU/LSTM   8 (ci 8)
 ``uoro-anbn``          UORO §4 Fig. 4, 5, a^n b^n(1, 32), UORO vs TBPTT-1/2/16        12 (ci 8)
+``uoro-ib-truncation``  UORO §4 influence balancing, block TBPTT-k across k and eta       50
+                       ("requires a truncation above 200"; one scale)
 ``rtrl-sec71``         RTRL convergence §7.1 Fig. 1-2: linear RNN, RTRL vs TBPTT(k)    1680 (ci 40)
 ``rtrl-sec72``         RTRL convergence §7.2 Fig. 3-8: Elman ReLU/tanh, RTRL vs TBPTT   2520 (ci 60)
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
@@ -46,6 +48,7 @@ from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.checks.rtrl_sec7 import judge_sec7
 from verify.checks.uoro_char import judge_char_sweep
+from verify.checks.uoro_truncation import judge_truncation_sweep
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, stochasticworld_design, updates_designs
@@ -55,6 +58,7 @@ from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
 from verify.stats.binomial import clopper_pearson
 from verify.uoro.char_reproduction import char_design
+from verify.uoro.influence_truncation import truncation_grid
 from verify.verdict import CheckResult, Verdict
 
 __all__ = [
@@ -234,6 +238,33 @@ def _char_sweep(name: str, task: str, claim_id: str) -> Callable[[SweepOptions],
         return SweepPlan(name, tuple(cells), merge, settings=settings)
 
     return build
+
+
+def _ib_truncation(opts: SweepOptions) -> SweepPlan:
+    """``uoro-ib-truncation``: UORO §4's "TBPTT requires a truncation above 200", one deterministic cell per (k, eta)
+    and the sign-flipped control at the largest k, judged by
+    :func:`verify.checks.uoro_truncation.judge_truncation_sweep`. One scale: the grid is the paper's system."""
+    if opts.scale != "paper":
+        raise InvalidArgument("--scale", opts.scale, "uoro-ib-truncation has one scale, paper (about 1 CPU-minute)")
+    grid = truncation_grid()
+    keys = [(k, eta, 1.0) for k in grid.ks for eta in grid.etas] + [(max(grid.ks), eta, -1.0) for eta in grid.etas]
+    cells = [
+        SweepCell("uoro.ib-truncation-run", {"n": grid.n, "p": grid.p, "k": k, "eta": eta, "steps": grid.steps,
+                                             "window": grid.window, "factor": f},
+                  label=f"influence balancing block TBPTT k={k} eta={eta:g}"
+                  + (" [sign-flipped control]" if f < 0 else ""))
+        for k, eta, f in keys
+    ]  # fmt: skip
+    by_key = {c.key: key for c, key in zip(cells, keys, strict=True)}
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+        claim = "uoro.ib-truncation-sweep"
+        return [_judged(claim, lambda: judge_truncation_sweep(claim, grid, values, errors))]
+
+    settings = {"scale": "paper", "seed": opts.seed, "n": grid.n, "p": grid.p, "ks": list(grid.ks),
+                "etas": list(grid.etas), "steps": grid.steps}  # fmt: skip
+    return SweepPlan("uoro-ib-truncation", tuple(cells), merge, settings=settings)
 
 
 def _sec7(section: str) -> Callable[[SweepOptions], SweepPlan]:
@@ -684,6 +715,11 @@ _DEFS = (
         "uoro-anbn",
         "UORO §4 Fig. 4, 5: a^n b^n (1, 32), UORO vs TBPTT, GRU and LSTM",
         _char_sweep("uoro-anbn", "anbn", "uoro.anbn-sweep"),
+    ),
+    SweepDefinition(
+        "uoro-ib-truncation",
+        "UORO §4 influence balancing: block TBPTT-k across k and eta ('requires a truncation above 200')",
+        _ib_truncation,
     ),
     SweepDefinition(
         "rtrl-sec71",

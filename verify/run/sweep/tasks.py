@@ -10,6 +10,8 @@
   (:func:`verify.fpp.reproduction.run_block`).
 * ``uoro.char-run`` -- one online run of UORO §4's character-level experiments
   (:func:`verify.uoro.char_learning.run_char_learner`).
+* ``uoro.ib-truncation-run`` -- one run of UORO §4's influence balancing learned by block TBPTT-k
+  (:func:`verify.uoro.influence_truncation.block_tbptt_run`).
 * ``rtrl.sec7-run`` -- one run of the RTRL convergence paper's §7.1-7.2 sweeps
   (:func:`verify.rtrl.sec7.run_cell`).
 * ``sweep.selftest`` -- a small deterministic torch computation that takes
@@ -39,6 +41,7 @@ from verify.rtrl.sec7 import Run, run_cell
 from verify.run.check import implementations_from_params, run_check
 from verify.run.plan import plan_claims
 from verify.uoro.char_learning import CharLearnerSpec, run_char_learner
+from verify.uoro.influence_truncation import block_tbptt_run
 
 __all__ = [
     "BUILTIN_TASKS",
@@ -51,6 +54,7 @@ __all__ = [
     "sec7_learner",
     "selftest",
     "uoro_char_run",
+    "uoro_ib_truncation_run",
 ]
 
 
@@ -120,6 +124,12 @@ def uoro_char_run(params: dict[str, Any]) -> dict[str, Any]:
     return run_char_learner(CharLearnerSpec.from_params(params))
 
 
+def uoro_ib_truncation_run(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"n", "p", "k", "eta", "steps", "window", "factor"}`` -> one block TBPTT-k run on influence balancing."""
+    return block_tbptt_run(int(params["n"]), int(params["p"]), int(params["k"]), float(params["eta"]),
+                           int(params["steps"]), float(params["window"]), float(params["factor"]))  # fmt: skip
+
+
 def sec7_learner(run: Run) -> OnlineEstimator:
     """The learners of the §7 sweeps: the toolkit's RTRL (UORO eq. (4)) and online TBPTT(k); ``broken-rtrl``, the
     negative control, is RTRL without dF/dtheta (mutant ``rtrl.no-immediate-term``)."""
@@ -158,4 +168,5 @@ BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "rtrl.sec7-run": rtrl_sec7_run,
     "sweep.selftest": selftest,
     "uoro.char-run": uoro_char_run,
+    "uoro.ib-truncation-run": uoro_ib_truncation_run,
 }
