@@ -131,7 +131,6 @@ def test_reproduction_figures_draw_learning_curves() -> None:
     assert bars["x"] == ["fpp/T=4"]
 
 
-
 def test_a_control_far_above_the_learners_gets_its_own_axis() -> None:
     """Issue 41: a sign-flipped control reaching ~6 000 flattened every learning curve (ratios below 1.3) to 0."""
     steps = [50.0, 150.0, 250.0]
@@ -163,6 +162,7 @@ def test_a_control_far_above_the_learners_gets_its_own_axis() -> None:
     assert ratios["x"] == ["fpp/T=4", "tbptt/T=4"]
     for fig in (curves, ratios, apart):
         assert render_png(fig).startswith(b"\x89PNG")
+
 
 def test_curve_helper_bins_the_online_losses() -> None:
     from verify.fpp.reproduction import _curve
