@@ -2,8 +2,10 @@
 
 Scientific-Python conventions: pydata-sphinx-theme, MyST markdown pages, autodoc/autosummary for the API
 reference, sphinx-gallery for the worked examples (``docs/examples/plot_*.py``, run at build time). No
-intersphinx (no network). Before the build, ``_ext/rnnverify_docgen.py`` writes the claim catalog and the
-CLI reference from the code into ``reference/generated/`` (git-ignored).
+network at build or reading time: no intersphinx, and MathJax is served from the site itself
+(``_ext/rnnverify_mathjax.py``). Before the build, ``_ext/rnnverify_docgen.py`` writes the claim catalog,
+the CLI reference and the numbers the pages quote (counts, rates, timings: from the code or a committed
+report, as MyST substitutions) into ``reference/generated/`` (git-ignored) and ``myst_substitutions``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
 
 import rnnverify_docgen  # noqa: E402
+import rnnverify_mathjax  # noqa: E402
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 rnnverify_docgen.write_pages(HERE)
@@ -29,14 +32,17 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
+    "rnnverify_mathjax",  # sphinx.ext.mathjax with MathJax from a package: formulas render offline
     "sphinx_gallery.gen_gallery",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "_ext", "examples/README.rst", "auto_examples/*.ipynb", "auto_examples/*.py"]
-myst_enable_extensions = ["dollarmath", "colon_fence"]
+myst_enable_extensions = ["dollarmath", "colon_fence", "substitution"]
+#: every number a page quotes that the code or a committed report knows: ``{{ name }}`` in the pages
+myst_substitutions = rnnverify_docgen.substitutions(HERE)
+mathjax_path = rnnverify_mathjax.TARGET
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 
@@ -55,11 +61,23 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "show_memory": False,
     "plot_gallery": "True",
+    # no sg_execution_times pages: they load DataTables from a CDN (the site needs no network)
+    "write_computation_times": False,
 }
 
 html_theme = "pydata_sphinx_theme"
 html_title = "rnn-verify"
-html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    # the header lists the sections (index.md's toctree), each section's pages are in the left sidebar
+    "header_links_before_dropdown": 7,
+    "show_nav_level": 1,
+    "navigation_depth": 2,
+    # the catalog's table is wide: no page outline beside it
+    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"], "reference/generated/catalog": []},
+}
+html_sidebars = {"index": []}
 html_static_path: list[str] = []
 
 

@@ -4,6 +4,10 @@
   in a temporary folder, in a subprocess so that a failure shows sphinx's own output. The build runs the
   sphinx-gallery examples (``docs/examples/plot_*.py``) and generates the claim catalog, the CLI reference
   and the API reference from the code.
+* the built site needs no network (issue 41): MathJax is served from ``_static`` (every formula renders
+  offline), no page loads a script or stylesheet from another host; the header lists the sections and a
+  page of a section has the section's pages in its sidebar; the numbers the pages quote are the ones the
+  code computes at build time.
 * ``test_docs_code_blocks``: every ``docs/**/*.md`` page through the README harness of
   ``tests/test_readme.py`` (python blocks run in order per page, bash/yaml commands run, parsed or
   allowlisted, text blocks not run).
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_readme import GENERATED, ROOT, docs_pages, run_page
+from theory.catalog import gate_budget
 from verify.cli import _parser
 from verify.cli import main as cli_main
 
@@ -65,6 +71,52 @@ def test_docs_build(tmp_path: Path) -> None:
     for ex in examples:
         assert (out / "auto_examples" / f"{ex.stem}.html").is_file(), ex.name
         assert list((src / "auto_examples" / "images").glob(f"sphx_glr_{ex.stem}_*.png")), f"{ex.name} drew no figure"
+    _offline(out)
+    _navigation(out)
+    _generated_numbers(out)
+
+
+#: a script or stylesheet loaded from another host (a plain hyperlink to one is fine)
+REMOTE_ASSET = re.compile(r"<script[^>]*\ssrc=\"(?:https?:)?//[^\"]*\"|<link[^>]*\shref=\"(?:https?:)?//[^\"]*\"")
+
+
+def _offline(out: Path) -> None:
+    mathjax = out / "_static" / "mathjax" / "tex-svg-full.js"
+    assert mathjax.is_file() and mathjax.stat().st_size > 1_000_000, mathjax
+    remote = {}
+    for page in out.rglob("*.html"):
+        found = REMOTE_ASSET.findall(page.read_text(encoding="utf-8"))
+        if found:
+            remote[str(page.relative_to(out))] = found
+    assert not remote, remote
+    # a page with formulas (the BPTT docstrings' .. math::) loads the site's own MathJax
+    html = (out / "reference" / "generated" / "verify.oracles.bptt.html").read_text(encoding="utf-8")
+    assert 'class="math' in html and 'src="../../_static/mathjax/tex-svg-full.js' in html
+
+
+def _links(html: str, start: str, stop: str) -> list[str]:
+    part = html[html.index(start) :]
+    return re.findall(r'href="([^"#]+)"', part[: part.index(stop)] if stop in part else part)
+
+
+def _navigation(out: Path) -> None:
+    """The header lists the sections, and a tutorial, how-to or explanation page has its section in the sidebar."""
+    html = (out / "tutorial" / "check-your-implementation.html").read_text(encoding="utf-8")
+    header = _links(html, "bd-header", "bd-sidebar-primary")
+    for section in ("index.html", "../howto/index.html", "../explanation/index.html", "../reference/index.html"):
+        assert section in header, (section, header)
+    assert "installation.html" in _links(html, "bd-sidebar-primary", "bd-main")
+    for page, sibling in (("howto/ci-gate.html", "sweeps.html"), ("explanation/uoro.html", "fpp.html")):
+        sidebar = _links((out / page).read_text(encoding="utf-8"), "bd-sidebar-primary", "bd-main")
+        assert sibling in sidebar, (page, sidebar)
+
+
+def _generated_numbers(out: Path) -> None:
+    text = re.sub(r"<[^>]+>", "", (out / "howto" / "ci-gate.html").read_text(encoding="utf-8"))
+    assert f"{gate_budget('ci')[0]:.2g} for the whole ci profile" in text  # what `rnn-verify run` prints
+    assert "{{" not in text and "6.2e-4" not in text
+    text = re.sub(r"<[^>]+>", "", (out / "explanation" / "reading-the-report.html").read_text(encoding="utf-8"))
+    assert "uoro.ok-unbiased: an exact expectation" in text and "uoro.mutants-caught: a kill table" not in text
 
 
 @pytest.mark.parametrize("path", docs_pages())

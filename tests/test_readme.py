@@ -79,6 +79,7 @@ SKIPPED = {
     "uses:": "a GitHub Actions step, not a command",
     "git clone": "fetches a third-party library (tests/test_examples_family.py uses RNN_VERIFY_VANILLA_RTRL)",
     "export ": "sets an environment variable (shell set-up)",
+    "tox ": "creates tox environments and installs into them (tests/test_tox.py checks their configuration)",
 }
 
 #: a paper or design file a user of the package does not have

@@ -7,6 +7,9 @@ them. A claim without a figure must be listed, with the reason, in WITHOUT_FIGUR
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import torch
 
 from theory.catalog import all_claims
@@ -17,6 +20,8 @@ from verify.report.plots.rtrl import influence_balancing_figures, online_converg
 from verify.report.plots.truncation import prop2_figure
 from verify.report.plots.uoro import preactivation_variance_figure
 from verify.truncation.prop2 import Prop2Setup
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _ok(figs: list[dict], n: int) -> list[dict]:
@@ -46,6 +51,19 @@ def test_without_figure_lists_real_claims_with_reasons() -> None:
         "uoro.preactivation",
     }
     assert not required & set(WITHOUT_FIGURE)
+
+
+def test_without_figure_is_what_the_committed_report_drew() -> None:
+    """Issue 41: WITHOUT_FIGURE (and the docs generated from it) said uoro.mutants-caught has no figure; the
+    published report drew its operating characteristic. Every claim the committed full report ran draws at least
+    one figure (a table counts) exactly when it is not listed."""
+    doc = json.loads((ROOT / "reports" / "latest" / "results.json").read_text(encoding="utf-8"))
+    ran = {c["id"]: c for c in doc["claims"] if c["verdict"] != "SKIPPED"}
+    assert len(ran) > 30 and set(WITHOUT_FIGURE) <= set(ran), sorted(set(WITHOUT_FIGURE) - set(ran))
+    wrong = {
+        cid: len(c.get("figures") or []) for cid, c in ran.items() if bool(c.get("figures")) == (cid in WITHOUT_FIGURE)
+    }
+    assert not wrong, wrong
 
 
 def _stationarity_data() -> dict:
@@ -129,6 +147,39 @@ def test_reproduction_figures_draw_learning_curves() -> None:
     sw["context"] = "the Bayes optimum 0.4545 is reachable ..."
     assert sw["context"] in _ok(stochasticworld_figures(sw), 2)[0]["caption"]
     assert bars["x"] == ["fpp/T=4"]
+
+
+def test_a_control_far_above_the_learners_gets_its_own_axis() -> None:
+    """Issue 41: a sign-flipped control reaching ~6 000 flattened every learning curve (ratios below 1.3) to 0."""
+    steps = [50.0, 150.0, 250.0]
+
+    def summ(curve: list[float]) -> dict[str, object]:
+        m = curve[-1]
+        return {"lr": 0.01, "online_mean": m, "online_ci": [m - 0.1, m + 0.1], "final_mean": m,
+                "final_ci": [m - 0.1, m + 0.1], "curve": {"step": steps, "mean": curve}}  # fmt: skip
+
+    cyc = {
+        "per_p": [
+            {
+                "p": 8,
+                "design": {"runs": 10, "steps": 300},
+                "learners": {"fpp/T=4": summ([1.27, 0.8, 0.6]), "tbptt/T=4": summ([1.2, 0.7, 0.5])},
+                "controls": {"sign-flip": summ([19.0, 900.0, 6110.0]), "frozen": summ([2.5, 2.5, 2.5])},
+            }
+        ]
+    }
+    curves, ratios, apart = _ok(cycleworld_figures(cyc), 3)
+    # the learners keep their axis: everything drawn there is within 10x of their largest value
+    assert _labels(curves) == ["fpp/T=4 (lr 0.01)", "tbptt/T=4 (lr 0.01)", "frozen (lr 0.01)"]
+    assert max(v for s in curves["series"] for v in s["y"]) <= 10 * 1.27
+    assert "1 control(s) reaching 6.11e+03" in curves["caption"] and "own scale" in curves["caption"]
+    # the far control is drawn, on a log axis of its own, and says why
+    assert apart["title"].endswith("negative controls (own scale)") and apart["logy"]
+    assert _labels(apart) == ["sign-flip (lr 0.01)"] and apart["series"][0]["y"] == [19.0, 900.0, 6110.0]
+    assert "drawn apart" in apart["caption"]
+    assert ratios["x"] == ["fpp/T=4", "tbptt/T=4"]
+    for fig in (curves, ratios, apart):
+        assert render_png(fig).startswith(b"\x89PNG")
 
 
 def test_curve_helper_bins_the_online_losses() -> None:

@@ -116,3 +116,38 @@ def test_controls_table_collects_controls_and_mutants() -> None:
     assert table is not None
     assert [r[4] for r in table["rows"]] == ["yes", "NO"] and "1 of 2" in table["caption"]
     assert controls_table([{"id": "x.y", "controls": []}]) is None
+
+
+def test_a_series_on_the_same_points_as_another_stays_visible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41: e-prop and SnAp-1 coincide on an Elman cell, and the later line hid the first."""
+    from verify.report import figures
+
+    calls: list[tuple[int, str, bool]] = []
+    draw = figures._draw_series
+
+    def spy(ax, kind, si, n, x, y, err, label, style, *, hollow=False):  # type: ignore[no-untyped-def]
+        calls.append((si, label, hollow))
+        draw(ax, kind, si, n, x, y, err, label, style, hollow=hollow)
+
+    monkeypatch.setattr(figures, "_draw_series", spy)
+    y = [0.1, 0.3, 0.35]
+    spec = {
+        "kind": "line",
+        "title": "normalized bias",
+        "x": [4, 6, 8],
+        "series": [
+            {"label": "SnAp-1", "y": y, "ylow": [v - 0.05 for v in y], "yhigh": [v + 0.05 for v in y]},
+            {"label": "RFLO", "y": [0.3, 0.39, 0.37], "ylow": [0.2] * 3, "yhigh": [0.5] * 3},
+            {"label": "e-prop", "y": [v * (1 + 1e-15) for v in y], "ylow": [0.0] * 3, "yhigh": [0.5] * 3},
+            {"label": "SnAp-2", "y": [0.1, 0.3, 0.36]},  # one point apart: its own series
+        ],
+    }
+    png = render_png(normalize_figure(spec))
+    assert png.startswith(PNG)
+    assert calls == [
+        (0, "SnAp-1", False),
+        (1, "RFLO", False),
+        (2, "e-prop (same points as SnAp-1)", True),
+        (3, "SnAp-2", False),
+    ]
+    assert len(set(figures.MARKERS)) == len(figures.MARKERS) >= 4  # each of the first series its own shape

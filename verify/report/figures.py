@@ -71,6 +71,7 @@ writes non-finite floats); such points are left out of the plot and counted.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -315,6 +316,7 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
     cats = _categories(fig, series, kind)
     finite_xy: list[float] = []  # any drawn point at all
     empty_series: list[str] = []
+    drawn: list[tuple[str, list[float], list[float]]] = []  # (label, x, y) of the series drawn so far
     for si, s in enumerate(series):
         xs = s.get("x", fig.get("x"))
         keep, d = _points(xs, s["y"], logx and not cats, logy)
@@ -325,7 +327,10 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
             continue
         x, y, err = _series_data(s, xs, keep, cats)
         finite_xy.extend(x + y)
-        _draw_series(ax, kind, si, len(series), x, y, err, s["label"], s.get("style", "solid"))
+        same = next((lab for lab, dx, dy in drawn if _same_points(dx, dy, x, y)), None)
+        label = s["label"] if same is None else f"{s['label']} (same points as {same})"
+        _draw_series(ax, kind, si, len(series), x, y, err, label, s.get("style", "solid"), hollow=same is not None)
+        drawn.append((str(s["label"]), x, y))
     _decorate(ax, fig, cats, logx, logy, finite_xy)
     if dropped:
         why = "non-positive on a log axis or not finite" if (logx or logy) else "not finite"
@@ -375,28 +380,44 @@ def _series_data(
     return x, y, err
 
 
+#: one marker shape per series (cycled), so that series of similar colour or on the same points stay apart
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _same_points(x0: list[float], y0: list[float], x1: list[float], y1: list[float]) -> bool:
+    """Whether two drawn series have the same points (to 1e-9 relative): the later one would hide the first."""
+    return len(x0) == len(x1) and all(
+        math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-300) for a, b in zip([*x0, *y0], [*x1, *y1], strict=True)
+    )
+
+
 def _draw_series(
-    ax: Any, kind: str, si: int, n_series: int, x: list[float], y: list[float], err: Any, label: Any, style: str
-) -> None:
-    """Series ``si`` of ``n_series`` as bars, error bars, markers or a line."""
+    ax: Any, kind: str, si: int, n_series: int, x: list[float], y: list[float], err: Any, label: Any, style: str,
+    *, hollow: bool = False,
+) -> None:  # fmt: skip
+    """Series ``si`` of ``n_series`` as bars, error bars, markers or a line.
+
+    Each series has its own marker shape (:data:`MARKERS`); a series on the same points as one drawn before it
+    (``hollow``) is drawn on top with larger hollow markers and a dotted line, so that both stay visible.
+    """
+    marker = MARKERS[si % len(MARKERS)]
+    big = {"markersize": 8, "markerfacecolor": "none", "markeredgewidth": 1.5} if hollow else {}
     if kind == "bar":
         width = 0.8 / max(n_series, 1)
         xb = [xx - 0.4 + width * (si + 0.5) for xx in x]
         ax.bar(xb, y, width=width, label=label, yerr=err, capsize=3 if err is not None else 0)
     elif kind == "errorbar" or (err is not None and kind != "scatter"):
         ls = "--" if style == "dashed" else ("none" if kind == "errorbar" or style == "markers" else "-")
-        ax.errorbar(x, y, yerr=err, fmt="o", linestyle=ls, capsize=3, label=label, markersize=4)
+        ls = ":" if hollow and ls != "none" else ls
+        ax.errorbar(x, y, yerr=err, fmt=marker, linestyle=ls, capsize=3, label=label, **({"markersize": 4} | big))
+    elif hollow and (kind == "scatter" or style == "markers"):
+        ax.plot(x, y, linestyle="none", marker=marker, label=label, **big)
     elif kind == "scatter" or style == "markers":
-        ax.scatter(x, y, label=label, s=18)
+        ax.scatter(x, y, label=label, s=18, marker=marker)
     else:
-        ax.plot(
-            x,
-            y,
-            "--" if style == "dashed" else "-",
-            marker="" if style == "dashed" else "o",
-            label=label,
-            markersize=3,
-        )
+        ls = ":" if hollow else ("--" if style == "dashed" else "-")
+        ax.plot(x, y, ls, marker="" if style == "dashed" and not hollow else marker, label=label,
+                **({"markersize": 3} | big))  # fmt: skip
 
 
 def _decorate(ax: Any, fig: Mapping[str, Any], cats: list[str], logx: bool, logy: bool, finite_xy: list[float]) -> None:

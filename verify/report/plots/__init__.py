@@ -31,10 +31,10 @@ WITHOUT_FIGURE: dict[str, str] = {
     "not: nothing varies along an axis",
     "uoro.exact-expectation": "exact enumeration over every sign pattern: one relative error against its "
     "round-off budget per case",
+    "uoro.ok-unbiased": "an exact expectation over every outcome of OK's uniforms compared to exact float64 RTRL: "
+    "one largest relative error against 1e-12 (the biased reductions' errors are in its controls)",
     "uoro.algorithm-1-conformance": "formula conformance under tabulated noise (equal to 1e-12) and a noise-law "
     "test: pass/fail numbers, all in the data",
-    "uoro.mutants-caught": "a kill table: it is the report's 'Negative controls' table (every mutant, expected "
-    "and observed verdict)",
 }
 
 

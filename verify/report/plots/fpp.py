@@ -164,21 +164,39 @@ def kkt_figures(data: Mapping[str, Any]) -> list[Figure]:
     ]
 
 
+#: a control curve that rises above this many times the learners' largest value (or the reference lines') would
+#: flatten every learner's curve to the bottom of a shared axis: it is drawn on its own axis instead (issue 41: a
+#: sign-flipped control reached ~7 000 against learners below 1)
+CONTROL_SCALE = 10.0
+
+
 def _learner_figures(
     learners: Mapping[str, Any], controls: Mapping[str, Any], *, key: str, ylabel: str, title: str,
     hlines: list[dict[str, Any]], caption: str,
 ) -> list[Figure]:  # fmt: skip
-    """Learning curves (each learner at its chosen lr; controls dashed) and the per-learner CI bars."""
-    curves = []
+    """Learning curves (each learner at its chosen lr; controls dashed), the per-learner CI bars, and the controls
+    whose scale would hide the learners on an axis of their own (:data:`CONTROL_SCALE`)."""
+    curves: list[dict[str, Any]] = []
     for name, r in {**learners, **controls}.items():
         c = r.get("curve") if isinstance(r, Mapping) else None
         if c and all(finite(v) is not None for v in c["mean"]):
+            style = "dashed" if name in controls else "solid"
             curves.append({"label": f"{name} (lr {r['lr']:g})", "x": list(c["step"]), "y": list(c["mean"]),
-                           "style": "dashed" if name in controls else "solid"})  # fmt: skip
+                           "style": style})  # fmt: skip
+    ref = [abs(v) for s in curves if s["style"] == "solid" for v in s["y"]] + [abs(h["y"]) for h in hlines]
+    top = max(ref, default=0.0)
+    apart = [s for s in curves if s["style"] == "dashed" and top > 0 and max(map(abs, s["y"])) > CONTROL_SCALE * top]
+    curves = [s for s in curves if s not in apart]
     figs: list[Figure] = []
     if curves:
+        note = ""
+        if apart:
+            peak = max(abs(v) for s in apart for v in s["y"])
+            note = (f"; not drawn here, so that the learners keep their scale: {len(apart)} control(s) reaching "
+                    f"{peak:.3g} (> {CONTROL_SCALE:g} x the largest value here, {top:.3g}), on their own axis in "
+                    "the figure 'negative controls (own scale)'")  # fmt: skip
         figs.append({"kind": "line", "title": f"{title}: learning curves", "series": curves, "xlabel": "online step",
-                     "ylabel": ylabel, "hlines": hlines, "caption": caption})  # fmt: skip
+                     "ylabel": ylabel, "hlines": hlines, "caption": caption + note})  # fmt: skip
     names = [k for k, r in learners.items() if isinstance(r, Mapping)]
     if names:
         series = []
@@ -193,6 +211,15 @@ def _learner_figures(
         cap = "each learner at the learning rate with its lowest mean online loss (App. D)"
         figs.append({"kind": "errorbar", "title": f"{title}: {key} per learner (chosen lr)", "x": names,
                      "series": series, "ylabel": ylabel, "hlines": hlines, "caption": cap})  # fmt: skip
+    if apart:
+        positive = all(v > 0 for s in apart for v in s["y"])
+        figs.append({"kind": "line", "title": f"{title}: negative controls (own scale)",
+                     "series": apart, "xlabel": "online step", "ylabel": ylabel,
+                     "hlines": hlines, "logy": positive,
+                     "caption": f"the controls that rise above {CONTROL_SCALE:g} x the learners' largest value "
+                     f"({top:.3g}), drawn apart so that the learning curves keep their scale"
+                     + ("; log scale" if positive else "") + ". A broken learner through the same harness must be "
+                     "caught: these are the curves it drew"})  # fmt: skip
     return figs
 
 
