@@ -103,14 +103,13 @@ from typing import Any, TextIO
 from theory.catalog import GATE_ALPHA, Claim, all_claims, gate_budget
 from verify import exit_codes, stop
 from verify._validate import MAX_SEED, validate_seed
+from verify.checks import ClaimPlan, uses
 from verify.checks import device as device_checks
-from verify.checks import uses
 from verify.config import PROFILES, RunConfig
 from verify.errors import InvalidArgument, VerifyError
 from verify.exit_codes import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from verify.files import read_marker, tool_version, write_file_atomic
 from verify.hardware import NO_CUDA_REASON, resolve_device
-from verify.checks import ClaimPlan
 from verify.oracles import golden, golden_user
 from verify.report import (
     MARKER,
@@ -133,8 +132,8 @@ from verify.run.catalog import claim_time_limit, run_claims
 from verify.run.check import THREADS_PER_PROCESS, claim_params, select_claims
 from verify.run.plan import TIMEOUT_FACTOR, TIMEOUT_FLOOR_S, plan_claims, plan_document, plan_table
 from verify.run.pool import IsolatedPool
-from verify.run.sweep.cells import SweepCell
 from verify.run.sweep import CellCache, SweepOptions, SweepProgress, definitions, make_executor, run_plan
+from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, SweepRun, failed_cells_text
 from verify.run.sweep.executors import (
     MAX_THREADS,
@@ -743,7 +742,7 @@ def _run_selected(
     _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream)
     if out is not None:
         _note_foreign(out, foreign_entries(out))
-        print(f"report: {out / 'report.html'}", file=stream)
+        print(f"report: {clean(str(out / 'report.html'))}", file=stream)
     return code
 
 
@@ -1201,7 +1200,7 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
     _print_sweep_summary(plan, run, stats, failed, stream)
     if out is not None:
-        print(f"report: {out / 'report.html'}", file=stream)
+        print(f"report: {clean(str(out / 'report.html'))}", file=stream)
     return code
 
 

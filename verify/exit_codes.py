@@ -1,9 +1,11 @@
 """The exit codes of ``rnn-verify``, per command: the one source of the ``--help`` tables and of the CLI's codes.
 
 A CI gate trusts exit 0 only when every selected claim ran and none FAILed. Code under test never decides
-the exit status: whatever an ``--impl`` module raises (``sys.exit()``, ``KeyboardInterrupt``, any
-``BaseException``) is exit 2 at load naming it, or a FAIL of the claim it ran in (:mod:`verify.stop`). A
-signal delivered to rnn-verify is 128 + its number. ``tests/cli/test_exit_codes.py`` drives every command
+the exit status: it runs only in isolated worker processes (:mod:`verify.run.pool`), never in the process that
+decides. Whatever an ``--impl`` module does -- raises (``sys.exit()``, ``KeyboardInterrupt``, any
+``BaseException``), calls ``os._exit(n)``, kills itself with a signal, hangs past its time limit -- is exit 2 at
+import or load naming it, or a FAIL of the claim it ran in, worded as what it did (:mod:`verify.stop`). A signal
+delivered to rnn-verify is 128 + its number. ``tests/cli/test_exit_codes.py`` drives every command
 into every code listed here.
 """
 
@@ -50,15 +52,17 @@ COMMANDS: dict[str, tuple[tuple[int, str], ...]] = {
         (
             EXIT_FAIL,
             "a claim FAILed -- a check that crashed, and code under test that raised inside a claim (sys.exit(), "
-            "KeyboardInterrupt, any exception, in this process or a worker), are FAILs --, or was INCONCLUSIVE "
-            "under --fail-on inconclusive, or with --impl nothing of the implementation under test was checked",
+            "KeyboardInterrupt, any exception), ended its worker process (os._exit(n) with any n, a signal, a "
+            "crash) or ran past the claim's time limit (--timeout), are FAILs --, or was INCONCLUSIVE under "
+            "--fail-on inconclusive, or with --impl nothing of the implementation under test was checked",
         ),
         (
             EXIT_USAGE,
             f"{_USAGE}; an unknown claim; --seed out of range; an output folder that is not rnn-verify's or "
-            "cannot be written; --device cuda --strict-device without CUDA; an --impl that does not load or fails "
-            "its load check -- whatever it raises at import or in the probe, sys.exit() included, is its error, "
-            "named in one line",
+            "cannot be written or is in use by another run (the holder named); --device cuda --strict-device "
+            "without CUDA; an --impl that does not load or fails its load check -- whatever it does at import or "
+            "in the probe (raises, sys.exit(), os._exit(n), a signal, a hang past --timeout) is its error, named "
+            "in one line",
         ),
         *_STOPS,
     ),
@@ -91,8 +95,8 @@ COMMANDS: dict[str, tuple[tuple[int, str], ...]] = {
 }
 
 _NOTE = (
-    "A signal leaves the previous report as it was and stops worker and figure processes. Code under test "
-    "never sets the exit status."
+    "A signal leaves the previous report as it was and stops worker and figure processes (also kill -9: they "
+    "die with rnn-verify). Code under test runs only in worker processes and never sets the exit status."
 )
 
 

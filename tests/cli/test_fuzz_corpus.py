@@ -714,9 +714,7 @@ def test_corpus_case(box: Box, c: Case) -> None:
     OUTCOMES["tracebacks"] += int("Traceback" in text)
     OUTCOMES["outside touched"] += int(touched)
     assert "Traceback" not in text, text
-    # the closing "report: PATH" line prints --out as the user gave it (run's own code, the lead's part of issue 36)
-    said = "\n".join(line for line in text.splitlines() if not line.startswith("report: "))
-    assert not raw_controls(said), f"{c.name}: raw {raw_controls(said)[:5]} on stdout/stderr"
+    assert not raw_controls(text), f"{c.name}: raw {raw_controls(text)[:5]} on stdout/stderr"
     assert code == c.code, f"{c.name}: exit {code}, expected {c.code}:\n{text[-3000:]}"
     assert not touched, f"{c.name} changed files outside the output"
     for frag in c.says:

@@ -36,6 +36,7 @@ from verify.run.pool import IsolatedPool
 from verify.run.sweep.cache import code_version
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.executors import available_cpus
+from verify.text import safe_str
 from verify.verdict import CheckResult, Verdict
 
 __all__ = ["EXPECTED_SECONDS", "claim_time_limit", "isolated_pool", "longest_first", "run_claims", "run_on_executor"]
@@ -168,7 +169,7 @@ def run_on_executor(
             try:
                 res = CheckResult.from_dict(out["value"])
             except InvalidArgument as exc:
-                res = _worker_failure(claim, cfg(claim), f"malformed result from the worker: {exc}")
+                res = _worker_failure(claim, cfg(claim), f"malformed result from the worker: {safe_str(exc)}")
         elif out.get("ok"):
             res = _worker_failure(
                 claim, cfg(claim), f"worker {out.get('worker')} runs other rnn-verify sources ({out.get('code')})"

@@ -21,7 +21,16 @@ from verify.config import RunConfig
 from verify.errors import NotApplicable
 from verify.run.check import describe_exception, torch_threads
 
-__all__ = ["PILOT_SECONDS", "RECORDED_SECONDS", "TIMEOUT_FACTOR", "TIMEOUT_FLOOR_S", "claim_timeout", "plan_claims", "plan_document", "plan_table"]
+__all__ = [
+    "PILOT_SECONDS",
+    "RECORDED_SECONDS",
+    "TIMEOUT_FACTOR",
+    "TIMEOUT_FLOOR_S",
+    "claim_timeout",
+    "plan_claims",
+    "plan_document",
+    "plan_table",
+]
 
 #: the pilot budget of one claim's planner, seconds
 PILOT_SECONDS = 1.0

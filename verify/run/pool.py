@@ -44,12 +44,13 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from verify.files import make_temp_dir, remove_temp_dir
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.executors import Executor
 from verify.run.worker import PIPE_LOST
+from verify.text import clean_tree
 
 __all__ = [
     "IsolatedPool",
@@ -134,39 +135,9 @@ def _kill_session(sid: int, *, spare: int | None = None) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _clean(text: str) -> str:
-    """``text`` with control characters (but newline and tab), DEL, C1 controls, lone surrogates and the
-    noncharacters U+FFFE/U+FFFF escaped visibly (``\\x1b``, ``\\udcff``): safe for a terminal, XML and UTF-8."""
-    out: list[str] = []
-    for ch in text:
-        o = ord(ch)
-        if ch in "\n\t" or (32 <= o < 127) or (o >= 160 and not (0xD800 <= o <= 0xDFFF) and (o & 0xFFFE) != 0xFFFE
-                                                and not 0xFDD0 <= o <= 0xFDEF):  # fmt: skip
-            out.append(ch)
-        elif o < 256:
-            out.append(f"\\x{o:02x}")
-        elif o < 0x10000:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(f"\\U{o:08x}")
-    return "".join(out)
-
-
 def clean_outcome(obj: Any) -> Any:
-    """A JSON value from a worker with every string (keys included) cleaned (:func:`_clean`)."""
-    try:
-        from verify.text import clean_tree  # the toolkit's one cleaner, where it is built
-    except ImportError:  # pragma: no cover
-        clean_tree = None
-    if clean_tree is not None:
-        return clean_tree(obj)
-    if isinstance(obj, str):
-        return _clean(obj)
-    if isinstance(obj, dict):
-        return {(_clean(k) if isinstance(k, str) else k): clean_outcome(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean_outcome(v) for v in obj]
-    return obj
+    """A JSON value from a worker with every string (keys included) cleaned (:func:`verify.text.clean_tree`)."""
+    return clean_tree(obj)
 
 
 @dataclass(frozen=True)
@@ -214,7 +185,7 @@ def _stack_frame(dump: str) -> str:
     # faulthandler: "Current thread 0x... (most recent call first):" / "Thread 0x..." then '  File "f", line N in name'
     starts = [i for i, line in enumerate(lines) if line.startswith(("Current thread", "Thread 0x"))]
     main = [i for i in starts if "(most recent call first)" in lines[i]]
-    for i in (main[-1:] or starts[-1:]):
+    for i in main[-1:] or starts[-1:]:
         for line in lines[i + 1 :]:
             s = line.strip()
             if s.startswith("File "):
@@ -567,7 +538,7 @@ class IsolatedPool(Executor):
         for w in workers:
             self._end(w)
         if self._reaper is not None:
-            stdin: BinaryIO | None = self._reaper.stdin
+            stdin: IO[bytes] | None = self._reaper.stdin
             with contextlib.suppress(OSError, ValueError):
                 if stdin is not None:
                     stdin.close()

@@ -31,7 +31,7 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["main"]
 
@@ -66,7 +66,7 @@ def _send(message: dict[str, Any]) -> None:
         view = view[written:]
 
 
-def _where(frames: traceback.StackSummary) -> str:
+def _where(frames: list[traceback.FrameSummary]) -> str:
     """The innermost frame outside rnn-verify (the user's), else the innermost frame: ``name() at file:line``."""
     outside = [
         f
@@ -88,10 +88,10 @@ def _format(exc: BaseException) -> str:
         return f"{type(exc).__name__} (its message could not be formatted: its __str__ raised)"
 
 
-def _exit_hook(status: int) -> None:  # replaces os._exit for the code under test
+def _exit_hook(status: int) -> NoReturn:  # replaces os._exit for the code under test
     try:
         _send({"event": "exit", "status": status, "where": _where(traceback.extract_stack()[:-1])})
-    except BaseException:  # noqa: S110 -- the exit happens whatever the report does
+    except BaseException:  # the exit happens whatever the report does
         pass
     _REAL_EXIT(status)
 
