@@ -154,6 +154,8 @@ from verify.verdict import CheckResult, Verdict, finding_line
 _BACKGROUND_PNG_MIN_CLAIMS = 6
 #: seconds between two progress lines when stderr is not a terminal (CI logs)
 PROGRESS_INTERVAL_S = 10.0
+#: seconds between the progress lines under ``--quiet`` (not on a terminal): a claim that runs long is seen
+QUIET_PROGRESS_INTERVAL_S = 60.0
 DEFAULT_RUNS = Path("reports") / "runs"
 DEFAULT_SWEEPS = Path("reports") / "sweeps"
 #: every folder rnn-verify writes into by default, relative to the current folder (each is git-ignored, tested)
@@ -494,8 +496,8 @@ class _Progress:
 
     On a terminal: a live ``\\r`` status line, redrawn every 0.5 s. Otherwise (a CI
     log, a pipe): one line ``[k/N] running <claim> 12s`` every ``interval`` seconds
-    (default :data:`PROGRESS_INTERVAL_S`) while a claim runs, so that a log shows
-    life. ``--quiet`` prints neither.
+    (default :data:`PROGRESS_INTERVAL_S`; with ``--quiet`` :data:`QUIET_PROGRESS_INTERVAL_S`, so that only a
+    claim running over a minute shows) while a claim runs, so that a log shows life.
     """
 
     def __init__(
@@ -504,8 +506,8 @@ class _Progress:
         self.total, self.stream, self.quiet = total, stream, quiet
         tty = sys.stderr.isatty() if tty is None else tty
         self.live = tty and not quiet
-        self.periodic = not tty and not quiet
-        self.interval = PROGRESS_INTERVAL_S if interval is None else interval
+        self.periodic = not tty  # under --quiet too, but rarely: a CI log must show that a long claim is alive
+        self.interval = (QUIET_PROGRESS_INTERVAL_S if quiet else PROGRESS_INTERVAL_S) if interval is None else interval
         self.done = 0
         self.running: dict[str, float] = {}
         self.lock = threading.Lock()
