@@ -850,11 +850,11 @@ def _run_outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Pa
     """The report folder, ``--junit`` and ``--json`` files, each checked before any compute (None: not written)."""
     out = None
     if not args.no_report:  # absolute from here on: nothing run later can move where the report goes
-        out = preflight_dir(Path(args.out).absolute() if args.out else _default_out(args.profile).absolute(), "--out")
+        out = preflight_dir(Path(os.path.abspath(args.out if args.out else _default_out(args.profile))), "--out")
     json_arg = args.json if args.json not in (None, "-") else None
     _distinct_outputs([("--json", json_arg), ("--junit", args.junit)], ("--out", out))
-    junit = preflight_file(Path(args.junit).absolute(), "--junit").absolute() if args.junit else None
-    json_file = preflight_file(Path(json_arg).absolute(), "--json").absolute() if json_arg is not None else None
+    junit = preflight_file(os.path.abspath(args.junit), "--junit").absolute() if args.junit else None
+    json_file = preflight_file(os.path.abspath(json_arg), "--json").absolute() if json_arg is not None else None
     return out, junit, json_file
 
 

@@ -292,17 +292,35 @@ class IsolatedPool(Executor):
         return worker
 
     def _read(self, worker: _Worker, fd: int) -> None:
-        """Reader thread: every JSON line of ``worker`` into the inbox; ``None`` at EOF (it died or closed)."""
-        with os.fdopen(fd, "rb") as stream:
-            for line in stream:
+        """Reader thread: every JSON line of ``worker`` into the inbox; ``None`` at EOF (it died or closed).
+
+        Plain ``os.read`` on the descriptor, closed here on every path (no file object left for the garbage
+        collector to warn about when a pool is dropped at interpreter exit)."""
+        buf = b""
+        try:
+            while True:
                 try:
-                    msg = json.loads(line)
-                except ValueError:
-                    msg = {"garbled": line[:200].decode("utf-8", "replace")}
-                if not isinstance(msg, dict):
-                    msg = {"garbled": str(msg)[:200]}
-                self._inbox.put((worker, msg))
-        self._inbox.put((worker, None))
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    self._inbox.put((worker, self._parse(line)))
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            self._inbox.put((worker, None))
+
+    @staticmethod
+    def _parse(line: bytes) -> dict[str, Any]:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return {"garbled": line[:200].decode("utf-8", "replace")}
+        return msg if isinstance(msg, dict) else {"garbled": str(msg)[:200]}
 
     def _send(self, worker: _Worker, message: Mapping[str, Any]) -> bool:
         data = (json.dumps(message, ensure_ascii=True, allow_nan=True) + "\n").encode("ascii")

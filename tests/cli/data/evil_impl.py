@@ -94,7 +94,7 @@ class Evil(MyUORO):
 
     def step(self, *args: Any, **kwargs: Any) -> Any:
         place = "load" if _in_load_check() else "claim"
-        if place == WHERE and MODE in ("fork", "thread", "ignore-sigterm", "chdir-root", "chdir-here"):
+        if place == WHERE and MODE in ("fork", "thread", "ignore-sigterm", "chdir-root", "chdir-here", "close-stdout"):
             if place not in _done:  # once per process
                 _done.add(place)
                 _misbehave()
