@@ -213,9 +213,14 @@ PROBES = textwrap.dedent(
     class DeclaredRandomStart(RandomStart):
         random_start: bool = True
 
-    class RecurrentOnly(MyUORO):
+    class RecurrentOnly(MyUORO):  # Algorithm 1's own form: theta~ over the cell's parameters only (correct)
         def uoro_factors(self, problem, state):
-            return state.s_tilde, state.theta_tilde[:, : problem.p - 8]
+            p_cell = sum(e.size for e in problem.layout.entries if e.name.startswith("cell."))
+            return state.s_tilde, state.theta_tilde[:, :p_cell]
+
+    class WrongWidth(MyUORO):  # theta~ one column short: neither layout
+        def uoro_factors(self, problem, state):
+            return state.s_tilde, state.theta_tilde[:, : problem.p - 1]
     """
 )
 
@@ -224,7 +229,8 @@ PROBES = textwrap.dedent(
     ("name", "code", "words"),
     [
         ("RandomStart", 2, "random_start = True"),
-        ("RecurrentOnly", 2, "theta~ spans all of theta"),
+        ("RecurrentOnly", 0, "PASS"),  # issue 37: the toolkit pads the readout's zero columns
+        ("WrongWidth", 2, "theta~ spans theta in its layout"),
         ("DeclaredRandomStart", 1, "declares random_start = True"),
     ],
 )
@@ -239,3 +245,34 @@ def test_load_time_probes(tmp_path: Path, capsys: pytest.CaptureFixture[str], na
     if code == 1:  # loaded: the claim is SKIPPED with the reason, and nothing checked is not green
         doc = json.loads(out.read_text())
         assert doc["claims"][0]["verdict"] == "SKIPPED"
+
+
+GRU_ONLY = textwrap.dedent(
+    """
+    import dataclasses
+    from verify.examples.rtrl import MyRTRL
+
+    @dataclasses.dataclass(frozen=True)
+    class GRUOnly(MyRTRL):  # a correct RTRL that declares the one cell it implements
+        def supports(self, problem):
+            return None if problem.cell.name == "gru" else "implements the GRU cell only"
+
+    @dataclasses.dataclass(frozen=True)
+    class NoCell(MyRTRL):
+        def supports(self, problem):
+            return "implements a cell rnn-verify does not have"
+    """
+)
+
+
+@pytest.mark.parametrize(("name", "code", "words"), [("GRUOnly", 0, "PASS"), ("NoCell", 2, "supports none")])
+def test_load_check_runs_on_a_declared_cell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, code: int, words: str
+) -> None:
+    """Issue 37: a GRU-only implementation is loaded (checked on a small GRU problem), not refused for lacking
+    Elman; one that supports no cell at all is refused at load, naming the reasons."""
+    f = tmp_path / "gru_only.py"
+    f.write_text(GRU_ONLY)
+    rc = main(["run", "--impl", f"rtrl={f}:{name}", "--claims", "rtrl.exact", "--no-report", "-q"])
+    text = capsys.readouterr()
+    assert rc == code and words in text.out + text.err, text

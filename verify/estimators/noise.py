@@ -148,14 +148,21 @@ def factors(estimator: Any, problem: Problem, state: Any, samples: int) -> tuple
         if not (isinstance(s_t, torch.Tensor) and isinstance(th_t, torch.Tensor)):
             return None
     n, p = problem.n * math.prod(problem.batch_shape), problem.p
-    if s_t.numel() % (samples * n) or th_t.numel() % (samples * p):
+    # θ̃ over the cell's (recurrent) parameters only -- Tallec & Ollivier 2017, Alg. 1's own form, where the
+    # readout's gradient is exact and its columns of θ̃ are zero -- is padded with those zeros here
+    p_cell = sum(e.size for e in problem.layout.entries if e.name.startswith("cell."))
+    r = s_t.numel() // (samples * n) if n and samples else 0
+    if s_t.numel() % (samples * n) == 0 and r and th_t.numel() == samples * r * p_cell and p_cell < p:
+        th = th_t.reshape(samples, r, p_cell)
+        return s_t.reshape(samples, r, n), torch.cat([th, th.new_zeros(samples, r, p - p_cell)], dim=-1)
+    if s_t.numel() % (samples * n) or th_t.numel() != samples * r * p:
         raise InvalidArgument(
             "s_tilde/theta_tilde",
             f"shapes {tuple(s_t.shape)}, {tuple(th_t.shape)}",
-            f"expected (M, [r,] n) and (M, [r,] p) with M={samples}, n={n}, p={p}: theta~ spans all of theta in its "
-            f"layout ({', '.join(e.name for e in problem.layout.entries)}), the readout's columns included (zero)",
+            f"expected (M, [r,] n) and (M, [r,] p) with M={samples}, n={n}, p={p}: theta~ spans theta in its "
+            f"layout ({', '.join(e.name for e in problem.layout.entries)}), or the cell's parameters only "
+            f"(p_cell={p_cell}: the readout's zero columns are added)",
         )
-    r = s_t.numel() // (samples * n)
     return s_t.reshape(samples, r, n), th_t.reshape(samples, r, p)
 
 
