@@ -116,7 +116,15 @@ from verify.checks import uses
 from verify.config import PROFILES, RunConfig
 from verify.errors import InvalidArgument, InvalidFile, VerifyError
 from verify.exit_codes import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from verify.files import output_lock, read_marker, recorded_digest, sha256_hex, tool_version, write_file_atomic
+from verify.files import (
+    output_lock,
+    read_marker,
+    recorded_digest,
+    sha256_hex,
+    tool_version,
+    write_file_atomic,
+    write_files_atomic,
+)
 from verify.hardware import NO_CUDA_REASON, resolve_device
 from verify.impl import Implementations
 from verify.impl.loader import load_implementations
@@ -965,11 +973,11 @@ def _write_run_outputs(
             removed: list[str] = []
             write_report(out, doc, fail_on=fail_on, junit=junit, json_path=json_file, pngs_done=done, removed=removed)
             _note_removed(out, removed)
-        else:
-            if junit is not None:
-                write_file_atomic(junit, render_junit(doc, fail_on))
+        else:  # all or none: a full disk while writing the second leaves the first as it was
+            extra = [(junit, render_junit(doc, fail_on))] if junit is not None else []
             if json_file is not None:
-                write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
+                extra.append((json_file, dumps_document(doc).encode("utf-8")))
+            write_files_atomic(extra)
     except _STOPS as exc:
         what, code = _stopped(exc)
         print(

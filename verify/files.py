@@ -5,10 +5,17 @@ A report folder carries a **marker**, the file ``.rnn-verify-report`` (JSON)::
     {"format": "rnn-verify.report-folder", "format_version": 1,
      "tool": "rnn-verify", "version": "0.1.0",
      "files": ["junit.xml", "figures/x.a-1.png", "report.html", "report.md", "results.json"],
-     "dirs": ["figures"]}
+     "dirs": ["figures"],
+     "sha256": {"junit.xml": "9f86d0...", "results.json": "2c26b4...", ...}}
 
 ``files`` is the manifest: every relative path rnn-verify wrote there; ``dirs`` the
-sub-folders it created. The rules:
+sub-folders it created; ``sha256`` the SHA-256 of the bytes it wrote into each file
+(markers of earlier versions have none). ``rnn-verify report`` compares ``results.json``
+with its digest (:func:`recorded_digest`): a mismatch means the file was changed after
+rnn-verify wrote it. The digest detects accidental edits; it is **not a signature**
+(anyone can recompute it). A user who edits ``results.json`` on purpose passes
+``report --no-digest-check`` (or reads a copy outside the folder, which has no digest:
+a note). The rules:
 
 * :func:`preflight_dir` (before any compute) accepts a folder that does not exist
   yet, an empty folder, or a folder with a valid marker. Anything else is refused
@@ -41,7 +48,35 @@ sub-folders it created. The rules:
   its own temporary file in :func:`write_file_atomic`.
 * :func:`write_file_atomic` writes one file through a temporary sibling and
   ``os.replace``; it is for a path the user named explicitly (``--json FILE``,
-  ``--junit FILE``, ``golden --out FILE.npz``).
+  ``--junit FILE``, ``golden --out FILE.npz``). :func:`staged_files` stages several such
+  files before a report folder is written and moves them into place after it.
+* **OS errors** (a full disk ``ENOSPC``, a quota, a read-only file system) raise
+  :class:`OutputWriteError` -- an ``OSError`` and a ``VerifyError`` (the CLI prints one
+  line, exit 2) -- naming the output path that failed (never a temporary name) and what
+  became of the output. Every file's bytes go through one low-level write (``_write_fd``),
+  the marker included, and all of them happen while staging: the staging folder
+  ``.<name>.tmp-*`` (beside the folder) is removed on every path out -- an OS error, an
+  exception, Ctrl-C, with a partly written file in it -- so none accumulates over retries,
+  and the previous report, ``--json`` and ``--junit`` stay as they were. The one write after
+  the renames is the marker's rewrite when the previous report had files the new one does
+  not (it drops their names); should that fail, the new report is complete and its marker
+  lists a few names too many (said so; harmless).
+* **The output lock** (:func:`output_lock`): a run holds an exclusive lock on its report
+  folder from before its first write to after its last. The lock is the file
+  ``.<name>.rnn-verify-lock`` beside the folder (in the folder that also holds the staging
+  folders; it works for a folder that does not exist yet and leaves nothing inside it),
+  created with ``O_CREAT | O_EXCL | O_NOFOLLOW``, held with ``flock(LOCK_EX)`` on it, and
+  holding the holder as JSON ``{"format": "rnn-verify.output-lock", "pid", "host",
+  "started", "command", "folder"}``. A second run into a folder in use raises
+  :class:`~verify.errors.InvalidArgument` naming the holder (``pid N on HOST, started T:
+  COMMAND``; exit 2). The lock file is removed on every path out (signals held while it is
+  unlinked, before its descriptor is closed: a run that opened it meanwhile sees it is gone
+  and starts again). A kill -9 leaves the file, but the kernel drops the ``flock`` with the
+  process (and the processes it forked): a lock file whose ``flock`` is free is stale and is
+  taken over with a note naming the run that left it. A lock recorded by another host is
+  never taken over (``flock`` need not reach across a network file system): the message
+  says which file to delete. Anything at the lock's path that is not rnn-verify's lock (a
+  link, a folder, a file of other content) is refused, never removed.
 * :func:`make_temp_dir` / :func:`remove_temp_dir`: a scratch folder of rnn-verify's own
   (Dask's worker scratch space) in the system's temporary folder, named
   ``rnn-verify-<purpose>-XXXXXXXX``. :func:`remove_temp_dir` is the one recursive removal in
@@ -67,7 +102,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,8 +124,10 @@ __all__ = [
     "recorded_digest",
     "remove_temp_dir",
     "sha256_hex",
+    "staged_files",
     "write_dir_atomic",
     "write_file_atomic",
+    "write_files_atomic",
 ]
 
 #: the marker file of a report folder (holds the manifest of what rnn-verify wrote there)
@@ -419,10 +456,76 @@ def _write_new(path: Path, data: bytes, *, sync: bool = False) -> None:
         os.close(fd)
 
 
+def write_file_atomic(path: Path | str, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temporary sibling and ``os.replace``.
+
+    For a file the user named explicitly (it is replaced as a whole) and for the
+    marker; the temporary file is removed if anything fails. An OS error (a full
+    disk, ...) raises :class:`OutputWriteError` naming ``path``; what was at ``path``
+    is then as it was.
+    """
+    return write_files_atomic([(path, data)])[0]
+
+
+def write_files_atomic(items: Iterable[tuple[Path | str, bytes]]) -> list[Path]:
+    """Write several files the user named (``--junit``, ``--json``) all or none: :func:`staged_files`, committed."""
+    with staged_files(items) as commit:
+        return commit()
+
+
+@contextlib.contextmanager
+def staged_files(items: Iterable[tuple[Path | str, bytes]]) -> Iterator[Callable[[], list[Path]]]:
+    """Write each ``(path, data)`` into a temporary sibling of ``path`` now; yield ``commit``, which moves them all
+    into place (renames only, signals held) and returns the paths.
+
+    Nothing is replaced before ``commit``: a caller stages these files, writes a report folder, then commits, so
+    that a full disk anywhere leaves every output as it was. An OS error raises :class:`OutputWriteError` naming
+    the path. The temporary files are removed on every path out (an exception, Ctrl-C, no commit).
+    """
+    staged: list[tuple[Path, str]] = []
+    pending: list[str] = []
+
+    def commit() -> list[Path]:
+        done: list[Path] = []
+        with _held_signals():
+            for path, tmp in staged:
+                try:
+                    os.replace(tmp, path)
+                except OSError as exc:
+                    state = f"{path} is as it was" + (f"; {', '.join(map(str, done))} written" if done else "")
+                    raise OutputWriteError(path, exc, state) from None
+                pending.remove(tmp)
+                done.append(path)
+        return done
+
+    try:
+        for path_in, data in items:
+            path = Path(path_in).expanduser().absolute()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                # the temporary name stays within NAME_MAX whatever the length of the name (255 bytes is valid)
+                fd, tmp = tempfile.mkstemp(prefix=f".{_short_name(path.name)}.tmp-", dir=path.parent)
+                pending.append(tmp)
+                try:
+                    _write_fd(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.chmod(tmp, 0o644)
+            except OSError as exc:
+                was = "is as it was" if os.path.lexists(path) else "was not written"
+                raise OutputWriteError(path, exc, f"{path} {was}, and so is every other output") from None
+            staged.append((path, tmp))
+        yield commit
+    finally:
+        with _held_signals():
+            for tmp in pending:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)  # our own temporary file, made above
+
+
 def _replace_file(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` through a temporary sibling and ``os.replace``; the temporary file is removed on every
-    path out. Raises the OS's error as it came."""
-    # the temporary name stays within NAME_MAX whatever the length of the name (255 bytes is a valid name)
+    """``data`` into ``path`` through a temporary sibling and ``os.replace``; raises the OS's error as it came."""
     fd, tmp = tempfile.mkstemp(prefix=f".{_short_name(path.name)}.tmp-", dir=path.parent)
     try:
         try:
@@ -437,27 +540,6 @@ def _replace_file(path: Path, data: bytes) -> None:
         with _held_signals(), contextlib.suppress(OSError):
             os.unlink(tmp)  # our own temporary file, made above
         raise
-
-
-def write_file_atomic(path: Path | str, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary sibling and ``os.replace``.
-
-    For a file the user named explicitly (it is replaced as a whole) and for the
-    marker; the temporary file is removed if anything fails. An OS error (a full
-    disk, ...) raises :class:`OutputWriteError` naming ``path``; what was at ``path``
-    is then as it was.
-    """
-    path = Path(path).expanduser().absolute()
-    existed = os.path.lexists(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _replace_file(path, data)
-    except OutputWriteError:
-        raise
-    except OSError as exc:
-        state = f"{path} is as it was" if existed else f"{path} was not written"
-        raise OutputWriteError(path, exc, state) from None
-    return path
 
 
 def _short_name(name: str) -> str:
@@ -822,19 +904,22 @@ def _acquire_lock(lock: Path, out: Path, argument: str, info: bytes) -> int:
                         if time.monotonic() > deadline + _LOCK_SETTLE_S:  # it took the file over: it is the holder
                             held = _lock_info(fd)
                             os.close(fd)
+                            fd = -1  # the file is the other run's now: not ours to remove
                             holder = _holder(held) if held else "its holder has not recorded itself yet"
                             raise InvalidArgument(argument, str(out), in_use.format(holder=holder))
                         time.sleep(0.001)
                     _record_holder(fd, info)
                     return fd
-        except OSError as exc:
-            if fd >= 0:
+        except BaseException as exc:
+            if fd >= 0:  # created above but not ours yet (a full disk while recording the holder, ...): removed
                 with contextlib.suppress(OSError):
-                    os.unlink(lock)  # the file created above
+                    os.unlink(lock)
                 os.close(fd)
-            raise InvalidArgument(
-                argument, str(out), f"its lock file {lock} cannot be created: {exc.strerror or exc}"
-            ) from None
+            if isinstance(exc, OSError):
+                raise InvalidArgument(
+                    argument, str(out), f"its lock file {lock} cannot be created: {exc.strerror or exc}"
+                ) from None
+            raise
         try:
             fd = os.open(lock, flags)
         except FileNotFoundError:
@@ -889,6 +974,10 @@ def _acquire_lock(lock: Path, out: Path, argument: str, info: bytes) -> int:
                 file=sys.stderr,
             )
             return fd
+        except OSError as exc:  # no flock on this file system (ENOLCK), a full disk while recording the holder, ...
+            raise InvalidArgument(
+                argument, str(out), f"its lock file {lock} cannot be locked or written: {exc.strerror or exc}"
+            ) from None
         finally:
             if not keep:
                 os.close(fd)  # closing also drops a flock taken above
