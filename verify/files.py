@@ -105,6 +105,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from verify.errors import InvalidArgument, VerifyError
 
@@ -433,6 +434,15 @@ class OutputWriteError(VerifyError, OSError):
 
     def __str__(self) -> str:
         return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable (a worker process may send it back)
+        return (_output_write_error, (self.errno, self.strerror, self.filename, self.message))
+
+
+def _output_write_error(code: int, strerror: str, filename: str, message: str) -> OutputWriteError:
+    err = OutputWriteError(filename, OSError(code, strerror), "")
+    err.message = message
+    return err
 
 
 def _write_fd(fd: int, data: bytes) -> None:

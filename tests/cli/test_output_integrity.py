@@ -62,7 +62,7 @@ OUTCOMES: Counter[str] = Counter()
 
 def _fake(cid: str) -> Callable[[RunConfig], CheckResult]:
     caught = (Control("mutant", "FAIL", "FAIL"),)
-    results = {
+    results: dict[str, dict[str, Any]] = {
         PASS_ID: dict(verdict=Verdict.PASS, statistic=1e-16, threshold=1e-14, comparison="<=", controls=caught),
         Z_ID: dict(verdict=Verdict.PASS, statistic=-1.25, threshold=4.37, comparison="|z| <=", controls=caught),
         CI_ID: dict(verdict=Verdict.PASS, statistic=-0.98, threshold=-1.0, comparison="CI contains",
@@ -156,7 +156,7 @@ def _index(doc: dict[str, Any], cid: str) -> int:
     return next(i for i, r in enumerate(doc["claims"]) if r["id"] == cid)
 
 
-def _edited(base: str, edit: Callable[[dict[str, Any]], None], where: str = "inputs/r.json") -> Callable[[Box], None]:
+def _edited(base: str, edit: Callable[[dict[str, Any]], object], where: str = "inputs/r.json") -> Callable[[Box], None]:
     """A setup writing ``base``'s results.json, edited, to ``where`` (in place: into the report folder)."""
 
     def setup(b: Box) -> None:
@@ -763,3 +763,15 @@ def test_published_reports_pass_the_reading_checks() -> None:
     assert found
     for p in found:
         parse_document(p)
+
+
+def test_output_write_error_is_one_line_and_travels_between_processes() -> None:
+    import pickle
+
+    err = files_mod.OutputWriteError("/x/o/results.json", OSError(errno.ENOSPC, "No space left"), "nothing changed")
+    back = pickle.loads(pickle.dumps(err))
+    assert isinstance(back, OSError) and back.errno == errno.ENOSPC and back.filename == "/x/o/results.json"
+    assert (
+        str(back) == str(err) == "cannot write /x/o/results.json: No space left (ENOSPC); nothing changed; free "
+        "some space and rerun"
+    )
