@@ -13,7 +13,7 @@ import pytest
 
 from verify.errors import InvalidArgument, InvalidFile
 from verify.report import claim_record, run_document
-from verify.schema import load_npz, parse_golden_header, parse_json_bytes, parse_results
+from verify.schema import load_npz, parse_golden_header, parse_json_bytes, parse_results, verify_results
 from verify.verdict import CheckResult, Control, Verdict
 
 
@@ -221,3 +221,68 @@ def test_npz_reader_refuses_what_is_not_a_plain_npz(tmp_path: Path) -> None:
         load_npz(damaged)
     with pytest.raises(InvalidFile, match="no such file"):
         load_npz(tmp_path / "absent.npz")
+
+
+# ------------------------------------------------ verify_results: a document that agrees with itself
+def _verified(rec: CheckResult, **run: Any) -> None:
+    doc = json.loads(json.dumps(run_document([claim_record(rec)], {"profile": "ci", **run})))
+    verify_results(parse_results(doc, "r.json"))
+
+
+@pytest.mark.parametrize(
+    ("comparison", "statistic", "threshold", "holds"),
+    [
+        ("<=", 1.0, 1.0, True),
+        ("<=", 1.0000001, 1.0, False),
+        ("<", 1.0, 1.0, False),
+        ("<", 0.99, 1.0, True),
+        (">=", 24.0, 24.0, True),
+        (">=", 23.0, 24.0, False),
+        (">", 100.0, 100.0, False),
+        (">", 6.85e6, 100.0, True),
+        ("|z| <=", -4.0, 4.37, True),
+        ("|z| <=", -4.5, 4.37, False),
+        ("<=", 1e300, float("inf"), True),
+        ("grows", 5.4e8, None, True),  # not recomputable: accepted
+        ("≈", 5.0, 1.0, True),  # an unknown wording: not recomputable, accepted
+    ],
+)
+def test_a_pass_is_recomputed_from_its_statistic(
+    comparison: str, statistic: float, threshold: float | None, holds: bool
+) -> None:
+    rec = CheckResult("x.a", Verdict.PASS, "s", statistic=statistic, threshold=threshold, comparison=comparison)
+    if holds:
+        _verified(rec)
+    else:
+        with pytest.raises(InvalidFile) as exc:
+            _verified(rec)
+        assert exc.value.field == "claims[0].verdict" and "does not hold" in exc.value.expected
+    # a FAIL is never recomputed (a check FAILs for other reasons too), whatever its numbers
+    _verified(CheckResult("x.a", Verdict.FAIL, "s", statistic=statistic, threshold=threshold, comparison=comparison))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_pass_with_a_non_finite_statistic_is_refused(value: float) -> None:
+    with pytest.raises(InvalidFile) as exc:
+        _verified(CheckResult("x.a", Verdict.PASS, "s", statistic=value, threshold=1.0, comparison=">="))
+    assert exc.value.field == "claims[0].verdict" and "finite statistic" in exc.value.expected
+
+
+def test_a_pass_with_a_control_not_caught_and_the_exit_code_are_checked() -> None:
+    rec = claim_record(CheckResult("x.a", Verdict.PASS, "s", controls=(Control("m", "FAIL", "FAIL"),)))
+    rec["controls"][0]["observed"] = "PASS"  # CheckResult itself refuses to build this
+    doc = json.loads(json.dumps(run_document([rec], {"profile": "ci", "exit_code": 0})))
+    with pytest.raises(InvalidFile, match=r"claims\[0\]\.controls\[0\]") as exc:
+        verify_results(parse_results(doc, "r.json"))
+    assert exc.value.field == "claims[0].verdict"
+    fail = CheckResult("x.a", Verdict.FAIL, "s", reason="r")
+    _verified(fail, exit_code=1)
+    for code in (0, 2):
+        with pytest.raises(InvalidFile) as exc:
+            _verified(fail, exit_code=code)
+        assert exc.value.field == "run.exit_code"
+    inconclusive = CheckResult("x.a", Verdict.INCONCLUSIVE, "s", reason="r")
+    _verified(inconclusive, exit_code=0)
+    _verified(inconclusive, exit_code=1, fail_on="inconclusive")
+    with pytest.raises(InvalidFile, match=r"run\.exit_code"):
+        _verified(inconclusive, exit_code=0, fail_on="inconclusive")

@@ -12,7 +12,7 @@ Commands::
                        [--executor auto|serial|process|dask[=ADDRESS]] [--workers N] [--threads N] [--split-lrs]
                        [--cache DIR | --no-cache] [--out DIR | --no-report] [--json FILE] [--fail-on ...] [--quiet]
     rnn-verify sweep   --list
-    rnn-verify report  RESULTS [--out DIR] [--junit FILE] [--fail-on ...]
+    rnn-verify report  RESULTS [--out DIR] [--junit FILE] [--fail-on ...] [--no-digest-check]
     rnn-verify golden  [--out FILE.npz] [--seed N] [--k K ...]
     rnn-verify golden  --check FILE.npz|FILE.json
     rnn-verify golden  --check MINE.npz --reference FILE.npz|FILE.json
@@ -34,7 +34,15 @@ into a new or empty folder or one that carries the marker, replaces only the fil
 the manifest lists and keeps (and names) anything else found there; a non-empty
 folder without the marker -- one holding ``results.json`` included -- is refused
 (exit 2). ``report RESULTS`` without ``--out`` writes beside RESULTS only when that
-folder is a report folder. All output locations are checked before any compute,
+folder is a report folder. ``report`` checks what it reads before it renders: every verdict it can recompute
+from the stored statistic, threshold, comparison and controls, the counts and ``run.exit_code``
+(:func:`verify.schema.verify_results`; an inconsistent file is exit 2 naming the field, e.g.
+``claims[3].verdict``), and the SHA-256 of ``results.json`` that the folder's marker recorded when rnn-verify
+wrote it (a mismatch is exit 2: that digest detects accidental edits, it is no signature; ``--no-digest-check``
+for a file edited on purpose; no digest recorded: a note). A report folder is locked while it is written
+(:func:`verify.files.output_lock`): a second run into it exits 2 naming the holder's pid, host, start and
+command. An OS error while writing (a full disk) is exit 2 naming the path; the staging folder is removed and
+the previous report left as it was. All output locations are checked before any compute,
 and every file read is validated before anything is written
 (:mod:`verify.schema`). ``--workers`` is capped at the CPUs available (with a
 note) and at the number of claims to run; the workers are the sweep machinery's
@@ -106,9 +114,17 @@ from verify._validate import MAX_SEED, validate_seed
 from verify.checks import ClaimPlan, uses
 from verify.checks import device as device_checks
 from verify.config import PROFILES, RunConfig
-from verify.errors import InvalidArgument, VerifyError
+from verify.errors import InvalidArgument, InvalidFile, VerifyError
 from verify.exit_codes import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from verify.files import read_marker, tool_version, write_file_atomic
+from verify.files import (
+    output_lock,
+    read_marker,
+    recorded_digest,
+    sha256_hex,
+    tool_version,
+    write_file_atomic,
+    write_files_atomic,
+)
 from verify.hardware import NO_CUDA_REASON, resolve_device
 from verify.oracles import golden, golden_user
 from verify.report import (
@@ -118,7 +134,6 @@ from verify.report import (
     dumps_document,
     foreign_entries,
     is_report_folder,
-    parse_document,
     preflight_dir,
     preflight_file,
     render_junit,
@@ -127,6 +142,7 @@ from verify.report import (
     run_document,
     write_report,
 )
+from verify.report.document import read_document, results_file
 from verify.report.figures import normalize_figure
 from verify.run.catalog import claim_time_limit, run_claims
 from verify.run.check import THREADS_PER_PROCESS, claim_params, select_claims
@@ -147,6 +163,7 @@ from verify.run.sweep.executors import (
     parse_executor,
     stop_processes,
 )
+from verify.schema import ResultsDocument
 from verify.stop import Stop
 from verify.text import clean, safe_str
 from verify.verdict import CheckResult, Verdict, finding_line
@@ -427,6 +444,13 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         choices=("fail", "inconclusive"),
         default=None,
         help="INCONCLUSIVE as failure (JUnit and exit code); default: as the saved run had it",
+    )
+    rep.add_argument(
+        "--no-digest-check",
+        action="store_true",
+        help="RESULTS was edited on purpose: do not compare it with the SHA-256 its report folder's marker recorded "
+        "when rnn-verify wrote it (that digest detects accidental edits; it is not a signature). The verdicts, "
+        "counts and exit code are still checked against the stored numbers",
     )
 
 
@@ -1070,11 +1094,11 @@ def _write_run_outputs(
             removed: list[str] = []
             write_report(out, doc, fail_on=fail_on, junit=junit, json_path=json_file, pngs_done=done, removed=removed)
             _note_removed(out, removed)
-        else:
-            if junit is not None:
-                write_file_atomic(junit, render_junit(doc, fail_on))
+        else:  # all or none: a full disk while writing the second leaves the first as it was
+            extra = [(junit, render_junit(doc, fail_on))] if junit is not None else []
             if json_file is not None:
-                write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
+                extra.append((json_file, dumps_document(doc).encode("utf-8")))
+            write_files_atomic(extra)
     except _STOPS as exc:
         what, code = _stopped(exc)
         print(
@@ -1323,9 +1347,9 @@ def _print_sweep_summary(
 
 
 # -------------------------------------------------------------------- report
-def _cmd_report(args: argparse.Namespace) -> int:
+def _cmd_report(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     src = Path(args.results)
-    parsed = parse_document(src)  # every field validated before anything is written
+    _read_results(src, args.no_digest_check, notes=False)  # every field validated before anything is written
     if args.out:
         out = Path(args.out)
     else:
@@ -1343,11 +1367,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     _distinct_outputs([("RESULTS", src), ("--junit", args.junit)], ("--out", None))  # the input is not overwritten
     _distinct_outputs([("--junit", args.junit)], ("--out", out))
     junit = preflight_file(args.junit, "--junit") if args.junit else None
-    fail_on = args.fail_on or str(parsed.run.get("fail_on", "fail"))
-    if fail_on not in ("fail", "inconclusive"):
-        fail_on = "fail"
-    removed: list[str] = []
-    write_report(out, parsed.document, fail_on=fail_on, junit=junit, removed=removed)
+    with output_lock(out, "--out", command="rnn-verify " + shlex.join(argv)):
+        parsed = _read_results(src, args.no_digest_check, notes=True)  # read again: what is read is what is locked
+        fail_on = args.fail_on or str(parsed.run.get("fail_on", "fail"))
+        if fail_on not in ("fail", "inconclusive"):
+            fail_on = "fail"
+        removed: list[str] = []
+        write_report(out, parsed.document, fail_on=fail_on, junit=junit, removed=removed)
     _note_removed(out, removed)
     s = parsed.summary
     print(
@@ -1357,7 +1383,39 @@ def _cmd_report(args: argparse.Namespace) -> int:
     _note_foreign(out, foreign_entries(out))
     # the code `run` gave these verdicts (verify.exit_codes): a CI step that re-renders a failed run stays red
     counts = {Verdict.FAIL: s.FAIL, Verdict.INCONCLUSIVE: s.INCONCLUSIVE}
-    return _exit_code(counts, fail_on)
+    code = _exit_code(counts, fail_on)
+    if parsed.run.get("exit_code") == EXIT_FAIL and fail_on == parsed.run.get("fail_on", "fail"):
+        code = EXIT_FAIL  # (verify_results accepted it: a run with --impl that checked nothing of the user's code)
+    return code
+
+
+def _read_results(src: Path, no_digest_check: bool, *, notes: bool) -> ResultsDocument:
+    """``report``'s input, parsed and checked (:func:`verify.schema.verify_results`), and compared with the digest
+    its report folder recorded (unless ``--no-digest-check``); a missing digest is a note (when ``notes``)."""
+    parsed, data = read_document(src)
+    if no_digest_check:
+        return parsed
+    file = results_file(src)
+    recorded, why = recorded_digest(file)
+    if recorded is None:
+        if notes:
+            print(
+                f"rnn-verify: note: {file} has no recorded digest ({why}); it was checked for consistency only",
+                file=sys.stderr,
+            )
+        return parsed
+    actual = sha256_hex(data)
+    if actual != recorded:
+        raise InvalidFile(
+            str(file),
+            "",
+            None,
+            f"its SHA-256 ({actual[:16]}...) differs from the one rnn-verify recorded in the {MARKER} marker "
+            f"beside it when it wrote the file ({recorded[:16]}...): the file was changed since. This digest "
+            "detects accidental edits; it is not a signature. If you edited it on purpose, rerun with "
+            "--no-digest-check",
+        )
+    return parsed
 
 
 # -------------------------------------------------------------------- golden
@@ -1409,7 +1467,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "sweep":
             return _cmd_sweep(args, argv)
         if args.command == "report":
-            return _cmd_report(args)
+            return _cmd_report(args, argv)
         return _cmd_golden(args)
     except VerifyError as exc:
         print(f"rnn-verify: error: {safe_str(exc)}", file=sys.stderr)  # it may quote code under test: cleaned

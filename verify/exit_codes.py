@@ -81,8 +81,13 @@ COMMANDS: dict[str, tuple[tuple[int, str], ...]] = {
         ),
         (
             EXIT_USAGE,
-            f"{_USAGE}; a malformed or mismatched results.json (the message names the file and the field); an "
-            "output folder that is not rnn-verify's",
+            f"{_USAGE}; a malformed or mismatched results.json (the message names the file and the field); a "
+            "results.json that contradicts itself -- a verdict its stored statistic, threshold, comparison or "
+            "controls do not give, counts or run.exit_code that its claims do not give (named: claims[3].verdict, "
+            "run.exit_code) --, or whose SHA-256 differs from the one its report folder recorded (an accidental "
+            "edit; the digest is no signature; --no-digest-check for an edit on purpose); an output folder that is "
+            "not rnn-verify's, or in use by another rnn-verify run (the holder's pid, host and command named); an "
+            "OS error while writing, e.g. a full disk (the path named; the outputs are left as they were)",
         ),
         *_STOPS,
     ),

@@ -47,6 +47,8 @@ __all__ = [
     "parse_golden_header",
     "parse_json_bytes",
     "parse_results",
+    "read_file_bytes",
+    "verify_results",
 ]
 
 T = TypeVar("T")
@@ -136,6 +138,11 @@ def parse_json_bytes(data: bytes, file: str) -> Any:
 
 def load_json_file(path: Path | str, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Read and decode a JSON file (no schema); missing, unreadable or oversized files raise InvalidFile."""
+    return parse_json_bytes(read_file_bytes(path, max_bytes), str(Path(path)))
+
+
+def read_file_bytes(path: Path | str, max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of a file rnn-verify reads back; missing, unreadable or oversized files raise InvalidFile."""
     p = Path(path)
     try:
         if p.is_dir():
@@ -153,7 +160,7 @@ def load_json_file(path: Path | str, max_bytes: int = MAX_JSON_BYTES) -> Any:
         data = p.read_bytes()
     except OSError as exc:
         raise InvalidFile(str(p), "", None, f"cannot be read ({exc.strerror or exc})") from None
-    return parse_json_bytes(data, str(p))
+    return data
 
 
 # ------------------------------------------------------------------ field access
@@ -592,6 +599,150 @@ def _results_summary(at: At, d: dict[str, Any], records: list[ClaimRecord]) -> d
             f"{actual[bad]}, the count in the claim records (the verdict counts do not match; edited file?)",
         )
     return counts
+
+
+# ------------------------------------------------ results document: consistency
+#: comparisons whose verdict is recomputed from the statistic and the threshold (``statistic OP threshold``)
+_COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+    "<=": lambda s, t: s <= t,
+    "<": lambda s, t: s < t,
+    ">=": lambda s, t: s >= t,
+    ">": lambda s, t: s > t,
+    "|z| <=": lambda s, t: abs(s) <= t,
+}
+
+
+def _as_float(v: Any) -> float | None:
+    """A measured value as written by :func:`verify.verdict.to_jsonable` (a number or 'nan'/'inf'/'-inf')."""
+    if v is None:
+        return None
+    return float(v)  # parse_results admitted only numbers and the three strings
+
+
+def _pytest_verdict(rec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The verdict the pytest plugin derives from a user claim's test outcomes (``data.tests``), and the counts in
+    words; None for a record that is not such a claim."""
+    data = rec.get("data")
+    tests = data.get("tests") if isinstance(data, dict) else None
+    if rec.get("source") != "pytest" or not isinstance(tests, list) or not tests:
+        return None
+    outcomes = [t.get("outcome") if isinstance(t, dict) else None for t in tests]
+    n = {o: outcomes.count(o) for o in ("passed", "failed", "skipped")}
+    verdict = "FAIL" if n["failed"] else "PASS" if n["passed"] else "SKIPPED"
+    return verdict, f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped"
+
+
+def _check_record(at: At, rec: Mapping[str, Any]) -> None:
+    """One claim record: its verdict against what it stores (see :func:`verify_results`)."""
+    verdict = rec["verdict"]
+    where = at.key("verdict")
+    if verdict in ("SKIPPED", "INCONCLUSIVE") and not rec.get("reason"):
+        raise at.key("reason").fail(rec.get("reason"), f"the reason of a {verdict} claim (every {verdict} says why)")
+    by_tests = _pytest_verdict(rec)
+    if by_tests is not None:  # a user's pytest claim: decided by its tests, its statistic is informative only
+        if verdict != by_tests[0]:
+            raise where.fail(verdict, f"{by_tests[0]}, the verdict of its tests in data.tests ({by_tests[1]})")
+        return
+    if verdict != "PASS":  # a FAIL or INCONCLUSIVE may have other causes than its statistic: not recomputed
+        return
+    for j, c in enumerate(rec.get("controls") or ()):
+        if c["observed"] != c["expected"]:
+            raise where.fail(
+                verdict,
+                f"not PASS: its control {c['name']!r} ({at.key('controls').idx(j).path}) was expected to come out "
+                f"{c['expected']} but came out {c['observed']}, and a check cannot PASS then (edited file?)",
+            )
+    stat, thr, comp = rec.get("statistic"), rec.get("threshold"), rec.get("comparison") or "<="
+    s, t = _as_float(stat), _as_float(thr)
+    if s is not None and not math.isfinite(s):
+        raise where.fail(verdict, f"not PASS: its statistic is {stat} ({at.key('statistic').path}); a PASS needs a "
+                         "finite statistic (edited file?)")  # fmt: skip
+    if s is None or t is None:
+        return  # nothing to recompute: a check that states no statistic or no threshold (its controls were checked)
+    if math.isnan(t):
+        raise where.fail(verdict, f"not PASS: its threshold is nan ({at.key('threshold').path}); nothing passes it")
+    holds: bool | None = None
+    if comp in _COMPARISONS:
+        holds = _COMPARISONS[comp](s, t)
+    elif comp == "CI contains":
+        data = rec.get("data")
+        ci = data.get("ci") if isinstance(data, dict) else None
+        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+            holds = float(ci[0]) <= t <= float(ci[1])
+            comp = f"CI [{ci[0]}, {ci[1]}] (data.ci) contains"
+    if holds is False:
+        raise where.fail(
+            verdict,
+            f"not PASS: recomputed from its statistic, threshold and comparison, '{stat} {comp} {thr}' does not hold "
+            "(edited file?)",
+        )
+
+
+def _check_exit_code(at: At, doc: Mapping[str, Any], summary: Summary) -> None:
+    """``run.exit_code`` against the claims and ``run.fail_on`` (see :func:`verify_results`)."""
+    run = doc["run"]
+    if "exit_code" not in run:
+        return
+    code, fail_on = run["exit_code"], run.get("fail_on", "fail")
+    bad = summary.FAIL + (summary.INCONCLUSIVE if fail_on == "inconclusive" else 0)
+    expected = 1 if bad else 0
+    if code == expected:
+        return
+    if code == 1 and expected == 0 and run.get("implementations") and not _user_code_checked(doc["claims"]):
+        return  # the gate's rule: with --impl, a run that checked nothing of the user's code exits 1
+    raise (
+        at.key("run")
+        .key("exit_code")
+        .fail(
+            code,
+            f"{expected}, the exit code its claims give ({summary.FAIL} FAIL, {summary.INCONCLUSIVE} INCONCLUSIVE, "
+            f"fail_on {fail_on}) (edited file?)",
+        )
+    )
+
+
+def _user_code_checked(claims: list[Mapping[str, Any]]) -> bool:
+    """True if a claim that did not SKIP ran on a part given with ``--impl`` (its ``implementation`` says so)."""
+    for rec in claims:
+        impl = rec.get("implementation")
+        if rec["verdict"] != "SKIPPED" and isinstance(impl, dict):
+            if any(str(v).startswith("--impl ") for v in impl.values()):
+                return True
+    return False
+
+
+def verify_results(parsed: ResultsDocument) -> None:
+    """Check that a parsed results document agrees with itself; the first disagreement raises InvalidFile naming
+    the field (``claims[3].verdict``, ``run.exit_code``). For a file read back from disk (``rnn-verify report``).
+
+    Recomputed or checked, per claim record:
+
+    * **PASS**: every control came out as expected (``observed == expected``; a check cannot PASS otherwise,
+      :class:`verify.verdict.CheckResult`); the statistic is not ``nan``/``inf``; the threshold is not ``nan``; and
+      where both are numbers the comparison is recomputed: ``statistic OP threshold`` for ``<=``, ``<``, ``>=``,
+      ``>``, ``|statistic| <= threshold`` for ``|z| <=``, and for ``CI contains`` ``lo <= threshold <= hi`` with
+      the interval the check stored as ``data.ci`` (where it stored one).
+      Not recomputable, so only the fields above are checked: a PASS without a statistic or a threshold (checks
+      that decide on several numbers), the comparison ``grows`` and any other wording.
+    * **FAIL** and **INCONCLUSIVE**: not recomputed (a check FAILs for other reasons than its statistic too --
+      a control, a crash, a second criterion); an INCONCLUSIVE or SKIPPED claim must state its ``reason``.
+    * a user's **pytest** claim (``source`` "pytest" with ``data.tests``): the verdict must be the one of its test
+      outcomes (a failed test: FAIL; else a passed one: PASS; else SKIPPED); its statistic is informative only.
+
+    Per document: ``summary`` equals the counts of the verdicts (:func:`parse_results` checks it), and
+    ``run.exit_code`` (where present) is the code those verdicts give under ``run.fail_on`` -- 1 with a FAIL
+    (or an INCONCLUSIVE under ``fail_on inconclusive``), else 0; a 1 without either is accepted only where
+    ``run.implementations`` is given and no claim that ran used a part given with ``--impl`` (the gate's rule that
+    a run must not pass on nothing).
+
+    These checks catch a verdict flipped alone, or with its counts and exit code; they cannot catch a file whose
+    numbers were edited to match. The report folder's digest (:func:`verify.files.recorded_digest`) catches
+    accidental edits of any byte; neither is a signature.
+    """
+    at = At(parsed.file)
+    for i, rec in enumerate(parsed.document["claims"]):
+        _check_record(at.key("claims").idx(i), rec)
+    _check_exit_code(at, parsed.document, parsed.summary)
 
 
 # --------------------------------------------------------------- golden header

@@ -269,7 +269,7 @@ _SIGNAL_AT: dict[str, tuple[object, str]] = {
     "list": (cli_mod, "select_claims"),
     "run": (cli_mod, "_check_run_args"),
     "sweep": (cli_mod, "_check_sweep_args"),
-    "report": (cli_mod, "parse_document"),
+    "report": (cli_mod, "read_document"),
     "golden": (golden, "check_golden"),
 }
 _SIGNAL_ARGV = {

@@ -49,7 +49,7 @@ from theory.catalog import all_claims
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.oracles.golden import HEADER_KEY, load_golden
-from verify.schema import parse_json_bytes, parse_results
+from verify.schema import parse_json_bytes, parse_results, verify_results
 from verify.verdict import CheckResult, Control, Verdict
 
 STATS: Counter[str] = Counter()
@@ -291,7 +291,8 @@ def mutated_json(draw: st.DrawFn, valid: bytes) -> bytes:
 def _saved_exit(doc: Any) -> int:
     verdicts = {c["verdict"] for c in doc.document["claims"]}
     failing = {"FAIL", "INCONCLUSIVE"} if doc.run.get("fail_on") == "inconclusive" else {"FAIL"}
-    return 1 if verdicts & failing else 0
+    # (a saved exit 1 without a FAIL is the --impl gate's: verify_results accepted it, report keeps it)
+    return 1 if verdicts & failing or doc.run.get("exit_code") == 1 else 0
 
 
 @settings(max_examples=examples(100))
@@ -311,9 +312,12 @@ def test_fuzz_results_json(box: Sandbox, data: st.DataObject) -> None:
     report_before = _snapshot(box.cwd / "report")
     try:
         doc = parse_results(parse_json_bytes(blob, "x"), "x")
+        verify_results(doc)  # the verdicts, counts and exit code agree with the stored numbers
         malformed = False
     except InvalidArgument:
         doc, malformed = None, True
+    # a changed byte of a results.json in its report folder differs from the digest the marker recorded
+    malformed = malformed or (where == "in-report" and blob != valid)
     STATS["results malformed" if malformed else "results valid"] += 1
     code, text = box.run(argv)
     # a valid document re-renders; the exit code is the one `run` gave its verdicts (1 on a FAIL, or on an

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from verify.report.document import parse_document
+
 pytest_plugins = ["pytester"]
 
 
@@ -61,6 +63,7 @@ def test_marked_test_becomes_a_claim_in_the_report(inner: pytest.Pytester) -> No
     assert len(rec["data"]["tests"]) == 5 and rec["statistic"] < 1e-12
     assert "test_user.py" in rec["rerun"]
     assert "mylib.adjoint-exact" in (out / "report.html").read_text()
+    parse_document(out)  # what `rnn-verify report` reads back agrees with itself (verdicts, counts)
 
 
 def test_injected_mutant_fails_the_run_and_names_the_claim(inner: pytest.Pytester) -> None:
@@ -77,6 +80,7 @@ def test_injected_mutant_fails_the_run_and_names_the_claim(inner: pytest.Pyteste
     )
     rec = json.loads((out / "results.json").read_text())["claims"][0]
     assert rec["verdict"] == "FAIL" and "relative error" in rec["reason"]
+    parse_document(out)  # a FAIL decided by the tests: consistent for `rnn-verify report`
 
 
 def test_unknown_mutant_is_a_usage_error_with_suggestions(inner: pytest.Pytester) -> None:

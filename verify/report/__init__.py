@@ -32,8 +32,8 @@ from verify.files import (
     is_report_folder,
     preflight_dir,
     preflight_file,
+    staged_files,
     write_dir_atomic,
-    write_file_atomic,
 )
 from verify.report.document import (
     SCHEMA,
@@ -139,12 +139,15 @@ def write_report(
 
     Nothing is written unless ``doc`` validates and ``out`` is acceptable
     (:func:`verify.files.preflight_dir`); see :func:`verify.files.write_dir_atomic`. ``removed`` (a list)
-    receives the previous report's files that were removed (the caller says which).
+    receives the previous report's files that were removed (the caller says which). An OS error (a full disk)
+    raises :class:`verify.files.OutputWriteError` naming the path; the outputs are then as they were (see
+    :func:`verify.files.write_dir_atomic` for the one exception, the marker's last rewrite).
     """
     files = render_files(doc, fail_on, pngs_done)
-    path = write_dir_atomic(out, files, removed=removed)
-    if junit is not None:
-        write_file_atomic(junit, files["junit.xml"])
-    if json_path is not None:
-        write_file_atomic(json_path, files["results.json"])
+    extra = [(p, files[name]) for p, name in ((junit, "junit.xml"), (json_path, "results.json")) if p is not None]
+    # the extra copies are staged first and moved into place after the folder: an OS error (a full disk) anywhere
+    # leaves every output as it was (verify.files.staged_files)
+    with staged_files(extra) as commit:
+        path = write_dir_atomic(out, files, removed=removed)
+        commit()
     return path

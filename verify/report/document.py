@@ -44,7 +44,7 @@ from theory.catalog import Claim, all_claims
 from verify.errors import InvalidFile
 from verify.files import tool_version
 from verify.report.figures import claim_figures, controls_table, normalize_figure
-from verify.schema import ResultsDocument, load_json_file, parse_results
+from verify.schema import ResultsDocument, parse_json_bytes, parse_results, read_file_bytes, verify_results
 from verify.verdict import CheckResult, Verdict, to_jsonable
 
 __all__ = [
@@ -53,7 +53,9 @@ __all__ = [
     "claim_record",
     "load_document",
     "parse_document",
+    "read_document",
     "rerun_command",
+    "results_file",
     "run_document",
     "summary_counts",
     "validate_document",
@@ -199,12 +201,8 @@ def validate_document(doc: Any, origin: str = "results.json") -> dict[str, Any]:
     return parse_results(doc, origin).document
 
 
-def parse_document(path: Path | str) -> ResultsDocument:
-    """Read and parse a ``results.json`` (a folder is taken to hold one) into typed values.
-
-    Every failure -- no such file, unreadable, not UTF-8 JSON, any malformed field --
-    raises :class:`~verify.errors.InvalidFile` naming the file (and the field).
-    """
+def results_file(path: Path | str) -> Path:
+    """The ``results.json`` that ``path`` names: the file itself, or the one in the folder ``path``."""
     p = Path(path)
     if p.is_dir():
         if not (p / "results.json").exists() and not (p / "results.json").is_symlink():
@@ -212,7 +210,27 @@ def parse_document(path: Path | str) -> ResultsDocument:
                 str(p), "", None, "is a folder without a results.json; give a results.json or a report folder"
             )
         p = p / "results.json"
-    return parse_results(load_json_file(p), str(p))
+    return p
+
+
+def read_document(path: Path | str) -> tuple[ResultsDocument, bytes]:
+    """:func:`parse_document`, and the bytes it parsed (for a digest)."""
+    p = results_file(path)
+    data = read_file_bytes(p)
+    parsed = parse_results(parse_json_bytes(data, str(p)), str(p))
+    verify_results(parsed)
+    return parsed, data
+
+
+def parse_document(path: Path | str) -> ResultsDocument:
+    """Read and parse a ``results.json`` (a folder is taken to hold one) into typed values, and check that it
+    agrees with itself (:func:`verify.schema.verify_results`: verdicts recomputed where they can be, counts, exit
+    code).
+
+    Every failure -- no such file, unreadable, not UTF-8 JSON, any malformed field, a verdict its own numbers
+    contradict -- raises :class:`~verify.errors.InvalidFile` naming the file (and the field).
+    """
+    return read_document(path)[0]
 
 
 def load_document(path: Path | str) -> dict[str, Any]:
