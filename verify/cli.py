@@ -92,6 +92,7 @@ prints it as JSON. Exit 0, or 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime as _dt
 import errno
@@ -668,15 +669,19 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     out, junit, json_file = (None, None, None) if args.plan else _run_outputs(args)  # absolute, checked first
     workers = _run_workers(args)
     pool: IsolatedPool | None = None
-    try:
-        impls = None
-        if args.impl:  # loaded and checked in a worker process before anything else runs: a bad spec is exit 2
-            pool = IsolatedPool(workers, THREADS_PER_PROCESS)
-            impls = _load_isolated(pool, args)
-        return _run_selected(args, argv, impls, pool, workers, (out, junit, json_file))
-    finally:
-        if pool is not None:
-            pool.close()
+    with contextlib.ExitStack() as held:
+        if out is not None:  # a second run into the same folder is refused (exit 2, naming this one) until we end
+            held.enter_context(output_lock(out, "--out", command="rnn-verify " + shlex.join(argv)))
+        try:
+            impls = None
+            if args.impl:  # loaded and checked in a worker process before anything else runs: a bad spec is exit 2
+                pool = IsolatedPool(workers, THREADS_PER_PROCESS)
+                impls = _load_isolated(pool, args)
+            return _run_selected(args, argv, impls, pool, workers, (out, junit, json_file))
+        finally:
+            if pool is not None:
+                pool.close()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _load_isolated(pool: IsolatedPool, args: argparse.Namespace) -> _Loaded:
@@ -1185,6 +1190,17 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     out = _sweep_out(args)  # checked before anything is started
     _distinct_outputs([("--json", args.json)], ("--out", out))
     json_file = preflight_file(args.json, "--json") if args.json else None
+    with contextlib.ExitStack() as held:
+        if out is not None:  # a second run into the same folder is refused until this one ends
+            held.enter_context(output_lock(out, "--out", command="rnn-verify " + shlex.join(argv)))
+        return _sweep_locked(args, argv, plan, out, json_file)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _sweep_locked(
+    args: argparse.Namespace, argv: Sequence[str], plan: SweepPlan, out: Path | None, json_file: Path | None
+) -> int:
+    """``sweep`` once its outputs are checked and locked: run the cells, write the report, decide."""
     cache = None if args.no_cache else CellCache(Path(args.cache) if args.cache else default_cache_dir())
     stream = sys.stdout
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
