@@ -690,8 +690,8 @@ def _load_isolated(pool: IsolatedPool, args: argparse.Namespace) -> _Loaded:
     Whatever the user's module does at import or in the load check -- raise, ``sys.exit``, ``os._exit``, a
     signal, a hang -- is a usage error naming the ``--impl`` (exit 2), decided here, where none of it runs.
     """
-    params = {"specs": list(args.impl), "root": os.getcwd(),
-              "path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path]}  # fmt: skip
+    # the worker runs in this folder (relative file specs are read from it and named as the user typed them)
+    params = {"specs": list(args.impl), "path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path]}
     limit = LOAD_TIMEOUT_S if args.timeout is None else (args.timeout or None)
     outcome = pool.call("impl.load", params, timeout=limit)
     value = outcome.get("value") if outcome.get("ok") else None
