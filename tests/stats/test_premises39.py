@@ -9,6 +9,7 @@ independence test rejects i.i.d. draws with probability ≤ its level (1e-3 here
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -109,7 +110,7 @@ def test_groups_merge_keeps_totals() -> None:
     assert torch.allclose(within, ((x - x.mean(0)) ** 2).sum(0), rtol=1e-10)
 
 
-def _offset_sampler(g: torch.Tensor, sd: float) -> object:
+def _offset_sampler(g: torch.Tensor, sd: float) -> Callable[[int, torch.Generator], torch.Tensor]:
     def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
         return g + sd * torch.randn(P, generator=rng, dtype=F64) + torch.randn(m, P, generator=rng, dtype=F64)
 
@@ -121,10 +122,10 @@ def test_strongly_shared_offsets_are_inconclusive_naming_the_premise() -> None:
     opts = TestOptions(alpha=1e-3, beta=1e-3, delta=0.1)
     for seed in range(3):
         gen = torch.Generator().manual_seed(seed)
-        res = planned_test(_offset_sampler(g, 0.3), g, options=opts, generator=gen, max_samples=4000, pilot=1000)  # type: ignore[arg-type]
+        res = planned_test(_offset_sampler(g, 0.3), g, options=opts, generator=gen, max_samples=4000, pilot=1000)
         assert res.verdict is Verdict.INCONCLUSIVE, res.summary()
         assert "not independent" in res.reason
-        x = torch.cat([_offset_sampler(g, 0.3)(250, gen) for _ in range(8)])  # type: ignore[operator]
+        x = torch.cat([_offset_sampler(g, 0.3)(250, gen) for _ in range(8)])
         res = fixed_sample_test(x, g, options=opts, generator=gen)
         assert res.verdict is Verdict.INCONCLUSIVE and "not independent" in res.reason, res.summary()
 
@@ -133,7 +134,7 @@ def test_first_look_of_one_call_gives_no_verdict() -> None:
     g = _truth()
     gen = torch.Generator().manual_seed(6)
     res = sequential_test(
-        _offset_sampler(g, 0.0),  # type: ignore[arg-type]
+        _offset_sampler(g, 0.0),
         g,
         options=TestOptions(alpha=1e-3, beta=1e-3, delta=0.1),
         generator=gen,
@@ -158,7 +159,9 @@ def test_extreme_scales_give_the_verdict_of_scale_one(scale: float) -> None:
         def sampler(m: int, rng: torch.Generator, g: torch.Tensor = g, s: float = s) -> torch.Tensor:
             return g + torch.randn(m, P, generator=rng, dtype=F64) * (s * 10.0 / math.sqrt(P))
 
-        out.append(sequential_test(sampler, g, options=opts, generator=torch.Generator().manual_seed(7), max_samples=8000))
+        out.append(
+            sequential_test(sampler, g, options=opts, generator=torch.Generator().manual_seed(7), max_samples=8000)
+        )
     assert [r.verdict for r in out[:2]] == [r.verdict for r in out[2:]]
     assert out[2].verdict is Verdict.PASS
     assert out[2].quantities[0].bias_norm > 0.0  # no square underflowed to an estimate of exactly 0
