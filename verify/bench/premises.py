@@ -207,9 +207,12 @@ def _cell(row: dict[str, Any] | None) -> str:
     c = row["counts"]
     n = row["seeds"]
     fail, crash = c.get("FAIL", 0), c.get("crash", 0)
+    if row.get("biased"):  # a biased calibration cell: the error is a PASS (a false certificate)
+        fail = c.get("PASS", 0)
     lo, hi = cp(fail + crash, n)
     parts = [f"{c.get(v, 0)}/{c.get('PASS', 0)}/{c.get('INCONCLUSIVE', 0)}" for v in ("FAIL",)]
-    return f"{parts[0]} crash {crash}; FAIL+crash {(fail + crash) / n:.3g} [{lo:.2g}, {hi:.2g}]"
+    what = "false PASS" if row.get("biased") else "FAIL+crash"
+    return f"{parts[0]} crash {crash}; {what} {(fail + crash) / n:.3g} [{lo:.2g}, {hi:.2g}]"
 
 
 def table(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
@@ -222,7 +225,8 @@ def table(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
     for r in after:
         b = key.get((r["case"], r["mechanism"]))
         why = r["reasons"].get("INCONCLUSIVE") or r["reasons"].get("FAIL") or r["reasons"].get("crash") or ""
-        why = why.replace("|", "/")[:300]
+        why = why.split("estimate: ", 1)[-1] if why.startswith("INCONCLUSIVE") else why
+        why = why.replace("||", "‖").replace("|", "/")[:260]
         lines.append(
             f"| {r['case']} | {r['level']:g} | {r['mechanism']} | {r['seeds']} | {_cell(b)} | {_cell(r)} | {why} |"
         )

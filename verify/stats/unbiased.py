@@ -96,6 +96,17 @@ direction at level a/r); otherwise it cannot reject, and the INCONCLUSIVE says s
 and directions with no variation beyond round-off are deterministic only if the estimator declares it
 (``event_floor``), bounded by an unseen-event term if it declares ``draw_radius``, and otherwise carry no
 evidence either way (the direction tests leave their mean out). A PASS also needs M ≥ ``min_samples`` (1000).
+Issue 39 adds three premises, checked the same way (a failed one is INCONCLUSIVE, naming it, never FAIL or PASS):
+*an infinite variance in one coordinate or tested direction* -- Hill's tail index below 2 together with one draw
+carrying more than ``max_tail_share`` of that coordinate's scatter (not diluted by the others, as the trace share
+is); *independence of the draws* -- the draws are kept in groups (each sampler call; a given sample: consecutive
+blocks) and the between-group variation compared with the within-group one (at level α), and
+:func:`planned_test` / :func:`sequential_test` give no verdict before two sampler calls can be compared;
+*resolution* -- the unresolved-directions subtest never FAILs (directions that vary on rare sign patterns only are
+a premise on the draws, not a bias). *Scale*: every statistic is computed on the draws and the truth multiplied by
+a power of two (exact) that brings ‖g‖ (or ``reference_norm``) into [0.5, 1), and reported back in the user's
+units, so squares neither underflow (1e-155 … 1e-300) nor overflow; :mod:`verify.stats.premises` has the details
+and ``python -m verify.bench.premises`` the measurements.
 The calibration suite (:mod:`verify.stats.calibration`) measures both rates with rare-event, skewed, lattice,
 heavy-tailed and ill-conditioned draws.
 
