@@ -196,7 +196,10 @@ __all__ = [
     "validate_seed",
 ]
 
-#: ``sampler(m, generator)`` -> m i.i.d. draws: a tensor (m, p) or a sequence of J tensors (m, p_j).
+#: ``sampler(m, generator)`` -> m i.i.d. draws: a tensor (m, p) or a sequence of J tensors (m, p_j). What a sampler
+#: must guarantee (issue 39): the draws of one call are i.i.d. and independent of every other call's -- no state or
+#: random offset shared by the draws of a call. Checked, not assumed: the calls are compared (between- vs
+#: within-call variation, :mod:`verify.stats.premises`), and no verdict is given before two calls.
 Sampler = Callable[[int, torch.Generator], torch.Tensor | Sequence[torch.Tensor]]
 
 #: the mixture boundaries are tuned for this fraction of the fixed-sample plan (about where the sequential
