@@ -200,3 +200,16 @@ def test_low_precision_draws_say_rounding_not_no_variation(dtype: torch.dtype) -
     assert res.verdict is not Verdict.FAIL
     if "in 22 coordinate" in res.reason:
         assert str(dtype).split(".")[-1] in res.reason and "round-off" in res.reason, res.reason
+
+
+def test_calls_are_counted_without_series_diagonal_mode_no_directions() -> None:
+    """Diagonal mode (p > dense_max) with no directions keeps no series, but its calls still count."""
+    p = 600
+    g = torch.full((p,), 0.3, dtype=F64)
+
+    def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
+        return g + torch.randn(m, p, generator=rng, dtype=F64)
+
+    opts = TestOptions(delta=0.5, directions=0, hotelling=False)
+    res = sequential_test(sampler, g, options=opts, generator=torch.Generator().manual_seed(0), max_samples=4000)
+    assert res.verdict is Verdict.PASS and res.samples_used == 2600, res.summary()  # the second look (2 calls)

@@ -612,8 +612,8 @@ def _add_groups(acc: _Acc, y: torch.Tensor, proj_y: torch.Tensor | None, blocks:
     parts = [y] if acc.groups.mean.shape[1] > (0 if proj_y is None else int(proj_y.shape[1])) else []
     if proj_y is not None:
         parts.append(proj_y)
-    if not parts:
-        return acc.groups
+    if not parts:  # no series kept (diagonal mode, no directions): the call is still counted
+        parts = [y[:, :0]]
     return groups_add(acc.groups, torch.cat(parts, dim=1), blocks=blocks)
 
 
