@@ -45,7 +45,7 @@ NOTE = (
     "parts that PASS named, the rest stated), not reproduced (a FAIL, with the evidence), not resolved at this power, "
     "each 'at reduced scale' where the run is below the paper's scale or 'on our instance' where the paper prints no "
     "setup; or not run (the command and its cost, or what running it would take). The status is the one the rules "
-    "of docs/reference/reproductions.md give from the committed report's verdicts. Papers: "
+    "written in the documentation's Reproductions page give from the committed report's verdicts. Papers: "
 )
 CHECKS_TITLE = "Checks of the papers' statements that are not experiments of the papers (not counted above)"
 
