@@ -86,7 +86,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
-import errno
 import json
 import multiprocessing
 import os
@@ -101,15 +100,21 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from theory.catalog import GATE_ALPHA, Claim, all_claims, gate_budget
-from verify import exit_codes, stop
+from verify import stop
 from verify._validate import MAX_SEED, validate_seed
 from verify.checks import ClaimPlan, uses
 from verify.checks import device as device_checks
-from verify.config import PROFILES, RunConfig
+from verify.cli_front import STOPS, Backend, Command, selected
+from verify.cli_front import main as front_main
+from verify.cli_front import stopped as _stopped
+from verify.cli_parser import DEFAULT_RUNS, DEFAULT_SWEEPS, build_parser
+from verify.config import RunConfig
 from verify.errors import InvalidArgument, VerifyError
-from verify.exit_codes import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from verify.files import read_marker, tool_version, write_file_atomic
+from verify.exit_codes import EXIT_FAIL, EXIT_OK
+from verify.files import read_marker, write_file_atomic
 from verify.hardware import NO_CUDA_REASON, resolve_device
+from verify.impl import FAMILIES as IMPL_FAMILIES
+from verify.impl.loader import ALIASES as IMPL_ALIASES
 from verify.oracles import golden, golden_user
 from verify.report import (
     MARKER,
@@ -147,8 +152,7 @@ from verify.run.sweep.executors import (
     parse_executor,
     stop_processes,
 )
-from verify.stop import Stop
-from verify.text import clean, safe_str
+from verify.text import clean
 from verify.verdict import CheckResult, Verdict, finding_line
 
 _BACKGROUND_PNG_MIN_CLAIMS = 6
@@ -156,338 +160,8 @@ _BACKGROUND_PNG_MIN_CLAIMS = 6
 PROGRESS_INTERVAL_S = 10.0
 #: seconds between the progress lines under ``--quiet`` (not on a terminal): a claim that runs long is seen
 QUIET_PROGRESS_INTERVAL_S = 60.0
-DEFAULT_RUNS = Path("reports") / "runs"
-DEFAULT_SWEEPS = Path("reports") / "sweeps"
 #: every folder rnn-verify writes into by default, relative to the current folder (each is git-ignored, tested)
 DEFAULT_OUTPUT_DIRS = (DEFAULT_RUNS, DEFAULT_SWEEPS)
-#: the longest name (one path component) and path the file systems rnn-verify runs on take, in bytes (Linux's
-#: NAME_MAX and PATH_MAX): a longer one is refused naming the argument, not left to the OS's "[Errno 36]"
-NAME_MAX, PATH_MAX = 255, 4096
-
-
-def _path_arg(text: str) -> str:
-    """argparse ``type`` of every path argument: refuses (exit 2, naming the argument) a NUL byte, a name longer
-    than :data:`NAME_MAX` bytes or a path longer than :data:`PATH_MAX` bytes."""
-    if "\x00" in text:
-        raise argparse.ArgumentTypeError("the path holds a NUL byte, which no file name can")
-    raw = os.fsencode(text)
-    if len(raw) > PATH_MAX:
-        raise argparse.ArgumentTypeError(
-            f"the path is {len(raw)} bytes long; the file system allows at most {PATH_MAX} (PATH_MAX)"
-        )
-    for part in raw.split(b"/"):
-        if len(part) > NAME_MAX:
-            shown = os.fsdecode(part[:40]) + "..."
-            raise argparse.ArgumentTypeError(
-                f"the name {shown!r} is {len(part)} bytes long; the file system allows at most {NAME_MAX} bytes "
-                "per file or folder name (NAME_MAX)"
-            )
-    return text
-
-
-_MARKER_NOTE = "Report folders carry a .rnn-verify-report marker; rnn-verify replaces only the files it lists."
-
-
-def _epilog(command: str | None = None) -> str:
-    """A ``--help`` epilog: the exit codes of ``command`` (all commands at the top level), from
-    :mod:`verify.exit_codes`."""
-    return (exit_codes.overview() if command is None else exit_codes.epilog(command)) + "\n\n" + _MARKER_NOTE
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    """Descriptions wrapped as usual; an epilog's lines (the exit-code tables) kept as written."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if "\n" in text:
-            return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
-
-
-#: what stops a run: a signal delivered to rnn-verify (:class:`verify.stop.Stop`), or a KeyboardInterrupt that
-#: reached the toolkit's own code (code under test never lets one through: :func:`verify.stop.reraise_if_stopped`)
-_STOPS = (KeyboardInterrupt, Stop)
-
-
-def _stopped(exc: BaseException) -> tuple[str, int]:
-    """What to say, and the exit code, for Ctrl-C or a stop signal; from now on further signals are ignored."""
-    stop.stopping()
-    if isinstance(exc, Stop):
-        return exc.what, exc.exit_code
-    return "interrupted", EXIT_INTERRUPTED
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, whose messages echo the arguments as given (``unrecognized arguments: ...``): cleaned
-    (:func:`verify.text.clean`), so that no control character of an argument reaches the terminal raw."""
-
-    def _print_message(self, message: str, file: Any = None) -> None:
-        super()._print_message(clean(message) if message else message, file)
-
-
-def _parser() -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = _Parser(  # its subcommands are _Parser too (argparse: parser_class)
-        prog="rnn-verify",
-        description="Check online recurrent learning algorithms against exact references and the papers' claims.",
-        epilog=_epilog(),
-        formatter_class=_HelpFormatter,
-    )
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{list,run,sweep,report,golden}")
-    _add_list_parser(sub)
-    _add_run_parser(sub)
-    _add_sweep_parser(sub)
-    _add_report_parser(sub)
-    _add_golden_parser(sub)
-    return p
-
-
-def _subparser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, **kw: Any
-) -> argparse.ArgumentParser:
-    """A subcommand's parser; its ``--help`` ends with the command's exit codes (:mod:`verify.exit_codes`)."""
-    return sub.add_parser(name, epilog=_epilog(name), formatter_class=_HelpFormatter, **kw)
-
-
-def _add_list_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify list``: the claim catalog."""
-    ls = _subparser(
-        sub,
-        "list",
-        help="list the claim catalog",
-        description="List the claim catalog.",
-    )
-    ls.add_argument("--profile", choices=PROFILES, help="only claims that run in this profile")
-    ls.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (e.g. 'uoro.*')")
-    fmt = ls.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print the catalog as JSON")
-    fmt.add_argument("--markdown", action="store_true", help="print the catalog as a markdown table (for the README)")
-
-
-def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify run``: what to run, where, and the report it writes."""
-    run = _subparser(
-        sub,
-        "run",
-        help="run claims and write a report",
-        description="Run claims of the catalog, print one verdict per claim and write a report folder.",
-    )
-    run.add_argument(
-        "--profile", choices=PROFILES, default="ci", help="ci: the quick CI gate (default); full: larger sizes"
-    )
-    run.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs, e.g. 'uoro.*' (default: all)")
-    run.add_argument("--seed", type=int, default=0, help=f"base seed, 0 .. {MAX_SEED} (default 0)")
-    run.add_argument(
-        "--device", default="cpu", help="cpu (default), cuda[:N] or auto; without CUDA the device claims are SKIPPED"
-    )
-    run.add_argument("--strict-device", action="store_true", help="make --device cuda without CUDA an error (exit 2)")
-    run.add_argument(
-        "--dtype", choices=("float64", "float32"), default="float64", help="dtype where a check lets you choose"
-    )
-    out = run.add_mutually_exclusive_group()
-    out.add_argument(
-        "--out", metavar="DIR", type=_path_arg, help=f"report folder (default {DEFAULT_RUNS}/<timestamp>-<profile>)"
-    )
-    out.add_argument("--no-report", action="store_true", help="write no report folder")
-    run.add_argument(
-        "--json",
-        nargs="?",
-        const="-",
-        metavar="FILE",
-        type=_path_arg,
-        help="also write results.json to FILE ('-' or no FILE: print it on stdout, verdicts go to stderr)",
-    )
-    run.add_argument("--junit", metavar="FILE", type=_path_arg, help="also write JUnit XML to FILE")
-    run.add_argument(
-        "--fail-on",
-        choices=("fail", "inconclusive"),
-        default="fail",
-        help="exit 1 on FAIL (default) or also on INCONCLUSIVE",
-    )
-    _add_run_execution_args(run)
-
-
-def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
-    """``rnn-verify run``: workers, executor, output level and the implementations under test."""
-    run.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="run checks in N processes, one torch thread each (default: the CPUs available; at most those and "
-        "the claims to run; with --impl each loads it again). Verdicts do not depend on N",
-    )
-    run.add_argument(
-        "--executor",
-        metavar="KIND",
-        default=None,
-        help="where the claims run: process (a local pool, what --workers uses), dask (a loopback LocalCluster of "
-        "--workers processes) or dask=ADDRESS (an existing scheduler, e.g. dask=tcp://10.0.0.5:8786)",
-    )
-    run.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
-    run.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help=f"time limit of each claim run in a worker process: past it the claim FAILs 'did not finish within N s' "
-        f"(default: {TIMEOUT_FACTOR:g} x its recorded time, at least {TIMEOUT_FLOOR_S:g} s; 0: no limit)",
-    )
-    run.add_argument(
-        "--plan",
-        action="store_true",
-        help="run nothing: print per claim what it would do (draws, estimated seconds, and whether measured by a "
-        "short pilot of the implementation under test or recorded) and a total; writes nothing (--json - for JSON)",
-    )
-    run.add_argument(
-        "--impl",
-        action="append",
-        default=[],
-        metavar="FAMILY=SPEC",
-        help="run the claims against your implementation: FAMILY is reference, rtrl, truncation (or tbptt), uoro, "
-        "fpp, device or family.field; SPEC is module.path:Name or path/to/file.py:name (repeatable)",
-    )
-    run.add_argument(
-        "--impl-only",
-        action="store_true",
-        help="with --impl: leave out the claims that exercise none of the given implementations (default: they run "
-        "on the toolkit's own)",
-    )
-
-
-def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify sweep``: a named sweep on an executor, cached."""
-    sw = _subparser(
-        sub,
-        "sweep",
-        help="run a named sweep (reproductions at the papers' settings, calibration) on an executor, cached",
-        description="Run a named sweep: its cells go to an executor (Dask LocalCluster on loopback by default, an "
-        "existing Dask scheduler with --executor dask=ADDRESS, or a process pool); every finished cell is cached by "
-        "content (claim, configuration, seed, code version), so an interrupted sweep resumes and a rerun computes "
-        "nothing it has; the merged results go to one results.json and report.",
-    )
-    sw.add_argument("name", nargs="?", metavar="NAME", help="the sweep (see --list)")
-    sw.add_argument("--list", action="store_true", help="list the sweeps and exit")
-    sw.add_argument("--scale", choices=("paper", "full", "ci"), default="paper", help="reproduction sizes")
-    sw.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    sw.add_argument(
-        "--seeds", type=int, default=None, metavar="N", help="number of seeds (calibration: 1000; at most 100000)"
-    )
-    sw.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (calibration, claims)")
-    sw.add_argument("--profile", choices=PROFILES, default="ci", help="profile of claim cells (default ci)")
-    sw.add_argument(
-        "--executor",
-        metavar="KIND",
-        default="auto",
-        help="auto (dask if installed, else process; serial with one worker), serial, process, dask, dask=ADDRESS",
-    )
-    sw.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"cells at once (default: the CPUs; at most {MAX_WORKERS})",
-    )
-    sw.add_argument(
-        "--threads", type=int, default=None, metavar="N", help=f"torch threads per cell (at most {MAX_THREADS})"
-    )
-    sw.add_argument("--split-lrs", action="store_true", help="one cell per learning rate (for a large cluster)")
-    cache = sw.add_mutually_exclusive_group()
-    cache.add_argument(
-        "--cache", metavar="DIR", type=_path_arg, help="cell cache folder (default $XDG_CACHE_HOME/rnn-verify/cells)"
-    )
-    cache.add_argument("--no-cache", action="store_true", help="cache nothing (every cell is computed)")
-    sout = sw.add_mutually_exclusive_group()
-    sout.add_argument(
-        "--out", metavar="DIR", type=_path_arg, help="report folder (default reports/sweeps/<timestamp>-<name>)"
-    )
-    sout.add_argument("--no-report", action="store_true", help="write no report folder")
-    sw.add_argument("--json", metavar="FILE", type=_path_arg, help="also write results.json to FILE")
-    sw.add_argument("--fail-on", choices=("fail", "inconclusive"), default="fail", help="exit 1 on FAIL (default)")
-    sw.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
-
-
-def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify report``: re-render a saved run."""
-    rep = _subparser(
-        sub,
-        "report",
-        help="re-render a report from a saved results.json",
-        description="Re-render report.md, report.html, junit.xml and figures from a saved run, without recomputing.",
-    )
-    rep.add_argument("results", metavar="RESULTS", type=_path_arg, help="a results.json or a report folder holding one")
-    rep.add_argument(
-        "--out",
-        metavar="DIR",
-        type=_path_arg,
-        help="report folder (default: the folder of RESULTS, if it is an rnn-verify report folder)",
-    )
-    rep.add_argument("--junit", metavar="FILE", type=_path_arg, help="also write JUnit XML to FILE")
-    rep.add_argument(
-        "--fail-on",
-        choices=("fail", "inconclusive"),
-        default=None,
-        help="INCONCLUSIVE as failure (JUnit and exit code); default: as the saved run had it",
-    )
-
-
-def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify golden``: export or check golden vectors."""
-    gold = _subparser(
-        sub,
-        "golden",
-        help="export or check portable golden vectors",
-        description="Export golden vectors (.npz + JSON header) with exact float64 reference quantities, "
-        "or re-verify a golden file with --check.",
-    )
-    gold.add_argument(
-        "--check",
-        metavar="FILE",
-        type=_path_arg,
-        help="re-verify a golden pair instead of exporting: FILE is its .npz or its .json; both must be there",
-    )
-    gold.add_argument(
-        "--reference",
-        metavar="GOLDEN",
-        type=_path_arg,
-        help="with --check: FILE holds YOUR results -- a plain .npz with only the arrays you computed, named "
-        "<case>__<quantity> as in GOLDEN (any subset of cases and quantities; no header, no hashes); each is "
-        "compared with GOLDEN's (.npz or .json of the published pair, itself validated and hash-checked) by the "
-        "header's norm, max|a - r| <= check_rtol * max|r|; what was not supplied is listed, an unknown name "
-        "refused (exit 2), and failures get a diagnosis of the likely mistake. Exit 0 all supplied arrays "
-        "verify, 1 a mismatch, 2 input error",
-    )
-    gold.add_argument(
-        "--out", metavar="FILE", type=_path_arg, default="golden.npz", help="output .npz (default golden.npz)"
-    )
-    gold.add_argument("--seed", type=int, default=0, help=f"seed of the problems, 0 .. {MAX_SEED} (default 0)")
-    gold.add_argument("--k", type=int, nargs="+", default=None, metavar="K", help="truncation lengths (default 1 2 3)")
-
-
-def _version() -> str:
-    return tool_version()
-
-
-# ---------------------------------------------------------------------- list
-def _cmd_list(args: argparse.Namespace) -> int:
-    claims = select_claims(args.claims, profile=args.profile)
-    if args.claims and args.profile:
-        claims = [c for c in claims if args.profile in c.profiles]
-    if args.json:
-        print(json.dumps([{**dataclasses.asdict(c), "family": c.family} for c in claims], indent=2))
-        return EXIT_OK
-    if args.markdown:
-        print("| claim | what it checks | paper | where | profiles |")
-        print("|---|---|---|---|---|")
-        for c in claims:
-            cells = [f"`{c.id}`", c.title, f"`{c.paper}`", c.where, ", ".join(c.profiles)]
-            print("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-        return EXIT_OK
-    for c in claims:
-        print(f"{c.id:<34} {c.paper:<34} [{','.join(c.profiles)}]")
-        print(f"    {c.title}")
-        print(f"    {c.where}")
-    print(f"{len(claims)} claims")
-    return EXIT_OK
 
 
 # ---------------------------------------------------------------- progress
@@ -723,7 +397,7 @@ def _run_selected(
         results = run_claims(claims, config, on_event, workers=workers, skip=skip, executor=executor)
     except BaseException as exc:
         _stop_run(progress, executor, pngs)
-        if not isinstance(exc, _STOPS):
+        if not isinstance(exc, STOPS):
             raise
         return _run_stopped(exc, out, workers, pngs)
     progress.close()
@@ -923,7 +597,7 @@ def _select_run_claims(
 ) -> tuple[list[Claim], dict[str, str], list[str]]:
     """The claims to list, the reason each skipped one is SKIPPED, and those ``--impl-only`` leaves out."""
     # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
-    claims = select_claims(args.claims)
+    claims = selected(args.claims, args.keyword, select=select_claims)
     skip: dict[str, str] = {
         c.id: f"runs in profile {'/'.join(c.profiles)} only; rerun with --profile {c.profiles[0]}"
         for c in claims
@@ -1075,7 +749,7 @@ def _write_run_outputs(
                 write_file_atomic(junit, render_junit(doc, fail_on))
             if json_file is not None:
                 write_file_atomic(json_file, dumps_document(doc).encode("utf-8"))
-    except _STOPS as exc:
+    except STOPS as exc:
         what, code = _stopped(exc)
         print(
             f"\nrnn-verify: {what} while writing; the report folder holds the previous report or the complete "
@@ -1173,7 +847,7 @@ def _cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except BaseException as exc:
         if executor is not None:
             executor.close()
-        if not isinstance(exc, _STOPS):
+        if not isinstance(exc, STOPS):
             raise
         what, code = _stopped(exc)
         kept = "finished cells are cached and a rerun resumes" if cache is not None else "--no-cache: nothing kept"
@@ -1380,56 +1054,38 @@ def _cmd_golden(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def help_values() -> dict[str, object]:
+    """The numbers and names the subcommands' ``--help`` quotes (:mod:`verify.cli_parser`), from their modules."""
+    return {
+        "MAX_SEED": MAX_SEED,
+        "MAX_WORKERS": MAX_WORKERS,
+        "MAX_THREADS": MAX_THREADS,
+        "TIMEOUT_FACTOR": TIMEOUT_FACTOR,
+        "TIMEOUT_FLOOR_S": TIMEOUT_FLOOR_S,
+        "IMPL_FAMILIES": ", ".join([*IMPL_FAMILIES, *IMPL_ALIASES]),
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The parser of every command (:func:`verify.cli_parser.build_parser`), its ``--help`` values filled in."""
+    return build_parser(help_values)
+
+
+#: the commands that compute, by name (``list`` and ``explain`` are :mod:`verify.cli_front`'s)
+COMMANDS: dict[str, Command] = {
+    "run": lambda args, argv: _cmd_run(args, argv),
+    "sweep": lambda args, argv: _cmd_sweep(args, argv),
+    "report": lambda args, argv: _cmd_report(args),
+    "golden": lambda args, argv: _cmd_golden(args),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv``; returns the exit code (see the module docstring).
 
     SIGTERM and SIGHUP are handled like Ctrl-C while it runs (exit 143 / 129).
     """
-    with stop.handling():
-        try:
-            return _main(argv)
-        except _STOPS as exc:
-            what, code = _stopped(exc)
-            print(f"\nrnn-verify: {what}", file=sys.stderr)
-            return code
-
-
-def _main(argv: Sequence[str] | None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
-        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    try:
-        if args.command == "list":
-            return _cmd_list(args)
-        if args.command == "run":
-            return _cmd_run(args, argv)
-        if args.command == "sweep":
-            return _cmd_sweep(args, argv)
-        if args.command == "report":
-            return _cmd_report(args)
-        return _cmd_golden(args)
-    except VerifyError as exc:
-        print(f"rnn-verify: error: {safe_str(exc)}", file=sys.stderr)  # it may quote code under test: cleaned
-        return EXIT_USAGE
-    except OSError as exc:  # e.g. the disk filled up while writing; what was there before is intact
-        print(f"rnn-verify: error: {clean(_os_error_text(exc))}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def _os_error_text(exc: OSError) -> str:
-    """An OS error in words (the OS's limits named, not a bare "[Errno 36]")."""
-    where = f" ({str(exc.filename)[:80]}{'...' if len(str(exc.filename)) > 80 else ''})" if exc.filename else ""
-    if exc.errno == errno.ENAMETOOLONG:
-        return (
-            f"a file or folder name is too long for the file system{where}: at most {NAME_MAX} bytes per name "
-            f"(NAME_MAX), {PATH_MAX} per path (PATH_MAX)"
-        )
-    if exc.errno == errno.EISDIR:
-        return f"is a folder, where a file is expected{where}"
-    return f"{exc.strerror or exc}{where}"
+    return front_main(argv, lambda: Backend(COMMANDS, help_values))
 
 
 if __name__ == "__main__":  # pragma: no cover
