@@ -104,7 +104,7 @@ from verify import stop
 from verify._validate import MAX_SEED, validate_seed
 from verify.checks import ClaimPlan, uses
 from verify.checks import device as device_checks
-from verify.cli_front import STOPS, Backend, Command, selected
+from verify.cli_front import STOPS, Backend, Command, os_error_text, selected
 from verify.cli_front import main as front_main
 from verify.cli_front import stopped as _stopped
 from verify.cli_parser import DEFAULT_RUNS, DEFAULT_SWEEPS, build_parser
@@ -152,7 +152,8 @@ from verify.run.sweep.executors import (
     parse_executor,
     stop_processes,
 )
-from verify.text import clean
+from verify.selection import last_failed_path, read_last_failed, update_last_failed
+from verify.text import clean, safe_str
 from verify.verdict import CheckResult, Verdict, finding_line
 
 _BACKGROUND_PNG_MIN_CLAIMS = 6
@@ -394,7 +395,9 @@ def _run_selected(
             pool.timeout_for = _pool_limits(claims, config)
             executor = pool
         pngs = _BackgroundPNGs() if out is not None and n_run >= _BACKGROUND_PNG_MIN_CLAIMS else None
-        results = run_claims(claims, config, on_event, workers=workers, skip=skip, executor=executor)
+        results = run_claims(
+            claims, config, on_event, workers=workers, skip=skip, executor=executor, maxfail=args.maxfail
+        )
     except BaseException as exc:
         _stop_run(progress, executor, pngs)
         if not isinstance(exc, STOPS):
@@ -413,6 +416,7 @@ def _run_selected(
     stopped = _write_run_outputs(out, doc, args.fail_on, junit, json_file, pngs)
     if stopped is not None:
         return stopped
+    _record_last_failed(results, args.fail_on, out)
     if to_stdout:
         sys.stdout.write(dumps_document(doc))
     _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream)
@@ -512,6 +516,8 @@ def _check_run_args(args: argparse.Namespace) -> None:
         check_count("--workers", args.workers, MAX_WORKERS, WORKERS_WHY)
     if args.impl_only and not args.impl:
         raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
+    if args.maxfail is not None and args.maxfail < 1:
+        raise InvalidArgument("--maxfail", args.maxfail, "must be a number of FAILs >= 1 (-x is --maxfail 1)")
     if args.timeout is not None and not (0 <= args.timeout < 1e9):  # NaN fails both
         raise InvalidArgument("--timeout", args.timeout, "must be a number of seconds >= 0 (0: no limit)")
     if args.plan and (args.junit or args.json not in (None, "-") or args.out):
@@ -598,6 +604,8 @@ def _select_run_claims(
     """The claims to list, the reason each skipped one is SKIPPED, and those ``--impl-only`` leaves out."""
     # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
     claims = selected(args.claims, args.keyword, select=select_claims)
+    if args.last_failed:
+        claims = _last_failed_only(claims)
     skip: dict[str, str] = {
         c.id: f"runs in profile {'/'.join(c.profiles)} only; rerun with --profile {c.profiles[0]}"
         for c in claims
@@ -618,6 +626,41 @@ def _select_run_claims(
         if not claims:
             raise InvalidArgument("--impl-only", True, "no selected claim exercises the implementations given")
     return claims, skip, left_out
+
+
+def _last_failed_only(claims: list[Claim]) -> list[Claim]:
+    """``--lf``: of ``claims``, those that failed when last run (:mod:`verify.selection`); none recorded (no
+    previous run, nothing failed, none of these, an unreadable state file): all of them, with a note, as pytest."""
+    path = last_failed_path()
+    try:
+        last = read_last_failed(path)
+    except InvalidArgument as exc:
+        print(f"rnn-verify: note: --lf: {safe_str(exc)}; running every selected claim", file=sys.stderr)
+        return claims
+    failed = set(last.failed) if last is not None else set()
+    kept = [c for c in claims if c.id in failed]
+    if not kept:
+        why = "no previous run recorded" if last is None else "no selected claim failed in the previous runs"
+        print(f"rnn-verify: note: --lf: {why} ({path}); running every selected claim", file=sys.stderr)
+        return claims
+    since = f", last updated {last.finished}" if last is not None else ""
+    print(
+        f"rnn-verify: note: --lf: rerunning {len(kept)} of {len(claims)} claims that failed last ({path}{since})",
+        file=sys.stderr,
+    )
+    return kept
+
+
+def _record_last_failed(results: Sequence[CheckResult], fail_on: str, out: Path | None) -> None:
+    """Update ``lastfailed.json`` for ``--lf``: the claims that made this run fail (FAIL; INCONCLUSIVE too under
+    ``--fail-on inconclusive``) added, the others that ran removed. A cache that cannot be written is a note."""
+    bad = {Verdict.FAIL} | ({Verdict.INCONCLUSIVE} if fail_on == "inconclusive" else set())
+    ran = [r.claim_id for r in results if r.verdict is not Verdict.SKIPPED]
+    failed = [r.claim_id for r in results if r.verdict in bad]
+    try:
+        update_last_failed(ran, failed, out / "results.json" if out is not None else None)
+    except OSError as exc:
+        print(f"rnn-verify: note: could not record the failed claims for --lf: {os_error_text(exc)}", file=sys.stderr)
 
 
 def _run_device(args: argparse.Namespace, claims: Sequence[Claim], skip: dict[str, str]) -> str:

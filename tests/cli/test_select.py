@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -122,8 +123,6 @@ def test_keyword_selecting_nothing_is_exit_2(capsys: pytest.CaptureFixture[str])
 
 def test_list_with_keyword_and_claims(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--json", "-k", "uoro and not variance"]) == 0
-    import json
-
     got = [c["id"] for c in json.loads(capsys.readouterr().out)]
     assert got == _ids("uoro and not variance")
     assert main(["list", "--claims", "uoro.*", "-k", "not unbiased"]) == 0
@@ -152,3 +151,127 @@ def test_run_with_keyword_runs_only_those(fake_checks: Callable[..., None], caps
     assert main(["run", "--no-report", "-q", "-k", "rtrl and not (snap or rflo or eprop or bias)"]) == 0
     assert ran == [cid for cid in _ids("rtrl") if not any(w in cid for w in ("snap", "rflo", "eprop", "bias"))]
     assert main(["run", "--no-report", "-k", "rtrl and"]) == 2
+
+
+# ----------------------------------------------------------------- --lf, -x
+def _verdicts(fake_checks: Callable[..., None], verdicts: dict[str, Verdict], ran: list[str]) -> None:
+    def check(cid: str) -> Callable[[RunConfig], CheckResult]:
+        def fn(config: RunConfig) -> CheckResult:
+            ran.append(cid)
+            return CheckResult(cid, verdicts.get(cid, Verdict.PASS), "fake", seed=config.seed)
+
+        return fn
+
+    fake_checks({cid: check(cid) for cid in CLAIMS})
+
+
+RTRL = [cid for cid in CLAIMS if cid.startswith("rtrl.")]
+
+
+def test_last_failed_reruns_what_failed_as_pytest(
+    fake_checks: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    state = tmp_path / "cache" / "rnn-verify" / "lastfailed.json"
+    ran: list[str] = []
+    verdicts = {RTRL[1]: Verdict.FAIL, RTRL[3]: Verdict.FAIL}
+    _verdicts(fake_checks, verdicts, ran)
+    argv = ["run", "--no-report", "-q", "--claims", "rtrl.*"]
+    # no previous run: all, with a note
+    assert main([*argv, "--lf"]) == 1
+    assert ran == RTRL and "--lf: no previous run recorded" in capsys.readouterr().err
+    assert json.loads(state.read_text())["failed"] == [RTRL[1], RTRL[3]]
+    # what failed, only
+    ran.clear()
+    assert main([*argv, "--lf"]) == 1
+    assert ran == [RTRL[1], RTRL[3]] and "rerunning 2 of" in capsys.readouterr().err
+    # a run of a subset keeps the other failures (RTRL[3] was not run)
+    verdicts.pop(RTRL[1])
+    ran.clear()
+    assert main(["run", "--no-report", "-q", "--claims", RTRL[1]]) == 0
+    assert json.loads(state.read_text())["failed"] == [RTRL[3]]
+    # fixed: nothing failed, --lf runs all with a note
+    verdicts.clear()
+    assert main([*argv, "--lf"]) == 0
+    ran.clear()
+    assert main([*argv, "--lf"]) == 0
+    assert ran == RTRL and "no selected claim failed" in capsys.readouterr().err
+
+
+def test_last_failed_with_a_damaged_state_file_runs_all_with_a_note(
+    fake_checks: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    state = tmp_path / "rnn-verify" / "lastfailed.json"
+    state.parent.mkdir()
+    ran: list[str] = []
+    _verdicts(fake_checks, {}, ran)
+    for bad in (b"{not json", b'{"version": 1, "failed": "rtrl.exact", "finished": "x"}', b"[1]"):
+        state.write_bytes(bad)
+        ran.clear()
+        assert main(["run", "--no-report", "-q", "--claims", "rtrl.*", "--lf"]) == 0
+        err = capsys.readouterr().err
+        assert ran == RTRL and "--lf=" in err and str(state) in err and "running every selected claim" in err
+    assert json.loads(state.read_text())["failed"] == []  # replaced by this run's record
+
+
+def test_last_failed_records_the_report(
+    fake_checks: Callable[..., None], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _verdicts(fake_checks, {"rtrl.exact": Verdict.FAIL}, [])
+    out = tmp_path / "report"
+    assert main(["run", "-q", "--claims", "rtrl.exact", "--out", str(out)]) == 1
+    doc = json.loads((tmp_path / "cache" / "rnn-verify" / "lastfailed.json").read_text())
+    assert doc["failed"] == ["rtrl.exact"] and doc["results"] == str(out / "results.json")
+
+
+@pytest.mark.parametrize("flag", [["-x"], ["--maxfail", "1"], ["--maxfail", "2"]])
+def test_maxfail_stops_and_skips_the_rest(
+    flag: list[str], fake_checks: Callable[..., None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[str] = []
+    _verdicts(fake_checks, {RTRL[1]: Verdict.FAIL, RTRL[3]: Verdict.FAIL, RTRL[5]: Verdict.FAIL}, ran)
+    assert main(["run", "--no-report", "--claims", "rtrl.*", *flag]) == 1  # the exit code stays 1
+    n = 1 if flag == ["-x"] else int(flag[1])
+    last = [1, 3][n - 1]
+    assert ran == RTRL[: last + 1]
+    out = capsys.readouterr().out
+    for cid in RTRL[last + 1 :]:
+        line = next(ln for ln in out.splitlines() if ln.startswith("SKIPPED") and cid in ln)
+        assert "not run: --maxfail reached" in line
+
+
+def test_maxfail_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--no-report", "--maxfail", "0"]) == 2
+    assert "--maxfail=0" in capsys.readouterr().err
+
+
+def test_maxfail_on_an_executor_stops_asking_for_results() -> None:
+    """In parallel (an executor yields results as they finish): after N FAILs no further result is taken and the
+    claims without one are SKIPPED, so the executor, closed by the caller, starts nothing more."""
+    from verify.run.catalog import MAXFAIL_REASON, run_on_executor
+    from verify.run.sweep.cache import code_version
+
+    claims = [CLAIMS[cid] for cid in RTRL]
+    taken: list[str] = []
+
+    class Executor:
+        def map_unordered(self, cells):  # type: ignore[no-untyped-def]
+            for cell in cells:
+                cid = str(cell.params["claim"])
+                taken.append(cid)
+                verdict = Verdict.FAIL if cid in (RTRL[0], RTRL[2]) else Verdict.PASS
+                yield cell, {"ok": True, "code": code_version(), "value": CheckResult(cid, verdict, "x").to_dict()}
+
+    results: dict[str, CheckResult] = {}
+    run_on_executor(claims, lambda c: RunConfig(), None, Executor(), results, maxfail=2)
+    assert taken == RTRL[:3]
+    assert [results[cid].verdict for cid in RTRL[:3]] == [Verdict.FAIL, Verdict.PASS, Verdict.FAIL]
+    assert all(results[cid].reason == MAXFAIL_REASON for cid in RTRL[3:])
