@@ -107,6 +107,7 @@ from verify.checks import device as device_checks
 from verify.cli_front import STOPS, Backend, Command, os_error_text, selected
 from verify.cli_front import main as front_main
 from verify.cli_front import stopped as _stopped
+from verify.cli_lines import LINE_WIDTH, colored, shorten, use_color, verdict_line
 from verify.cli_parser import DEFAULT_RUNS, DEFAULT_SWEEPS, build_parser
 from verify.config import RunConfig
 from verify.errors import InvalidArgument, VerifyError
@@ -176,9 +177,21 @@ class _Progress:
     """
 
     def __init__(
-        self, total: int, stream: TextIO, quiet: bool, *, interval: float | None = None, tty: bool | None = None
+        self,
+        total: int,
+        stream: TextIO,
+        quiet: bool,
+        *,
+        interval: float | None = None,
+        tty: bool | None = None,
+        order: Sequence[str] = (),
+        verbose: bool = False,
+        color: bool = False,
     ) -> None:
         self.total, self.stream, self.quiet = total, stream, quiet
+        self.verbose, self.color = verbose, color
+        #: the claims in catalog order: a verdict line waits for those of the claims before it (parallel runs)
+        self.order, self.next, self.ready = list(order), 0, dict[str, str]()
         tty = sys.stderr.isatty() if tty is None else tty
         self.live = tty and not quiet
         self.periodic = not tty  # under --quiet too, but rarely: a CI log must show that a long claim is alive
@@ -233,13 +246,19 @@ class _Progress:
                 sys.stderr.write("\r\033[K")
                 sys.stderr.flush()
             if not self.quiet:
-                n = f"n={result.samples_used}" if result.samples_used is not None else ""
-                said = clean(result.summary)  # it may quote code under test (verify.text.clean)
-                print(
-                    f"{result.verdict.value:<12} {claim.id:<34} {result.wall_time:6.1f}s {n:>9}  {said}",
-                    file=self.stream,
-                    flush=True,
-                )
+                self.ready[claim.id] = verdict_line(
+                    result.verdict.value, claim.id, result.summary, result.wall_time, result.samples_used,
+                    verbose=self.verbose, color=self.color,
+                )  # fmt: skip
+                self._print_ready(claim.id)
+
+    def _print_ready(self, claim_id: str) -> None:
+        """Print the verdict lines that are due: in catalog order (``order``), else as they come."""
+        if claim_id not in self.order:
+            print(self.ready.pop(claim_id), file=self.stream, flush=True)
+        while self.next < len(self.order) and self.order[self.next] in self.ready:
+            print(self.ready.pop(self.order[self.next]), file=self.stream, flush=True)
+            self.next += 1
 
     def close(self) -> None:
         self.stop.set()
@@ -373,7 +392,10 @@ def _run_selected(
     to_stdout = args.json == "-"
     config = _run_config(args, device, impls)
     stream = sys.stderr if to_stdout else sys.stdout
-    progress = _Progress(len(claims), stream, args.quiet)
+    color = use_color(args.color, stream)
+    progress = _Progress(
+        len(claims), stream, args.quiet, order=[c.id for c in claims], verbose=args.verbose, color=color
+    )
     record_of = _claim_recorder(args, claims)
     records_by_id: dict[str, dict[str, object]] = {}
     executor: Executor | None = None
@@ -419,7 +441,7 @@ def _run_selected(
     _record_last_failed(results, args.fail_on, out)
     if to_stdout:
         sys.stdout.write(dumps_document(doc))
-    _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream)
+    _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream, color)
     if out is not None:
         _note_foreign(out, foreign_entries(out))
         print(f"report: {clean(str(out / 'report.html'))}", file=stream)
@@ -807,20 +829,29 @@ def _write_run_outputs(
 
 
 def _print_run_summary(
-    results: Sequence[CheckResult], counts: dict[Verdict, int], stated_rate: float, wall: float, stream: TextIO
+    results: Sequence[CheckResult],
+    counts: dict[Verdict, int],
+    stated_rate: float,
+    wall: float,
+    stream: TextIO,
+    color: bool = False,
 ) -> None:
-    """The summary line, the stated false-FAIL rate, every claim that did not PASS and every finding."""
-    print("summary: " + ", ".join(f"{counts[v]} {v.value}" for v in Verdict) + f"  ({wall:.1f}s)", file=stream)
+    """The summary line, the stated false-FAIL rate, one short line per claim that did not PASS (its whole
+    summary is in its verdict line with -v and in the report) and every finding."""
+    said = ", ".join(f"{counts[v]} {colored(v.value, v.value, color and counts[v] > 0)}" for v in Verdict)
+    print(f"summary: {said}  ({wall:.1f}s)", file=stream)
     if stated_rate > 0:
         print(
-            f"  stated false-FAIL rate of these claims on a correct implementation: {stated_rate:.2g} "
-            f"(sum of their alpha and control beta; the gate's budget is {GATE_ALPHA:g})",
+            f"  stated false-FAIL rate on a correct implementation: {stated_rate:.2g} (alpha + control beta; "
+            f"budget {GATE_ALPHA:g})",
             file=stream,
         )
     for r in results:
         if r.verdict is not Verdict.PASS:  # a FAIL's reason may be a traceback: its summary names the cause
             text = clean(r.summary if r.verdict is Verdict.FAIL else r.reason or r.summary).strip()
-            print(f"  {r.verdict.value} {r.claim_id}: {text.splitlines()[0] if text else ''}", file=stream)
+            line = f"{r.verdict.value} {r.claim_id}: "
+            line += shorten(text, LINE_WIDTH - 2 - len(line))
+            print("  " + colored(r.verdict.value, r.verdict.value, color) + line[len(r.verdict.value) :], file=stream)
     for r in results:  # the papers as printed: reported, whatever the verdict (the line says which)
         for f in r.findings:
             print(f"  {clean(finding_line(r.claim_id, r.verdict, f))}", file=stream)
