@@ -2,8 +2,10 @@
 
 Commands::
 
-    rnn-verify list    [--profile P] [--claims ID ...] [--json | --markdown]
-    rnn-verify run     [--profile ci|full] [--claims ID|GLOB ...] [--seed N] [--device cpu|cuda|auto]
+    rnn-verify list    [--profile P] [--claims ID ...] [-k EXPR] [--json | --markdown]
+    rnn-verify explain CLAIM
+    rnn-verify run     [--profile ci|full] [--claims ID|GLOB ...] [-k EXPR] [--lf] [-x | --maxfail N]
+                       [-v] [--color auto|yes|no] [--seed N] [--device cpu|cuda|auto]
                        [--strict-device] [--dtype float64|float32] [--out DIR | --no-report]
                        [--json [FILE]] [--junit FILE] [--fail-on fail|inconclusive] [--workers N] [--quiet]
                        [--executor auto|serial|process|dask[=ADDRESS]]
@@ -16,6 +18,10 @@ Commands::
     rnn-verify golden  [--out FILE.npz] [--seed N] [--k K ...]
     rnn-verify golden  --check FILE.npz|FILE.json
     rnn-verify golden  --check MINE.npz --reference FILE.npz|FILE.json
+
+``--help``, ``list`` and ``explain`` are answered by :mod:`verify.cli_front` without importing torch (the parser
+is :mod:`verify.cli_parser`, the selection ``--claims``/``-k``/``--lf`` :mod:`verify.selection`, the verdict lines
+:mod:`verify.cli_lines`); this module holds the commands that compute.
 
 Exit codes, per command: :mod:`verify.exit_codes` (printed by every ``--help``). 0 only when every
 selected claim ran and none FAILed; 1 a FAIL (or an INCONCLUSIVE under ``--fail-on inconclusive``; ``report``:
