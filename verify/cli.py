@@ -447,7 +447,7 @@ def _run_selected(
     _record_last_failed(results, args.fail_on, out)
     if to_stdout:
         sys.stdout.write(dumps_document(doc))
-    _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream, color)
+    _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream, color, args.verbose)
     if out is not None:
         _note_foreign(out, foreign_entries(out))
         print(f"report: {clean(str(out / 'report.html'))}", file=stream)
@@ -841,9 +841,10 @@ def _print_run_summary(
     wall: float,
     stream: TextIO,
     color: bool = False,
+    verbose: bool = False,
 ) -> None:
-    """The summary line, the stated false-FAIL rate, one short line per claim that did not PASS (its whole
-    summary is in its verdict line with -v and in the report) and every finding."""
+    """The summary line, the stated false-FAIL rate, one short line per claim that did not PASS (``verbose``: the
+    first line of its summary, uncut; the whole summary is in the report) and every finding."""
     said = ", ".join(f"{counts[v]} {colored(v.value, v.value, color and counts[v] > 0)}" for v in Verdict)
     print(f"summary: {said}  ({wall:.1f}s)", file=stream)
     if stated_rate > 0:
@@ -856,7 +857,7 @@ def _print_run_summary(
         if r.verdict is not Verdict.PASS:  # a FAIL's reason may be a traceback: its summary names the cause
             text = clean(r.summary if r.verdict is Verdict.FAIL else r.reason or r.summary).strip()
             line = f"{r.verdict.value} {r.claim_id}: "
-            line += shorten(text, LINE_WIDTH - 2 - len(line))
+            line += shorten(text, 10**6 if verbose else LINE_WIDTH - 2 - len(line))
             print("  " + colored(r.verdict.value, r.verdict.value, color) + line[len(r.verdict.value) :], file=stream)
     for r in results:  # the papers as printed: reported, whatever the verdict (the line says which)
         for f in r.findings:

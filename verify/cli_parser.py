@@ -242,7 +242,8 @@ def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
         "-v",
         "--verbose",
         action="store_true",
-        help="each verdict line with the check's whole summary (default: one line of at most 100 characters)",
+        help="each verdict line with the check's whole summary, the final summary uncut (default: lines of at most "
+        "100 characters)",
     )
     run.add_argument(
         "--color",
