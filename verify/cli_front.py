@@ -27,7 +27,7 @@ from theory.catalog import GATE_ALPHA, Claim, all_claims
 from theory.papers import PAPERS
 from verify import stop
 from verify.cli_parser import NAME_MAX, PATH_MAX, build_parser
-from verify.errors import VerifyError
+from verify.errors import InvalidArgument, VerifyError
 from verify.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_PIPE, EXIT_USAGE
 from verify.selection import parse_keyword, rerun_command, select_claims, unknown_claim
 from verify.stop import Stop
@@ -144,7 +144,7 @@ def selected(
     kept = [c for c in claims if expr.matches(c)]
     if not kept:
         of = f" of the {len(claims)} claims --claims selects" if patterns else ""
-        raise VerifyError(f"-k {keyword!r} selects no claim{of}; see `rnn-verify list`")
+        raise InvalidArgument("-k", keyword, f"selects no claim{of}; try expressions with `rnn-verify list -k`")
     return kept
 
 

@@ -118,7 +118,9 @@ def test_malformed_keyword_is_named(expr: str, capsys: pytest.CaptureFixture[str
 
 def test_keyword_selecting_nothing_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "-k", "no-such-word"]) == 2
-    assert "-k 'no-such-word' selects no claim" in capsys.readouterr().err
+    assert "-k='no-such-word': selects no claim" in capsys.readouterr().err
+    assert main(["list", "--claims", "rtrl.*", "-k", "uoro and not tallec"]) == 2
+    assert "selects no claim of the" in capsys.readouterr().err
 
 
 def test_list_with_keyword_and_claims(capsys: pytest.CaptureFixture[str]) -> None:
