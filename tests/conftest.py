@@ -10,7 +10,10 @@ variable ``RNN_VERIFY_HYPOTHESIS_PROFILE``; the default is ``ci``):
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import torch
 from hypothesis import HealthCheck, settings
@@ -22,6 +25,12 @@ settings.register_profile("thorough", max_examples=1000, **_common)
 settings.load_profile(os.environ.get("RNN_VERIFY_HYPOTHESIS_PROFILE", "ci"))
 
 torch.set_default_dtype(torch.float64)
+
+#: the user's cache folder (the sweep cell cache, ``run --lf``'s lastfailed.json) is never touched by the tests: the
+#: session has its own, subprocesses included (set before any test module copies the environment)
+_CACHE = tempfile.mkdtemp(prefix="rnn-verify-tests-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 def examples(n: int) -> int:

@@ -140,7 +140,7 @@ def test_cli_page_has_every_subcommand_help_verbatim(tmp_path: Path) -> None:
     text = cli.read_text(encoding="utf-8")
     parser = _parser()
     names = list(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    assert names == ["list", "run", "sweep", "report", "golden"]
+    assert names == ["list", "explain", "run", "sweep", "report", "golden"]
     helps = rnnverify_docgen.subcommand_helps()
     for name in names:
         assert f"## `rnn-verify {name}`" in text

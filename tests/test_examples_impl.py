@@ -25,9 +25,11 @@ from verify.testing.strategies import random_problem
 EXAMPLES = Path(verify.examples.__file__).parent
 
 
-def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], impl: str, claims: list[str]) -> tuple[int, dict, str]:
+def _run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], impl: str, claims: list[str], *extra: str
+) -> tuple[int, dict, str]:
     out = tmp_path / "results.json"
-    argv = ["run", "--impl", impl, "--impl-only", "--no-report", "-q", "--json", str(out)]
+    argv = ["run", "--impl", impl, "--impl-only", "--no-report", "-q", "--json", str(out), *extra]
     code = main([*argv, "--claims", *claims] if claims else argv)
     doc = json.loads(out.read_text())
     return code, {c["id"]: c for c in doc["claims"]}, capsys.readouterr().out
@@ -94,7 +96,7 @@ def test_seeded_bug_fails_naming_claim_and_quantity(
     family: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     impl, claim, quantity = BUGGY[family]
-    code, res, out = _run(tmp_path, capsys, impl, [claim])
+    code, res, out = _run(tmp_path, capsys, impl, [claim], "-v")  # -v: the summary's FAIL line uncut
     assert code == 1 and res[claim]["verdict"] == "FAIL"
     line = next(ln for ln in out.splitlines() if ln.strip().startswith(f"FAIL {claim}:"))
     assert quantity in line, line

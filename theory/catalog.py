@@ -28,12 +28,15 @@ from theory.papers import cite, cited_in
 from theory.rates import Rate
 from verify.errors import InvalidArgument
 
-__all__ = ["FAMILIES", "GATE_ALPHA", "Claim", "all_claims", "declared_rate", "gate_budget", "get_claim"]
+__all__ = ["FAMILIES", "GATE_ALPHA", "PROFILES", "Claim", "all_claims", "declared_rate", "gate_budget", "get_claim"]
 
 #: the ci gate's family-wise false-FAIL budget: the chance that one ``rnn-verify run --profile ci`` FAILs a correct
 #: implementation through the claims that state a rate, bounded by the sum of their ``alpha`` and ``control_beta``
 #: (:func:`gate_budget`; a test keeps the sum at most this)
 GATE_ALPHA = 1e-3
+
+#: the run profiles: ``ci`` the quick gate, ``full`` larger sizes (:class:`verify.config.RunConfig`)
+PROFILES = ("ci", "full")
 
 #: families in report order; each is a module theory.claims.<family> with CLAIMS
 FAMILIES = ("reference", "rtrl", "uoro", "fpp", "truncation", "device")
@@ -62,7 +65,7 @@ class Claim:
     assumptions: tuple[str, ...]
     check: str
     kind: str = "deterministic"
-    profiles: tuple[str, ...] = ("ci", "full")
+    profiles: tuple[str, ...] = PROFILES
     errata: tuple[str, ...] = ()
     #: what a run of the check needs besides a CPU (``"cuda"``); the report's rerun command asks for it
     requires: tuple[str, ...] = ()

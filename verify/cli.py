@@ -2,8 +2,10 @@
 
 Commands::
 
-    rnn-verify list    [--profile P] [--claims ID ...] [--json | --markdown]
-    rnn-verify run     [--profile ci|full] [--claims ID|GLOB ...] [--seed N] [--device cpu|cuda|auto]
+    rnn-verify list    [--profile P] [--claims ID ...] [-k EXPR] [--json | --markdown]
+    rnn-verify explain CLAIM
+    rnn-verify run     [--profile ci|full] [--claims ID|GLOB ...] [-k EXPR] [--lf] [-x | --maxfail N]
+                       [-v] [--color auto|yes|no] [--seed N] [--device cpu|cuda|auto]
                        [--strict-device] [--dtype float64|float32] [--out DIR | --no-report]
                        [--json [FILE]] [--junit FILE] [--fail-on fail|inconclusive] [--workers N] [--quiet]
                        [--executor auto|serial|process|dask[=ADDRESS]]
@@ -16,6 +18,10 @@ Commands::
     rnn-verify golden  [--out FILE.npz] [--seed N] [--k K ...]
     rnn-verify golden  --check FILE.npz|FILE.json
     rnn-verify golden  --check MINE.npz --reference FILE.npz|FILE.json
+
+``--help``, ``list`` and ``explain`` are answered by :mod:`verify.cli_front` without importing torch (the parser
+is :mod:`verify.cli_parser`, the selection ``--claims``/``-k``/``--lf`` :mod:`verify.selection`, the verdict lines
+:mod:`verify.cli_lines`); this module holds the commands that compute.
 
 Exit codes, per command: :mod:`verify.exit_codes` (printed by every ``--help``). 0 only when every
 selected claim ran and none FAILed; 1 a FAIL (or an INCONCLUSIVE under ``--fail-on inconclusive``; ``report``:
@@ -95,7 +101,6 @@ import argparse
 import contextlib
 import dataclasses
 import datetime as _dt
-import errno
 import json
 import multiprocessing
 import os
@@ -110,23 +115,29 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from theory.catalog import GATE_ALPHA, Claim, all_claims, gate_budget
-from verify import exit_codes, stop
+from verify import stop
 from verify._validate import MAX_SEED, validate_seed
 from verify.checks import ClaimPlan, uses
 from verify.checks import device as device_checks
-from verify.config import PROFILES, RunConfig
+from verify.cli_front import STOPS, Backend, Command, os_error_text, selected
+from verify.cli_front import main as front_main
+from verify.cli_front import stopped as _stopped
+from verify.cli_lines import LINE_WIDTH, colored, shorten, use_color, verdict_line
+from verify.cli_parser import DEFAULT_RUNS, DEFAULT_SWEEPS, build_parser
+from verify.config import RunConfig
 from verify.errors import InvalidArgument, InvalidFile, VerifyError
-from verify.exit_codes import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from verify.exit_codes import EXIT_FAIL, EXIT_OK
 from verify.files import (
     output_lock,
     read_marker,
     recorded_digest,
     sha256_hex,
-    tool_version,
     write_file_atomic,
     write_files_atomic,
 )
 from verify.hardware import NO_CUDA_REASON, resolve_device
+from verify.impl import FAMILIES as IMPL_FAMILIES
+from verify.impl.loader import ALIASES as IMPL_ALIASES
 from verify.oracles import golden, golden_user
 from verify.report import (
     MARKER,
@@ -165,7 +176,7 @@ from verify.run.sweep.executors import (
     stop_processes,
 )
 from verify.schema import ResultsDocument
-from verify.stop import Stop
+from verify.selection import last_failed_path, read_last_failed, update_last_failed
 from verify.text import clean, safe_str
 from verify.verdict import CheckResult, Verdict, finding_line
 
@@ -174,345 +185,8 @@ _BACKGROUND_PNG_MIN_CLAIMS = 6
 PROGRESS_INTERVAL_S = 10.0
 #: seconds between the progress lines under ``--quiet`` (not on a terminal): a claim that runs long is seen
 QUIET_PROGRESS_INTERVAL_S = 60.0
-DEFAULT_RUNS = Path("reports") / "runs"
-DEFAULT_SWEEPS = Path("reports") / "sweeps"
 #: every folder rnn-verify writes into by default, relative to the current folder (each is git-ignored, tested)
 DEFAULT_OUTPUT_DIRS = (DEFAULT_RUNS, DEFAULT_SWEEPS)
-#: the longest name (one path component) and path the file systems rnn-verify runs on take, in bytes (Linux's
-#: NAME_MAX and PATH_MAX): a longer one is refused naming the argument, not left to the OS's "[Errno 36]"
-NAME_MAX, PATH_MAX = 255, 4096
-
-
-def _path_arg(text: str) -> str:
-    """argparse ``type`` of every path argument: refuses (exit 2, naming the argument) a NUL byte, a name longer
-    than :data:`NAME_MAX` bytes or a path longer than :data:`PATH_MAX` bytes."""
-    if "\x00" in text:
-        raise argparse.ArgumentTypeError("the path holds a NUL byte, which no file name can")
-    raw = os.fsencode(text)
-    if len(raw) > PATH_MAX:
-        raise argparse.ArgumentTypeError(
-            f"the path is {len(raw)} bytes long; the file system allows at most {PATH_MAX} (PATH_MAX)"
-        )
-    for part in raw.split(b"/"):
-        if len(part) > NAME_MAX:
-            shown = os.fsdecode(part[:40]) + "..."
-            raise argparse.ArgumentTypeError(
-                f"the name {shown!r} is {len(part)} bytes long; the file system allows at most {NAME_MAX} bytes "
-                "per file or folder name (NAME_MAX)"
-            )
-    return text
-
-
-_MARKER_NOTE = "Report folders carry a .rnn-verify-report marker; rnn-verify replaces only the files it lists."
-
-
-def _epilog(command: str | None = None) -> str:
-    """A ``--help`` epilog: the exit codes of ``command`` (all commands at the top level), from
-    :mod:`verify.exit_codes`."""
-    return (exit_codes.overview() if command is None else exit_codes.epilog(command)) + "\n\n" + _MARKER_NOTE
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    """Descriptions wrapped as usual; an epilog's lines (the exit-code tables) kept as written."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if "\n" in text:
-            return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
-
-
-#: what stops a run: a signal delivered to rnn-verify (:class:`verify.stop.Stop`), or a KeyboardInterrupt that
-#: reached the toolkit's own code (code under test never lets one through: :func:`verify.stop.reraise_if_stopped`)
-_STOPS = (KeyboardInterrupt, Stop)
-
-
-def _stopped(exc: BaseException) -> tuple[str, int]:
-    """What to say, and the exit code, for Ctrl-C or a stop signal; from now on further signals are ignored."""
-    stop.stopping()
-    if isinstance(exc, Stop):
-        return exc.what, exc.exit_code
-    return "interrupted", EXIT_INTERRUPTED
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, whose messages echo the arguments as given (``unrecognized arguments: ...``): cleaned
-    (:func:`verify.text.clean`), so that no control character of an argument reaches the terminal raw."""
-
-    def _print_message(self, message: str, file: Any = None) -> None:
-        super()._print_message(clean(message) if message else message, file)
-
-
-def _parser() -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = _Parser(  # its subcommands are _Parser too (argparse: parser_class)
-        prog="rnn-verify",
-        description="Check online recurrent learning algorithms against exact references and the papers' claims.",
-        epilog=_epilog(),
-        formatter_class=_HelpFormatter,
-    )
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{list,run,sweep,report,golden}")
-    _add_list_parser(sub)
-    _add_run_parser(sub)
-    _add_sweep_parser(sub)
-    _add_report_parser(sub)
-    _add_golden_parser(sub)
-    return p
-
-
-def _subparser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, **kw: Any
-) -> argparse.ArgumentParser:
-    """A subcommand's parser; its ``--help`` ends with the command's exit codes (:mod:`verify.exit_codes`)."""
-    return sub.add_parser(name, epilog=_epilog(name), formatter_class=_HelpFormatter, **kw)
-
-
-def _add_list_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify list``: the claim catalog."""
-    ls = _subparser(
-        sub,
-        "list",
-        help="list the claim catalog",
-        description="List the claim catalog.",
-    )
-    ls.add_argument("--profile", choices=PROFILES, help="only claims that run in this profile")
-    ls.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (e.g. 'uoro.*')")
-    fmt = ls.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print the catalog as JSON")
-    fmt.add_argument("--markdown", action="store_true", help="print the catalog as a markdown table (for the README)")
-
-
-def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify run``: what to run, where, and the report it writes."""
-    run = _subparser(
-        sub,
-        "run",
-        help="run claims and write a report",
-        description="Run claims of the catalog, print one verdict per claim and write a report folder.",
-    )
-    run.add_argument(
-        "--profile", choices=PROFILES, default="ci", help="ci: the quick CI gate (default); full: larger sizes"
-    )
-    run.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs, e.g. 'uoro.*' (default: all)")
-    run.add_argument("--seed", type=int, default=0, help=f"base seed, 0 .. {MAX_SEED} (default 0)")
-    run.add_argument(
-        "--device", default="cpu", help="cpu (default), cuda[:N] or auto; without CUDA the device claims are SKIPPED"
-    )
-    run.add_argument("--strict-device", action="store_true", help="make --device cuda without CUDA an error (exit 2)")
-    run.add_argument(
-        "--dtype", choices=("float64", "float32"), default="float64", help="dtype where a check lets you choose"
-    )
-    out = run.add_mutually_exclusive_group()
-    out.add_argument(
-        "--out", metavar="DIR", type=_path_arg, help=f"report folder (default {DEFAULT_RUNS}/<timestamp>-<profile>)"
-    )
-    out.add_argument("--no-report", action="store_true", help="write no report folder")
-    run.add_argument(
-        "--json",
-        nargs="?",
-        const="-",
-        metavar="FILE",
-        type=_path_arg,
-        help="also write results.json to FILE ('-' or no FILE: print it on stdout, verdicts go to stderr)",
-    )
-    run.add_argument("--junit", metavar="FILE", type=_path_arg, help="also write JUnit XML to FILE")
-    run.add_argument(
-        "--fail-on",
-        choices=("fail", "inconclusive"),
-        default="fail",
-        help="exit 1 on FAIL (default) or also on INCONCLUSIVE",
-    )
-    _add_run_execution_args(run)
-
-
-def _add_run_execution_args(run: argparse.ArgumentParser) -> None:
-    """``rnn-verify run``: workers, executor, output level and the implementations under test."""
-    run.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="run checks in N processes, one torch thread each (default: the CPUs available; at most those and "
-        "the claims to run; with --impl each loads it again). Verdicts do not depend on N",
-    )
-    run.add_argument(
-        "--executor",
-        metavar="KIND",
-        default=None,
-        help="where the claims run: process (a local pool, what --workers uses), dask (a loopback LocalCluster of "
-        "--workers processes) or dask=ADDRESS (an existing scheduler, e.g. dask=tcp://10.0.0.5:8786)",
-    )
-    run.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
-    run.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help=f"time limit of each claim run in a worker process: past it the claim FAILs 'did not finish within N s' "
-        f"(default: {TIMEOUT_FACTOR:g} x its recorded time, at least {TIMEOUT_FLOOR_S:g} s; 0: no limit)",
-    )
-    run.add_argument(
-        "--plan",
-        action="store_true",
-        help="run nothing: print per claim what it would do (draws, estimated seconds, and whether measured by a "
-        "short pilot of the implementation under test or recorded) and a total; writes nothing (--json - for JSON)",
-    )
-    run.add_argument(
-        "--impl",
-        action="append",
-        default=[],
-        metavar="FAMILY=SPEC",
-        help="run the claims against your implementation: FAMILY is reference, rtrl, truncation (or tbptt), uoro, "
-        "fpp, device or family.field; SPEC is module.path:Name or path/to/file.py:name (repeatable)",
-    )
-    run.add_argument(
-        "--impl-only",
-        action="store_true",
-        help="with --impl: leave out the claims that exercise none of the given implementations (default: they run "
-        "on the toolkit's own)",
-    )
-
-
-def _add_sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify sweep``: a named sweep on an executor, cached."""
-    sw = _subparser(
-        sub,
-        "sweep",
-        help="run a named sweep (reproductions at the papers' settings, calibration) on an executor, cached",
-        description="Run a named sweep: its cells go to an executor (Dask LocalCluster on loopback by default, an "
-        "existing Dask scheduler with --executor dask=ADDRESS, or a process pool); every finished cell is cached by "
-        "content (claim, configuration, seed, code version), so an interrupted sweep resumes and a rerun computes "
-        "nothing it has; the merged results go to one results.json and report.",
-    )
-    sw.add_argument("name", nargs="?", metavar="NAME", help="the sweep (see --list)")
-    sw.add_argument("--list", action="store_true", help="list the sweeps and exit")
-    sw.add_argument("--scale", choices=("paper", "full", "ci"), default="paper", help="reproduction sizes")
-    sw.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    sw.add_argument(
-        "--seeds", type=int, default=None, metavar="N", help="number of seeds (calibration: 1000; at most 100000)"
-    )
-    sw.add_argument("--claims", nargs="+", metavar="ID", help="claim ids or globs (calibration, claims)")
-    sw.add_argument("--profile", choices=PROFILES, default="ci", help="profile of claim cells (default ci)")
-    sw.add_argument(
-        "--executor",
-        metavar="KIND",
-        default="auto",
-        help="auto (dask if installed, else process; serial with one worker), serial, process, dask, dask=ADDRESS",
-    )
-    sw.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"cells at once (default: the CPUs; at most {MAX_WORKERS})",
-    )
-    sw.add_argument(
-        "--threads", type=int, default=None, metavar="N", help=f"torch threads per cell (at most {MAX_THREADS})"
-    )
-    sw.add_argument("--split-lrs", action="store_true", help="one cell per learning rate (for a large cluster)")
-    cache = sw.add_mutually_exclusive_group()
-    cache.add_argument(
-        "--cache", metavar="DIR", type=_path_arg, help="cell cache folder (default $XDG_CACHE_HOME/rnn-verify/cells)"
-    )
-    cache.add_argument("--no-cache", action="store_true", help="cache nothing (every cell is computed)")
-    sout = sw.add_mutually_exclusive_group()
-    sout.add_argument(
-        "--out", metavar="DIR", type=_path_arg, help="report folder (default reports/sweeps/<timestamp>-<name>)"
-    )
-    sout.add_argument("--no-report", action="store_true", help="write no report folder")
-    sw.add_argument("--json", metavar="FILE", type=_path_arg, help="also write results.json to FILE")
-    sw.add_argument("--fail-on", choices=("fail", "inconclusive"), default="fail", help="exit 1 on FAIL (default)")
-    sw.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
-
-
-def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify report``: re-render a saved run."""
-    rep = _subparser(
-        sub,
-        "report",
-        help="re-render a report from a saved results.json",
-        description="Re-render report.md, report.html, junit.xml and figures from a saved run, without recomputing.",
-    )
-    rep.add_argument("results", metavar="RESULTS", type=_path_arg, help="a results.json or a report folder holding one")
-    rep.add_argument(
-        "--out",
-        metavar="DIR",
-        type=_path_arg,
-        help="report folder (default: the folder of RESULTS, if it is an rnn-verify report folder)",
-    )
-    rep.add_argument("--junit", metavar="FILE", type=_path_arg, help="also write JUnit XML to FILE")
-    rep.add_argument(
-        "--fail-on",
-        choices=("fail", "inconclusive"),
-        default=None,
-        help="INCONCLUSIVE as failure (JUnit and exit code); default: as the saved run had it",
-    )
-    rep.add_argument(
-        "--no-digest-check",
-        action="store_true",
-        help="RESULTS was edited on purpose: do not compare it with the SHA-256 its report folder's marker recorded "
-        "when rnn-verify wrote it (that digest detects accidental edits; it is not a signature). The verdicts, "
-        "counts and exit code are still checked against the stored numbers",
-    )
-
-
-def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``rnn-verify golden``: export or check golden vectors."""
-    gold = _subparser(
-        sub,
-        "golden",
-        help="export or check portable golden vectors",
-        description="Export golden vectors (.npz + JSON header) with exact float64 reference quantities, "
-        "or re-verify a golden file with --check.",
-    )
-    gold.add_argument(
-        "--check",
-        metavar="FILE",
-        type=_path_arg,
-        help="re-verify a golden pair instead of exporting: FILE is its .npz or its .json; both must be there",
-    )
-    gold.add_argument(
-        "--reference",
-        metavar="GOLDEN",
-        type=_path_arg,
-        help="with --check: FILE holds YOUR results -- a plain .npz with only the arrays you computed, named "
-        "<case>__<quantity> as in GOLDEN (any subset of cases and quantities; no header, no hashes); each is "
-        "compared with GOLDEN's (.npz or .json of the published pair, itself validated and hash-checked) by the "
-        "header's norm, max|a - r| <= check_rtol * max|r|; what was not supplied is listed, an unknown name "
-        "refused (exit 2), and failures get a diagnosis of the likely mistake. Exit 0 all supplied arrays "
-        "verify, 1 a mismatch, 2 input error",
-    )
-    gold.add_argument(
-        "--out", metavar="FILE", type=_path_arg, default="golden.npz", help="output .npz (default golden.npz)"
-    )
-    gold.add_argument("--seed", type=int, default=0, help=f"seed of the problems, 0 .. {MAX_SEED} (default 0)")
-    gold.add_argument("--k", type=int, nargs="+", default=None, metavar="K", help="truncation lengths (default 1 2 3)")
-
-
-def _version() -> str:
-    return tool_version()
-
-
-# ---------------------------------------------------------------------- list
-def _cmd_list(args: argparse.Namespace) -> int:
-    claims = select_claims(args.claims, profile=args.profile)
-    if args.claims and args.profile:
-        claims = [c for c in claims if args.profile in c.profiles]
-    if args.json:
-        print(json.dumps([{**dataclasses.asdict(c), "family": c.family} for c in claims], indent=2))
-        return EXIT_OK
-    if args.markdown:
-        print("| claim | what it checks | paper | where | profiles |")
-        print("|---|---|---|---|---|")
-        for c in claims:
-            cells = [f"`{c.id}`", c.title, f"`{c.paper}`", c.where, ", ".join(c.profiles)]
-            print("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-        return EXIT_OK
-    for c in claims:
-        print(f"{c.id:<34} {c.paper:<34} [{','.join(c.profiles)}]")
-        print(f"    {c.title}")
-        print(f"    {c.where}")
-    print(f"{len(claims)} claims")
-    return EXIT_OK
 
 
 # ---------------------------------------------------------------- progress
@@ -526,9 +200,21 @@ class _Progress:
     """
 
     def __init__(
-        self, total: int, stream: TextIO, quiet: bool, *, interval: float | None = None, tty: bool | None = None
+        self,
+        total: int,
+        stream: TextIO,
+        quiet: bool,
+        *,
+        interval: float | None = None,
+        tty: bool | None = None,
+        order: Sequence[str] = (),
+        verbose: bool = False,
+        color: bool = False,
     ) -> None:
         self.total, self.stream, self.quiet = total, stream, quiet
+        self.verbose, self.color = verbose, color
+        #: the claims in catalog order: a verdict line waits for those of the claims before it (parallel runs)
+        self.order, self.next, self.ready = list(order), 0, dict[str, str]()
         tty = sys.stderr.isatty() if tty is None else tty
         self.live = tty and not quiet
         self.periodic = not tty  # under --quiet too, but rarely: a CI log must show that a long claim is alive
@@ -583,13 +269,19 @@ class _Progress:
                 sys.stderr.write("\r\033[K")
                 sys.stderr.flush()
             if not self.quiet:
-                n = f"n={result.samples_used}" if result.samples_used is not None else ""
-                said = clean(result.summary)  # it may quote code under test (verify.text.clean)
-                print(
-                    f"{result.verdict.value:<12} {claim.id:<34} {result.wall_time:6.1f}s {n:>9}  {said}",
-                    file=self.stream,
-                    flush=True,
-                )
+                self.ready[claim.id] = verdict_line(
+                    result.verdict.value, claim.id, result.summary, result.wall_time, result.samples_used,
+                    verbose=self.verbose, color=self.color,
+                )  # fmt: skip
+                self._print_ready(claim.id)
+
+    def _print_ready(self, claim_id: str) -> None:
+        """Print the verdict lines that are due: in catalog order (``order``), else as they come."""
+        if claim_id not in self.order:
+            print(self.ready.pop(claim_id), file=self.stream, flush=True)
+        while self.next < len(self.order) and self.order[self.next] in self.ready:
+            print(self.ready.pop(self.order[self.next]), file=self.stream, flush=True)
+            self.next += 1
 
     def close(self) -> None:
         self.stop.set()
@@ -727,7 +419,10 @@ def _run_selected(
     to_stdout = args.json == "-"
     config = _run_config(args, device, impls)
     stream = sys.stderr if to_stdout else sys.stdout
-    progress = _Progress(len(claims), stream, args.quiet)
+    color = use_color(args.color, stream)
+    progress = _Progress(
+        len(claims), stream, args.quiet, order=[c.id for c in claims], verbose=args.verbose, color=color
+    )
     record_of = _claim_recorder(args, claims)
     records_by_id: dict[str, dict[str, object]] = {}
     executor: Executor | None = None
@@ -749,10 +444,12 @@ def _run_selected(
             pool.timeout_for = _pool_limits(claims, config)
             executor = pool
         pngs = _BackgroundPNGs() if out is not None and n_run >= _BACKGROUND_PNG_MIN_CLAIMS else None
-        results = run_claims(claims, config, on_event, workers=workers, skip=skip, executor=executor)
+        results = run_claims(
+            claims, config, on_event, workers=workers, skip=skip, executor=executor, maxfail=args.maxfail
+        )
     except BaseException as exc:
         _stop_run(progress, executor, pngs)
-        if not isinstance(exc, _STOPS):
+        if not isinstance(exc, STOPS):
             raise
         return _run_stopped(exc, out, workers, pngs)
     progress.close()
@@ -768,9 +465,10 @@ def _run_selected(
     stopped = _write_run_outputs(out, doc, args.fail_on, junit, json_file, pngs)
     if stopped is not None:
         return stopped
+    _record_last_failed(results, args.fail_on, out)
     if to_stdout:
         sys.stdout.write(dumps_document(doc))
-    _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream)
+    _print_run_summary(results, counts, stated_rate, time.perf_counter() - t0, stream, color, args.verbose)
     if out is not None:
         _note_foreign(out, foreign_entries(out))
         print(f"report: {clean(str(out / 'report.html'))}", file=stream)
@@ -867,6 +565,8 @@ def _check_run_args(args: argparse.Namespace) -> None:
         check_count("--workers", args.workers, MAX_WORKERS, WORKERS_WHY)
     if args.impl_only and not args.impl:
         raise InvalidArgument("--impl-only", True, "needs at least one --impl FAMILY=SPEC")
+    if args.maxfail is not None and args.maxfail < 1:
+        raise InvalidArgument("--maxfail", args.maxfail, "must be a number of FAILs >= 1 (-x is --maxfail 1)")
     if args.timeout is not None and not (0 <= args.timeout < 1e9):  # NaN fails both
         raise InvalidArgument("--timeout", args.timeout, "must be a number of seconds >= 0 (0: no limit)")
     if args.plan and (args.junit or args.json not in (None, "-") or args.out):
@@ -952,7 +652,9 @@ def _select_run_claims(
 ) -> tuple[list[Claim], dict[str, str], list[str]]:
     """The claims to list, the reason each skipped one is SKIPPED, and those ``--impl-only`` leaves out."""
     # every selected claim is listed: one that does not run in this profile is SKIPPED with the reason
-    claims = select_claims(args.claims)
+    claims = selected(args.claims, args.keyword, select=select_claims)
+    if args.last_failed:
+        claims = _last_failed_only(claims)
     skip: dict[str, str] = {
         c.id: f"runs in profile {'/'.join(c.profiles)} only; rerun with --profile {c.profiles[0]}"
         for c in claims
@@ -973,6 +675,41 @@ def _select_run_claims(
         if not claims:
             raise InvalidArgument("--impl-only", True, "no selected claim exercises the implementations given")
     return claims, skip, left_out
+
+
+def _last_failed_only(claims: list[Claim]) -> list[Claim]:
+    """``--lf``: of ``claims``, those that failed when last run (:mod:`verify.selection`); none recorded (no
+    previous run, nothing failed, none of these, an unreadable state file): all of them, with a note, as pytest."""
+    path = last_failed_path()
+    try:
+        last = read_last_failed(path)
+    except InvalidArgument as exc:
+        print(f"rnn-verify: note: --lf: {safe_str(exc)}; running every selected claim", file=sys.stderr)
+        return claims
+    failed = set(last.failed) if last is not None else set()
+    kept = [c for c in claims if c.id in failed]
+    if not kept:
+        why = "no previous run recorded" if last is None else "no selected claim failed in the previous runs"
+        print(f"rnn-verify: note: --lf: {why} ({path}); running every selected claim", file=sys.stderr)
+        return claims
+    since = f", last updated {last.finished}" if last is not None else ""
+    print(
+        f"rnn-verify: note: --lf: rerunning {len(kept)} of {len(claims)} claims that failed last ({path}{since})",
+        file=sys.stderr,
+    )
+    return kept
+
+
+def _record_last_failed(results: Sequence[CheckResult], fail_on: str, out: Path | None) -> None:
+    """Update ``lastfailed.json`` for ``--lf``: the claims that made this run fail (FAIL; INCONCLUSIVE too under
+    ``--fail-on inconclusive``) added, the others that ran removed. A cache that cannot be written is a note."""
+    bad = {Verdict.FAIL} | ({Verdict.INCONCLUSIVE} if fail_on == "inconclusive" else set())
+    ran = [r.claim_id for r in results if r.verdict is not Verdict.SKIPPED]
+    failed = [r.claim_id for r in results if r.verdict in bad]
+    try:
+        update_last_failed(ran, failed, out / "results.json" if out is not None else None)
+    except OSError as exc:
+        print(f"rnn-verify: note: could not record the failed claims for --lf: {os_error_text(exc)}", file=sys.stderr)
 
 
 def _run_device(args: argparse.Namespace, claims: Sequence[Claim], skip: dict[str, str]) -> str:
@@ -1104,7 +841,7 @@ def _write_run_outputs(
             if json_file is not None:
                 extra.append((json_file, dumps_document(doc).encode("utf-8")))
             write_files_atomic(extra)
-    except _STOPS as exc:
+    except STOPS as exc:
         what, code = _stopped(exc)
         print(
             f"\nrnn-verify: {what} while writing; the report folder holds the previous report or the complete "
@@ -1119,20 +856,30 @@ def _write_run_outputs(
 
 
 def _print_run_summary(
-    results: Sequence[CheckResult], counts: dict[Verdict, int], stated_rate: float, wall: float, stream: TextIO
+    results: Sequence[CheckResult],
+    counts: dict[Verdict, int],
+    stated_rate: float,
+    wall: float,
+    stream: TextIO,
+    color: bool = False,
+    verbose: bool = False,
 ) -> None:
-    """The summary line, the stated false-FAIL rate, every claim that did not PASS and every finding."""
-    print("summary: " + ", ".join(f"{counts[v]} {v.value}" for v in Verdict) + f"  ({wall:.1f}s)", file=stream)
+    """The summary line, the stated false-FAIL rate, one short line per claim that did not PASS (``verbose``: the
+    first line of its summary, uncut; the whole summary is in the report) and every finding."""
+    said = ", ".join(f"{counts[v]} {colored(v.value, v.value, color and counts[v] > 0)}" for v in Verdict)
+    print(f"summary: {said}  ({wall:.1f}s)", file=stream)
     if stated_rate > 0:
         print(
-            f"  stated false-FAIL rate of these claims on a correct implementation: {stated_rate:.2g} "
-            f"(sum of their alpha and control beta; the gate's budget is {GATE_ALPHA:g})",
+            f"  stated false-FAIL rate on a correct implementation: {stated_rate:.2g} (alpha + control beta; "
+            f"budget {GATE_ALPHA:g})",
             file=stream,
         )
     for r in results:
         if r.verdict is not Verdict.PASS:  # a FAIL's reason may be a traceback: its summary names the cause
             text = clean(r.summary if r.verdict is Verdict.FAIL else r.reason or r.summary).strip()
-            print(f"  {r.verdict.value} {r.claim_id}: {text.splitlines()[0] if text else ''}", file=stream)
+            line = f"{r.verdict.value} {r.claim_id}: "
+            line += shorten(text, 10**6 if verbose else LINE_WIDTH - 2 - len(line))
+            print("  " + colored(r.verdict.value, r.verdict.value, color) + line[len(r.verdict.value) :], file=stream)
     for r in results:  # the papers as printed: reported, whatever the verdict (the line says which)
         for f in r.findings:
             print(f"  {clean(finding_line(r.claim_id, r.verdict, f))}", file=stream)
@@ -1213,7 +960,7 @@ def _sweep_locked(
     except BaseException as exc:
         if executor is not None:
             executor.close()
-        if not isinstance(exc, _STOPS):
+        if not isinstance(exc, STOPS):
             raise
         what, code = _stopped(exc)
         kept = "finished cells are cached and a rerun resumes" if cache is not None else "--no-cache: nothing kept"
@@ -1454,56 +1201,38 @@ def _cmd_golden(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def help_values() -> dict[str, object]:
+    """The numbers and names the subcommands' ``--help`` quotes (:mod:`verify.cli_parser`), from their modules."""
+    return {
+        "MAX_SEED": MAX_SEED,
+        "MAX_WORKERS": MAX_WORKERS,
+        "MAX_THREADS": MAX_THREADS,
+        "TIMEOUT_FACTOR": TIMEOUT_FACTOR,
+        "TIMEOUT_FLOOR_S": TIMEOUT_FLOOR_S,
+        "IMPL_FAMILIES": ", ".join([*IMPL_FAMILIES, *IMPL_ALIASES]),
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The parser of every command (:func:`verify.cli_parser.build_parser`), its ``--help`` values filled in."""
+    return build_parser(help_values)
+
+
+#: the commands that compute, by name (``list`` and ``explain`` are :mod:`verify.cli_front`'s)
+COMMANDS: dict[str, Command] = {
+    "run": lambda args, argv: _cmd_run(args, argv),
+    "sweep": lambda args, argv: _cmd_sweep(args, argv),
+    "report": lambda args, argv: _cmd_report(args, argv),
+    "golden": lambda args, argv: _cmd_golden(args),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv``; returns the exit code (see the module docstring).
 
     SIGTERM and SIGHUP are handled like Ctrl-C while it runs (exit 143 / 129).
     """
-    with stop.handling():
-        try:
-            return _main(argv)
-        except _STOPS as exc:
-            what, code = _stopped(exc)
-            print(f"\nrnn-verify: {what}", file=sys.stderr)
-            return code
-
-
-def _main(argv: Sequence[str] | None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
-        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    try:
-        if args.command == "list":
-            return _cmd_list(args)
-        if args.command == "run":
-            return _cmd_run(args, argv)
-        if args.command == "sweep":
-            return _cmd_sweep(args, argv)
-        if args.command == "report":
-            return _cmd_report(args, argv)
-        return _cmd_golden(args)
-    except VerifyError as exc:
-        print(f"rnn-verify: error: {safe_str(exc)}", file=sys.stderr)  # it may quote code under test: cleaned
-        return EXIT_USAGE
-    except OSError as exc:  # e.g. the disk filled up while writing; what was there before is intact
-        print(f"rnn-verify: error: {clean(_os_error_text(exc))}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def _os_error_text(exc: OSError) -> str:
-    """An OS error in words (the OS's limits named, not a bare "[Errno 36]")."""
-    where = f" ({str(exc.filename)[:80]}{'...' if len(str(exc.filename)) > 80 else ''})" if exc.filename else ""
-    if exc.errno == errno.ENAMETOOLONG:
-        return (
-            f"a file or folder name is too long for the file system{where}: at most {NAME_MAX} bytes per name "
-            f"(NAME_MAX), {PATH_MAX} per path (PATH_MAX)"
-        )
-    if exc.errno == errno.EISDIR:
-        return f"is a folder, where a file is expected{where}"
-    return f"{exc.strerror or exc}{where}"
+    return front_main(argv, lambda: Backend(COMMANDS, help_values))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,14 +11,12 @@ from typing import Any
 
 import torch
 
+from theory.catalog import PROFILES
 from verify._validate import SEED_MULTIPLIER, validate_seed
 from verify.errors import InvalidArgument
 from verify.impl import DEFAULT, Implementations
 
 __all__ = ["PROFILES", "RunConfig"]
-
-
-PROFILES = ("ci", "full")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ __all__ = [
     "EXIT_HANGUP",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_PIPE",
     "EXIT_TERMINATED",
     "EXIT_USAGE",
     "epilog",
@@ -28,6 +29,8 @@ __all__ = [
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HANGUP = 128 + 2, 128 + 15, 128 + 1  # the shell's 128 + signal number
+#: the output pipe was closed by its reader (``rnn-verify list | head -1``): quiet, as if ended by SIGPIPE
+EXIT_PIPE = 128 + 13
 
 _USAGE = "usage or input error: a bad argument (named, with its value)"
 _STOPS: tuple[tuple[int, str], ...] = (
@@ -41,6 +44,11 @@ COMMANDS: dict[str, tuple[tuple[int, str], ...]] = {
     "list": (
         (EXIT_OK, "the catalog (or the selected claims) printed"),
         (EXIT_USAGE, f"{_USAGE}, e.g. an unknown claim id or glob"),
+        *_STOPS,
+    ),
+    "explain": (
+        (EXIT_OK, "the claim explained"),
+        (EXIT_USAGE, f"{_USAGE}, e.g. an unknown claim id (the near matches named)"),
         *_STOPS,
     ),
     "run": (
@@ -101,14 +109,22 @@ COMMANDS: dict[str, tuple[tuple[int, str], ...]] = {
 
 _NOTE = (
     "A signal leaves the previous report as it was and stops worker and figure processes (also kill -9: they "
-    "die with rnn-verify). Code under test runs only in worker processes and never sets the exit status."
+    "die with rnn-verify). Code under test runs only in worker processes and never sets the exit status. "
+    f"A closed output pipe (rnn-verify list | head -1) ends the command quietly with {EXIT_PIPE} (128 + SIGPIPE), "
+    "as other Unix tools end."
 )
 
 
-def table(command: str, width: int = 100) -> str:
-    """``command``'s codes, one per paragraph: ``  0    meaning`` (wrapped with a hanging indent)."""
+def table(command: str, width: int = 100, *, signals: bool = True) -> str:
+    """``command``'s codes, one per paragraph: ``  0    meaning`` (wrapped with a hanging indent); ``signals=False``
+    leaves out the rows every command shares (a signal delivered to rnn-verify)."""
+    shared = {code for code, _ in _STOPS}
+    return _rows([(c, m) for c, m in COMMANDS[command] if signals or c not in shared], width)
+
+
+def _rows(rows: list[tuple[int, str]], width: int = 100) -> str:
     lines = []
-    for code, meaning in COMMANDS[command]:
+    for code, meaning in rows:
         lines.append(
             textwrap.fill(
                 meaning, width, initial_indent=f"  {code:<5}", subsequent_indent=" " * 7, break_on_hyphens=False
@@ -125,8 +141,10 @@ def epilog(command: str) -> str:
 
 
 def overview() -> str:
-    """The top-level ``--help`` epilog: every command's table."""
-    parts = [f"rnn-verify {cmd}:\n{table(cmd)}" for cmd in COMMANDS]
+    """The top-level ``--help`` epilog: every command's own codes, then once the codes all commands share."""
+    parts = [f"rnn-verify {cmd}:\n{table(cmd, signals=False)}" for cmd in COMMANDS]
     return (
-        "exit codes, per command:\n\n" + "\n\n".join(parts) + f"\n\n{textwrap.fill(_NOTE, 100, break_on_hyphens=False)}"
+        "exit codes, per command (rnn-verify COMMAND --help: that command's table):\n\n"
+        + "\n\n".join(parts)
+        + f"\n\nevery command:\n{_rows(list(_STOPS))}\n\n{textwrap.fill(_NOTE, 100, break_on_hyphens=False)}"
     )

@@ -50,9 +50,12 @@ def fake_claim(claim_id: str, profiles: tuple[str, ...] = ("ci", "full")) -> Cla
     )
 
 
-def run_serial(todo: Any, cfg: Any, progress: Any, workers: int, results: Any) -> None:
+def run_serial(todo: Any, cfg: Any, progress: Any, workers: int, results: Any, maxfail: Any = None) -> None:
     """Stands in for the runner's ``_run_parallel``: every claim in this process, in order (fakes do not pickle)."""
     for c in todo:
+        if runner._reached(results, maxfail):
+            runner._skip_rest(todo, cfg, progress, results)
+            return
         if progress:
             progress("start", c, None)
         results[c.id] = runner.run_check(c, cfg(c))

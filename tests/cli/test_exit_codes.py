@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import verify.cli as cli_mod
+import verify.cli_front as front
 from verify.cli import _parser, main
 from verify.config import RunConfig
 from verify.exit_codes import COMMANDS, EXIT_FAIL, EXIT_OK, EXIT_USAGE
@@ -266,7 +267,8 @@ def _result(cid: str, verdict: Verdict) -> Callable[[RunConfig], CheckResult]:
 _SIGNALLED = {130: signal.SIGINT, 143: signal.SIGTERM, 129: signal.SIGHUP}
 #: per command: where a signal is delivered in-process (an early step of the command)
 _SIGNAL_AT: dict[str, tuple[object, str]] = {
-    "list": (cli_mod, "select_claims"),
+    "list": (front, "select_claims"),
+    "explain": (front, "explain_text"),
     "run": (cli_mod, "_check_run_args"),
     "sweep": (cli_mod, "_check_sweep_args"),
     "report": (cli_mod, "read_document"),
@@ -274,6 +276,7 @@ _SIGNAL_AT: dict[str, tuple[object, str]] = {
 }
 _SIGNAL_ARGV = {
     "list": ["list"],
+    "explain": ["explain", "rtrl.exact"],
     "run": ["run", "--no-report"],
     "sweep": ["sweep", "selftest", "--no-report"],
     "report": ["report", "x.json"],
@@ -312,6 +315,8 @@ def _drivers(tmp_path: Path, fake_checks: Callable[..., None]) -> dict[tuple[str
     return {
         ("list", 0): lambda: main(["list", "--claims", "rtrl.*"]),
         ("list", 2): lambda: main(["list", "--claims", "no.such-claim"]),
+        ("explain", 0): lambda: main(["explain", "rtrl.exact"]),
+        ("explain", 2): lambda: main(["explain", "rtrl.exactt"]),
         ("run", 0): lambda: run(Verdict.PASS),
         ("run", 1): lambda: run(Verdict.FAIL),
         ("run", 2): lambda: main(["run", "--seed", "-1", "--no-report"]),

@@ -556,20 +556,22 @@ def _valid_outputs(*rels: str) -> Callable[[Box, str], None]:
 def _text_cases() -> None:
     out = ["--out", "o"]
     report = _valid_outputs("o/junit.xml", "o/results.json")
+    # -v: the verdict line carries the check's whole summary (by default it is cut to 100 characters)
     case("check raises an exception whose __str__ and __repr__ raise: FAIL naming the type", 1,
-         ["run", "--claims", BROKEN_ID, *out], says=(f"FAIL {BROKEN_ID}: check raised Broken: <Broken object "
-         "(str() raised ValueError)>",), after=report)  # fmt: skip
-    case("check calls sys.exit(obj whose __repr__ raises): FAIL", 1, ["run", "--claims", EXIT_ID, *out],
+         ["run", "--claims", BROKEN_ID, *out, "-v"], says=(f"FAIL {BROKEN_ID}: check raised Broken: <Broken",
+         "check raised Broken: <Broken object (str() raised ValueError)>"), after=report)  # fmt: skip
+    case("check calls sys.exit(obj whose __repr__ raises): FAIL", 1, ["run", "--claims", EXIT_ID, *out, "-v"],
          says=("SystemExit(<NoRepr object (repr() raised ValueError)>): code under test called sys.exit()",),
          after=report)  # fmt: skip
     case("check raises an exception whose __str__ raises KeyboardInterrupt: FAIL", 1,
-         ["run", "--claims", KI_STR_ID, *out], says=("<_InterruptsStr object (str() raised KeyboardInterrupt)>",),
-         never=("interrupted",), after=report)  # fmt: skip
+         ["run", "--claims", KI_STR_ID, *out, "-v"],
+         says=("<_InterruptsStr object (str() raised KeyboardInterrupt)>",), never=("interrupted",),
+         after=report)  # fmt: skip
     case("check's premise cannot be read: INCONCLUSIVE naming the type", 0, ["run", "--claims", PREMISE_ID, *out],
          says=(f"INCONCLUSIVE {PREMISE_ID}: <BrokenPremise object (str() raised RuntimeError)>",),
          after=report)  # fmt: skip
-    case("check not applicable, with controls in its reason: SKIPPED, escaped", 0, ["run", "--claims", NA_ID, *out],
-         says=(HOSTILE_SHOWN,), after=report)  # fmt: skip
+    case("check not applicable, with controls in its reason: SKIPPED, escaped", 0,
+         ["run", "--claims", NA_ID, *out, "-v"], says=(HOSTILE_SHOWN,), after=report)  # fmt: skip
     case("summary, reason and finding with ESC/NUL/FF/CR/C1/U+FFFE/surrogate: escaped", 1,
          ["run", "--claims", HOSTILE_ID, *out, "--junit", "j.xml", "--json", "r.json"],
          says=(f"FAIL {HOSTILE_ID}: {HOSTILE_SHOWN}", f"-- {HOSTILE_SHOWN}"),

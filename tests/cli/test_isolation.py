@@ -185,9 +185,9 @@ def test_timeout_names_the_claim_and_where_it_was(
     monkeypatch.setenv("EVIL_MODE", "hang")
     monkeypatch.setenv("EVIL_WHERE", "claim")
     got, text = run_cli_in(cwd, ["run", "--impl", f"uoro={EVIL}:Evil", "--claims", CLAIM, "--no-report",
-                                 "--timeout", "5"])  # fmt: skip
+                                 "--timeout", "5", "-v"])  # fmt: skip
     assert got == EXIT_FAIL
-    line = next(ln for ln in text.splitlines() if ln.strip().startswith(f"FAIL {CLAIM}"))
+    line = next(ln for ln in text.splitlines() if ln.startswith("FAIL ") and CLAIM in ln)  # -v: the whole summary
     assert "did not finish within 5 s" in line and "_misbehave() at" in line and "evil_impl.py" in line, line
 
 

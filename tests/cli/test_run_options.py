@@ -83,7 +83,7 @@ def test_workers_capped_at_the_cpus_with_a_note(
     monkeypatch.setattr(cli, "available_cpus", lambda: 2)
     monkeypatch.setattr(runner, "_cpus", lambda: 2)
 
-    def serial(todo: object, cfg: object, progress: object, workers: int, results: object) -> None:
+    def serial(todo: object, cfg: object, progress: object, workers: int, results: object, maxfail: object) -> None:
         used.append(workers)
         for c in todo:  # type: ignore[attr-defined]
             results[c.id] = runner.run_check(c, cfg(c))  # type: ignore[index,operator]

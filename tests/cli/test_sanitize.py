@@ -93,7 +93,7 @@ def test_a_check_raising_an_exception_with_a_broken_str_is_a_fail_naming_the_typ
 
 
 def test_sys_exit_of_an_object_with_a_broken_repr_is_a_fail(fake_checks: Callable[..., None], tmp_path: Path) -> None:
-    code, text = _run(fake_checks, tmp_path, _raises(SystemExit(NoRepr())))
+    code, text = _run(fake_checks, tmp_path, _raises(SystemExit(NoRepr())), "-v")  # -v: the whole summary
     assert code == 1
     assert "SystemExit(<NoRepr object (repr() raised ValueError)>): code under test called sys.exit()" in text
     assert _report(tmp_path)["claims"][0]["verdict"] == "FAIL"

@@ -33,18 +33,18 @@ figure drawn for the claim, with its data; see :mod:`verify.report.figures`),
 from __future__ import annotations
 
 import platform
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from theory.catalog import Claim, all_claims
+from theory.catalog import Claim
 from verify.errors import InvalidFile
 from verify.files import tool_version
 from verify.report.figures import claim_figures, controls_table, normalize_figure
 from verify.schema import ResultsDocument, parse_json_bytes, parse_results, read_file_bytes, verify_results
+from verify.selection import rerun_command
 from verify.verdict import CheckResult, Verdict, to_jsonable
 
 __all__ = [
@@ -64,39 +64,6 @@ __all__ = [
 SCHEMA = "rnn-verify.results"
 SCHEMA_VERSION = 1
 VERDICTS = tuple(v.value for v in Verdict)
-
-
-def rerun_command(
-    claim_id: str,
-    *,
-    profile: str,
-    seed: int | None,
-    device: str,
-    dtype: str,
-    claim: Claim | None = None,
-    impls: Sequence[str] = (),
-) -> str:
-    """The command that reruns one catalog claim alone with the same settings -- and what it needs to run.
-
-    A claim that needs CUDA (``Claim.requires``) is rerun with ``--device cuda`` when the
-    run's device was not CUDA, and a claim outside the run's profile with its own profile
-    (``--profile full`` for a full-only claim): rerunning a SKIPPED claim with the settings
-    that skipped it would only skip it again. ``claim`` defaults to the catalog entry.
-    """
-    if claim is None:
-        claim = all_claims().get(claim_id)
-    if claim is not None:
-        if claim.profiles and profile not in claim.profiles:
-            profile = claim.profiles[0]
-        if "cuda" in claim.requires and not str(device).startswith("cuda"):
-            device = "cuda"
-    parts = ["rnn-verify", "run", "--profile", profile, "--claims", claim_id]
-    if seed is not None:
-        parts += ["--seed", str(seed)]
-    parts += ["--device", device, "--dtype", dtype]
-    for spec in impls:  # the implementations under test it ran on (``--impl FAMILY=SPEC``)
-        parts += ["--impl", spec]
-    return shlex.join(parts)
 
 
 def claim_record(

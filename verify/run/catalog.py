@@ -39,7 +39,15 @@ from verify.run.sweep.executors import available_cpus
 from verify.text import safe_str
 from verify.verdict import CheckResult, Verdict
 
-__all__ = ["EXPECTED_SECONDS", "claim_time_limit", "isolated_pool", "longest_first", "run_claims", "run_on_executor"]
+__all__ = [
+    "EXPECTED_SECONDS",
+    "MAXFAIL_REASON",
+    "claim_time_limit",
+    "isolated_pool",
+    "longest_first",
+    "run_claims",
+    "run_on_executor",
+]
 
 Progress = Callable[[str, Claim, CheckResult | None], None]
 
@@ -53,13 +61,16 @@ def run_claims(
     skip: Mapping[str, str] | None = None,
     executor: Any = None,
     isolate: bool = False,
+    maxfail: int | None = None,
 ) -> list[CheckResult]:
     """Run ``claims``, calling ``progress("start"|"done", claim, result)``; results in catalog order.
 
     ``config`` is one :class:`RunConfig` for every claim or a mapping claim id ->
     config. ``workers > 1`` runs checks in up to that many processes (capped at the
     CPUs available and at the number of claims to run). ``skip`` maps claim ids to
-    the reason they are reported SKIPPED without running.
+    the reason they are reported SKIPPED without running. ``maxfail`` (``-x``,
+    ``--maxfail N``): after that many FAILs no claim is started; those not run are SKIPPED
+    :data:`MAXFAIL_REASON` (in parallel, one still running then is stopped and SKIPPED too).
     """
     skip = dict(skip or {})
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -81,16 +92,42 @@ def run_claims(
                 progress("start", claim, None)
             if claim.id in skip:
                 res = skipped_result(claim, cfg(claim), skip[claim.id])
+            elif _reached(results, maxfail):
+                res = skipped_result(claim, cfg(claim), MAXFAIL_REASON)
             else:
                 res = run_check(claim, cfg(claim))
             results[claim.id] = res
             if progress:
                 progress("done", claim, res)
     if parallel and executor is not None:
-        run_on_executor(longest_first(todo), cfg, progress, executor, results)
+        run_on_executor(longest_first(todo), cfg, progress, executor, results, maxfail=maxfail)
     elif parallel:
-        _run_parallel(longest_first(todo), cfg, progress, max(1, min(workers, len(todo), _cpus())), results)
+        n = max(1, min(workers, len(todo), _cpus()))
+        _run_parallel(longest_first(todo), cfg, progress, n, results, maxfail=maxfail)
     return [results[c.id] for c in claims]
+
+
+#: why a claim did not run after ``--maxfail`` FAILs (the SKIPPED summary reads "not run: --maxfail reached")
+MAXFAIL_REASON = "--maxfail reached"
+
+
+def _reached(results: Mapping[str, CheckResult], maxfail: int | None) -> bool:
+    """Whether ``results`` hold ``maxfail`` FAILs (never, without a ``maxfail``)."""
+    return maxfail is not None and sum(r.verdict is Verdict.FAIL for r in results.values()) >= maxfail
+
+
+def _skip_rest(
+    todo: Sequence[Claim],
+    cfg: Callable[[Claim], RunConfig],
+    progress: Progress | None,
+    results: dict[str, CheckResult],
+) -> None:
+    """Every claim of ``todo`` without a result: SKIPPED :data:`MAXFAIL_REASON`."""
+    for claim in todo:
+        if claim.id not in results:
+            results[claim.id] = skipped_result(claim, cfg(claim), MAXFAIL_REASON)
+            if progress:
+                progress("done", claim, results[claim.id])
 
 
 #: expected seconds per claim in the ci profile: the recorded timings ``--plan`` uses (one table,
@@ -115,11 +152,12 @@ def _run_parallel(
     progress: Progress | None,
     workers: int,
     results: dict[str, CheckResult],
+    maxfail: int | None = None,
 ) -> None:
     """``--workers N`` (or a user's implementations): the claims as sweep cells on isolated worker processes
     (:class:`~verify.run.pool.IsolatedPool`), each with its time limit (:func:`claim_time_limit`)."""
     with isolated_pool(workers, cfg, todo) as executor:
-        run_on_executor(todo, cfg, progress, executor, results)
+        run_on_executor(todo, cfg, progress, executor, results, maxfail=maxfail)
 
 
 def claim_time_limit(config: RunConfig, claim_id: str) -> float | None:
@@ -144,8 +182,11 @@ def run_on_executor(
     progress: Progress | None,
     executor: Any,
     results: dict[str, CheckResult],
+    maxfail: int | None = None,
 ) -> None:
     """Run ``todo`` as ``claim`` cells on a sweep executor (process pool or Dask); fill ``results`` by claim id.
+    After ``maxfail`` FAILs the rest is SKIPPED (:func:`run_claims`); the caller closes the executor, which stops
+    a cell still running.
 
     A cell that could not run (its worker died too often, a lost cluster, a worker with other sources) is a
     FAIL naming the cause -- a crashed check must not let a CI gate through. On an interruption the
@@ -181,6 +222,9 @@ def run_on_executor(
         results[claim.id] = res
         if progress:
             progress("done", claim, res)
+        if _reached(results, maxfail):
+            break
+    _skip_rest(todo, cfg, progress, results)
 
 
 def _worker_failure(claim: Claim, config: RunConfig, why: str, summary: str = "") -> CheckResult:

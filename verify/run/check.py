@@ -17,8 +17,6 @@ This module is below :mod:`verify.run.sweep` (whose ``claim`` task calls
 from __future__ import annotations
 
 import contextlib
-import difflib
-import fnmatch
 import json
 import os
 import socket
@@ -39,6 +37,7 @@ from verify.config import RunConfig
 from verify.errors import AssumptionViolated, ContractViolation, ImplementationError, InvalidArgument, NotApplicable
 from verify.impl import Implementations
 from verify.impl.loader import load_implementations
+from verify.selection import select_claims as _select_claims
 from verify.text import clean, safe_repr, safe_str, type_name
 from verify.verdict import CheckResult, Verdict
 
@@ -55,28 +54,14 @@ __all__ = [
 
 
 def select_claims(patterns: Sequence[str] | None = None, profile: str | None = None) -> list[Claim]:
-    """Claims matching any of ``patterns`` (ids or globs such as ``uoro.*``), catalog order.
+    """Claims matching any of ``patterns`` (ids or globs such as ``uoro.*``), catalog order
+    (:func:`verify.selection.select_claims` over this module's catalog).
 
     With ``profile`` only the claims that run in that profile are kept when no
     explicit pattern is given. Unknown ids raise :class:`InvalidArgument` with the
     nearest matches.
     """
-    claims = all_claims()
-    if not patterns:
-        return [c for c in claims.values() if profile is None or profile in c.profiles]
-    chosen: dict[str, Claim] = {}
-    split = [p.strip() for pat in patterns for p in pat.split(",") if p.strip()]
-    if not split:
-        raise InvalidArgument("--claims", list(patterns), "give at least one claim id or glob")
-    for pat in split:
-        hits = [cid for cid in claims if fnmatch.fnmatchcase(cid, pat)]
-        if not hits:
-            near = difflib.get_close_matches(pat, list(claims), n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(near)}?" if near else "; see `rnn-verify list`"
-            raise InvalidArgument("--claims", pat, f"matches no claim id{hint}")
-        for cid in hits:
-            chosen[cid] = claims[cid]
-    return [c for cid, c in claims.items() if cid in chosen]
+    return _select_claims(patterns, profile, claims=all_claims())
 
 
 def run_check(claim: Claim, config: RunConfig) -> CheckResult:
