@@ -562,6 +562,9 @@ def test_full_disk_at_every_write(box: Box, monkeypatch: pytest.MonkeyPatch, wri
         exc: BaseException = KeyboardInterrupt() if interrupt else OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         fake = DiskFull(k, exc)
         monkeypatch.setattr(files_mod, "_write_fd", fake)
+        # --lf's record in the user's cache is not an output of the run (best effort, written after them:
+        # test_lf_record_on_a_full_disk_is_a_note); here every write counted is an output's
+        monkeypatch.setattr(cli, "update_last_failed", lambda *a, **k: None)
         code, text = box.run(argv)
         monkeypatch.undo()
         assert "Traceback" not in text, text
@@ -775,3 +778,17 @@ def test_output_write_error_is_one_line_and_travels_between_processes() -> None:
         str(back) == str(err) == "cannot write /x/o/results.json: No space left (ENOSPC); nothing changed; free "
         "some space and rerun"
     )
+
+
+def test_lf_record_on_a_full_disk_is_a_note(box: Box, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record ``--lf`` reads (the user's cache) cannot be written: a note, the run's outputs and exit code are
+    what they would have been (the report is complete before the record is written)."""
+    box.reset()
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/cache/rnn-verify/lastfailed.json")
+
+    monkeypatch.setattr(cli, "update_last_failed", full)
+    code, text = box.run(WRITERS["run --out --json --junit"])
+    assert code == 0 and "could not record the failed claims for --lf" in text and "Traceback" not in text, text
+    assert json.loads((box.cwd / "good" / "results.json").read_text())["run"]["exit_code"] == 0
