@@ -513,15 +513,7 @@ def staged_files(items: Iterable[tuple[Path | str, bytes]]) -> Iterator[Callable
             path = Path(path_in).expanduser().absolute()
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                # the temporary name stays within NAME_MAX whatever the length of the name (255 bytes is valid)
-                fd, tmp = tempfile.mkstemp(prefix=f".{_short_name(path.name)}.tmp-", dir=path.parent)
-                pending.append(tmp)
-                try:
-                    _write_fd(fd, data)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.chmod(tmp, 0o644)
+                tmp = _write_temp(path, data, pending)
             except OSError as exc:
                 was = "is as it was" if os.path.lexists(path) else "was not written"
                 raise OutputWriteError(path, exc, f"{path} {was}, and so is every other output") from None
@@ -534,21 +526,34 @@ def staged_files(items: Iterable[tuple[Path | str, bytes]]) -> Iterator[Callable
                     os.unlink(tmp)  # our own temporary file, made above
 
 
+def _write_temp(path: Path, data: bytes, made: list[str]) -> str:
+    """``data`` in a new temporary sibling of ``path`` (synced, mode 0644); its name is appended to ``made`` as soon
+    as it exists (the caller removes what ``made`` lists on every path out) and returned. Raises the OS's error as
+    it came."""
+    # the temporary name stays within NAME_MAX whatever the length of the name (255 bytes is valid)
+    fd, tmp = tempfile.mkstemp(prefix=f".{_short_name(path.name)}.tmp-", dir=path.parent)
+    made.append(tmp)
+    try:
+        _write_fd(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(tmp, 0o644)
+    return tmp
+
+
 def _replace_file(path: Path, data: bytes) -> None:
     """``data`` into ``path`` through a temporary sibling and ``os.replace``; raises the OS's error as it came."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{_short_name(path.name)}.tmp-", dir=path.parent)
+    made: list[str] = []
     try:
-        try:
-            _write_fd(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(tmp, 0o644)
+        tmp = _write_temp(path, data, made)
         with _held_signals():
             os.replace(tmp, path)
     except BaseException:
-        with _held_signals(), contextlib.suppress(OSError):
-            os.unlink(tmp)  # our own temporary file, made above
+        with _held_signals():
+            for tmp in made:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)  # our own temporary file, made above
         raise
 
 
