@@ -806,7 +806,9 @@ def _run_info(
         "device": device,
         "dtype": args.dtype,
         "workers": workers,
-        "executor": executor.describe() if executor is not None else ("process" if workers > 1 else "serial"),
+        "executor": executor.describe()
+        if executor is not None
+        else (IsolatedPool.description(workers, THREADS_PER_PROCESS) if workers > 1 else "serial"),  # fmt: skip
         "fail_on": args.fail_on,
         "started": started,
         "wall_time": time.perf_counter() - t0,

@@ -300,7 +300,7 @@ def test_workers_run_in_processes_in_catalog_order(tmp_path: Path) -> None:
     doc = json.loads((out / "results.json").read_text())
     assert [r["id"] for r in doc["claims"]] == ["reference.influence", "reference.complex-step"]
     assert all(r["verdict"] == "PASS" for r in doc["claims"]) and doc["run"]["workers"] == 2
-    assert doc["run"]["executor"].startswith("process")  # --workers goes through the sweep's process executor
+    assert doc["run"]["executor"].startswith("isolated (2 worker processes")  # verify.run.pool's workers
 
 
 def test_report_rerenders_without_recomputing(

@@ -235,8 +235,12 @@ class IsolatedPool(Executor):
         self._start_reaper()
 
     def describe(self) -> str:
-        n = self.workers
-        return f"isolated ({n} worker process{'es' if n != 1 else ''}, {self.threads} torch thread(s) each)"
+        return self.description(self.workers, self.threads)
+
+    @staticmethod
+    def description(workers: int, threads: int) -> str:
+        """``isolated (2 worker processes, 1 torch thread(s) each)``: what ``run.executor`` records."""
+        return f"isolated ({workers} worker process{'es' if workers != 1 else ''}, {threads} torch thread(s) each)"
 
     # ------------------------------------------------------------------ processes
     def _start_reaper(self) -> None:
