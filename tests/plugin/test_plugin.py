@@ -144,6 +144,29 @@ def test_catalog_claims_run_as_test_items(inner: pytest.Pytester) -> None:
     assert rec["id"] == "reference.influence" and rec["paper"] and rec["figures"]
 
 
+def test_catalog_claims_are_collected_like_tests(inner: pytest.Pytester) -> None:
+    # counted in "collected N items", node ids rnn-verify::<claim id>, after the test files
+    inner.makepyfile(test_other="def test_unrelated():\n    assert sum([1, 2]) == 3\n")
+    res = _run(inner, "--collect-only", "-q", "--rnn-verify-claims", "reference.*")
+    assert res.ret == pytest.ExitCode.OK
+    ids = [line for line in res.stdout.lines if "::" in line]
+    assert ids[0] == "test_other.py::test_unrelated"
+    assert "rnn-verify::reference.adjoint" in ids and "rnn-verify::reference.influence" in ids
+    assert all(i.startswith("rnn-verify::reference.") for i in ids[1:]), ids
+    res.stdout.fnmatch_lines([f"{len(ids)} tests collected*"])
+
+
+def test_k_selects_catalog_claims(inner: pytest.Pytester) -> None:
+    inner.makepyfile(test_other="def test_unrelated():\n    assert sum([1, 2]) == 3\n")
+    res = _run(inner, "--collect-only", "--rnn-verify-claims", "reference.*", "-k", "influence")
+    res.stdout.fnmatch_lines(["collected * items / * deselected / 1 selected", "*<ClaimItem reference.influence>*"])
+    res = _run(inner, "-v", "--rnn-verify-claims", "reference.adjoint,reference.influence", "-k", "not influence")
+    res.assert_outcomes(passed=2, deselected=1)
+    res.stdout.fnmatch_lines(
+        ["*collected 3 items / 1 deselected / 2 selected", "rnn-verify::reference.adjoint PASSED*"]
+    )
+
+
 def test_failing_catalog_claim_fails_its_item(inner: pytest.Pytester) -> None:
     inner.makeconftest(
         """

@@ -12,7 +12,9 @@ Options
     base seed of the fixtures and claims, 0 .. 18446688733642 (default 0).
 ``--rnn-verify-claims PATTERN``
     also run catalog claims (ids or globs, repeatable) as test items: PASS passes, FAIL fails,
-    SKIPPED skips, INCONCLUSIVE fails.
+    SKIPPED skips, INCONCLUSIVE fails. They are collected after the test files, under the node
+    ``rnn-verify`` (node ids ``rnn-verify::rtrl.exact``; see :class:`CatalogCollector`), so they
+    count in "collected N items" and ``-k`` / ``--collect-only`` apply to them.
 ``--rnn-verify-impl FAMILY=SPEC``
     the implementation under test (repeatable), loaded and checked by :mod:`verify.impl.loader`
     exactly as ``rnn-verify run --impl`` does (``uoro=mypkg.mod:MyUORO``,
@@ -256,6 +258,8 @@ class _State:
     mutant_used: bool = False
     #: the implementations under test (--rnn-verify-impl, --rnn-verify-mutant); None: the toolkit's own
     impls: Implementations | None = None
+    #: the catalog claims selected by --rnn-verify-claims, in catalog order
+    claim_ids: list[str] = field(default_factory=list)
     user: dict[str, _UserClaim] = field(default_factory=dict)
     catalog: dict[str, CheckResult] = field(default_factory=dict)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -356,7 +360,17 @@ def pytest_configure(config: pytest.Config) -> None:
             impls = load_implementations(specs, base=impls or DEFAULT, option="--rnn-verify-impl")
         except VerifyError as exc:
             raise pytest.UsageError(str(exc)) from None
-    config.stash[_STATE] = _State(profile, seed, mutant, report_dir, impls=impls)
+    claim_ids: list[str] = []
+    patterns = _claim_patterns(config)
+    if patterns:  # an unknown claim is a usage error before anything is collected
+        from verify.errors import VerifyError
+        from verify.run.check import select_claims
+
+        try:
+            claim_ids = [claim.id for claim in select_claims(patterns)]
+        except VerifyError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config.stash[_STATE] = _State(profile, seed, mutant, report_dir, impls=impls, claim_ids=claim_ids)
 
 
 class ClaimItem(pytest.Item):
@@ -400,22 +414,56 @@ class _ClaimFailed(Exception):
     pass
 
 
+CATALOG_NODE = "rnn-verify"
+"""Name of the collector of the catalog claims: the claims' node ids read ``rnn-verify::rtrl.exact``."""
+
+
+class CatalogCollector(pytest.Collector):
+    """The catalog claims of ``--rnn-verify-claims``, collected like a test file.
+
+    Its node id is ``rnn-verify`` and its items' are ``rnn-verify::<claim id>``
+    (``rnn-verify::rtrl.exact``), so they count in "collected N items", show in
+    ``--collect-only`` and are selected by ``-k`` (``-k rtrl``, ``-k "rnn-verify and not uoro"``)
+    like any test. The node id is not a path: select claims with ``--rnn-verify-claims`` or ``-k``,
+    not by passing the node id as an argument.
+    """
+
+    def __init__(self, *, claim_ids: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.claim_ids = claim_ids
+
+    def collect(self) -> list[pytest.Item]:
+        return [ClaimItem.from_parent(self, name=cid, claim_id=cid) for cid in self.claim_ids]
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return ("rnn-verify catalog", None, "rnn-verify catalog claims")
+
+
+def _claim_patterns(config: pytest.Config) -> list[str]:
+    return [p.strip() for pat in config.getoption("--rnn-verify-claims") or [] for p in pat.split(",") if p.strip()]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Add the :class:`CatalogCollector` to what the session collects (after the test files)."""
+    report: pytest.CollectReport = yield
+    if isinstance(collector, pytest.Session) and report.passed:
+        state = collector.config.stash.get(_STATE, None)
+        if state is not None and state.claim_ids:
+            report.result.append(
+                CatalogCollector.from_parent(
+                    collector, name=CATALOG_NODE, nodeid=CATALOG_NODE, claim_ids=list(state.claim_ids)
+                )
+            )
+    return report
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    patterns = [p for pat in config.getoption("--rnn-verify-claims") or [] for p in pat.split(",") if p.strip()]
     for item in items:  # validate markers early: a malformed claim id is a usage error
         for mark in item.iter_markers(MARKER):
             _claim_id_of(mark, item.nodeid)
-    if not patterns:
-        return
-    from verify.errors import VerifyError
-    from verify.run.check import select_claims
-
-    try:
-        claims = select_claims(patterns)
-    except VerifyError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    for claim in claims:
-        items.append(ClaimItem.from_parent(session, name=f"rnn-verify[{claim.id}]", claim_id=claim.id))
 
 
 def _claim_id_of(mark: pytest.Mark, nodeid: str) -> str:
