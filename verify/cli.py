@@ -808,7 +808,7 @@ def _run_info(
         "workers": workers,
         "executor": executor.describe()
         if executor is not None
-        else (IsolatedPool.description(workers, THREADS_PER_PROCESS) if workers > 1 else "serial"),  # fmt: skip
+        else (IsolatedPool.description(workers, THREADS_PER_PROCESS) if workers > 1 else "serial"),
         "fail_on": args.fail_on,
         "started": started,
         "wall_time": time.perf_counter() - t0,
