@@ -1226,7 +1226,17 @@ COMMANDS: dict[str, Command] = {
     "sweep": lambda args, argv: _cmd_sweep(args, argv),
     "report": lambda args, argv: _cmd_report(args, argv),
     "golden": lambda args, argv: _cmd_golden(args),
+    "gallery": lambda args, argv: _cmd_gallery(args, argv),
 }
+
+
+def _cmd_gallery(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``rnn-verify gallery`` (:mod:`verify.gallery.run`)."""
+    from verify.gallery.run import cmd_gallery  # the command's own module, loaded when asked for
+
+    validate_seed("--seed", args.seed)
+    check_count("--workers", args.workers, MAX_WORKERS, WORKERS_WHY)
+    return cmd_gallery(args, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

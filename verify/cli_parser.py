@@ -106,6 +106,7 @@ def build_parser(help_values: HelpValues | None = None) -> argparse.ArgumentPars
     _add_sweep_parser(sub)
     _add_report_parser(sub)
     _add_golden_parser(sub)
+    _add_gallery_parser(sub)
     for parser in sub.choices.values():
         if isinstance(parser, _Parser):
             parser.help_values = help_values
@@ -395,3 +396,34 @@ def _add_golden_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     gold.add_argument("--seed", type=int, default=0, help="seed of the problems, 0 .. {MAX_SEED} (default 0)")
     gold.add_argument("--k", type=int, nargs="+", default=None, metavar="K", help="truncation lengths (default 1 2 3)")
+
+
+def _add_gallery_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``rnn-verify gallery``: the field's published implementations through the claims that apply."""
+    gal = _subparser(
+        sub,
+        "gallery",
+        help="judge published implementations (checkouts you name) through every claim that applies",
+        description="Run every algorithm of every gallery repository whose checkout is given through every claim "
+        "that applies, each in its own `rnn-verify run --impl ... --impl-only` (the repository's code is imported "
+        "only in isolated worker processes), and write the verdict tables (README.md), gallery.json and each "
+        "row's report folder. Repositories: vanilla-rtrl, snapjax, jax_rtrl, fpp, uoro-demo.",
+    )
+    gal.add_argument(
+        "--checkout",
+        action="append",
+        metavar="NAME=DIR",
+        help="a checkout of a gallery repository (repeatable); default: those named by the environment variables "
+        "RNN_VERIFY_GALLERY_<NAME> (e.g. RNN_VERIFY_GALLERY_VANILLA_RTRL)",
+    )
+    gal.add_argument("--repo", action="append", metavar="NAME", help="only these repositories (repeatable)")
+    gal.add_argument(
+        "--out", metavar="DIR", type=path_arg, default=None, help="output folder (default reports/gallery); "
+        "repositories not run this time keep their rows from the gallery already there"
+    )  # fmt: skip
+    gal.add_argument("--seed", type=int, default=0, help="base seed of every row's run, 0 .. {MAX_SEED} (default 0)")
+    gal.add_argument("--workers", type=int, default=1, help="worker processes of each row's run (default 1)")
+    gal.add_argument(
+        "--timeout", type=float, default=None, metavar="SECONDS", help="each claim's time limit (run's --timeout)"
+    )
+    gal.add_argument("-q", "--quiet", action="store_true", help="no line per row (warnings are still printed)")

@@ -105,6 +105,19 @@ COMMANDS: dict[str, tuple[tuple[int, str], ...]] = {
         (EXIT_USAGE, f"{_USAGE}; a missing or malformed golden file (named)"),
         *_STOPS,
     ),
+    "gallery": (
+        (
+            EXIT_OK,
+            "the gallery was written (a FAIL of published code is a finding in its table, not an error of this "
+            "command; a row that could not run says why: SKIPPED or REFUSED)",
+        ),
+        (
+            EXIT_USAGE,
+            f"{_USAGE}; no checkout given; an unknown repository; a checkout that is missing or lacks the "
+            "repository's files; an output folder that is not rnn-verify's or in use by another run",
+        ),
+        *_STOPS,
+    ),
 }
 
 _NOTE = (

@@ -19,6 +19,7 @@ import pytest
 
 import verify.cli as cli_mod
 import verify.cli_front as front
+import verify.gallery.run as gallery_run
 from verify.cli import _parser, main
 from verify.config import RunConfig
 from verify.exit_codes import COMMANDS, EXIT_FAIL, EXIT_OK, EXIT_USAGE
@@ -273,6 +274,7 @@ _SIGNAL_AT: dict[str, tuple[object, str]] = {
     "sweep": (cli_mod, "_check_sweep_args"),
     "report": (cli_mod, "read_document"),
     "golden": (golden, "check_golden"),
+    "gallery": (gallery_run, "_checkouts"),
 }
 _SIGNAL_ARGV = {
     "list": ["list"],
@@ -281,6 +283,7 @@ _SIGNAL_ARGV = {
     "sweep": ["sweep", "selftest", "--no-report"],
     "report": ["report", "x.json"],
     "golden": ["golden", "--check", "g.npz"],
+    "gallery": ["gallery", "--checkout", "x=y"],
 }
 
 
@@ -329,7 +332,25 @@ def _drivers(tmp_path: Path, fake_checks: Callable[..., None]) -> dict[tuple[str
         ("golden", 0): lambda: _golden(tmp_path, tamper=False),
         ("golden", 1): lambda: _golden(tmp_path, tamper=True),
         ("golden", 2): lambda: main(["golden", "--check", str(tmp_path / "absent.npz")]),
+        ("gallery", 0): lambda: _gallery(tmp_path),
+        ("gallery", 2): lambda: main(["gallery", "--checkout", f"vanilla-rtrl={tmp_path / 'absent'}"]),
     }
+
+
+def _gallery(tmp_path: Path) -> int:
+    """A gallery of one stand-in repository whose only entry is declared SKIPPED (nothing is imported or run)."""
+    from verify.gallery import Entry, Repository
+
+    stand_in = Repository(
+        "stand-in", "example/stand-in", "0" * 40, "none", "numpy", (), (Entry("A", "uoro", "a", skip="a stand-in"),),
+        module="vanilla_rtrl",
+    )  # fmt: skip
+    mp = pytest.MonkeyPatch()
+    mp.setattr(gallery_run, "repositories", lambda names=(): [stand_in])
+    try:
+        return main(["gallery", "--checkout", f"stand-in={tmp_path}", "--out", str(tmp_path / "gal"), "-q"])
+    finally:
+        mp.undo()
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

@@ -55,7 +55,9 @@ class Entry:
     ``target``, as ``--impl-only`` selects); ``requires``: the importable modules it needs beyond the toolkit's
     (``"jax"``, ``"equinox"``, ``"flax"``): a missing one makes the row SKIPPED with the reason; ``skip``: a
     reason the row cannot run at all (stated, never a traceback); ``note``: what the reader should know
-    (a variant, a difference from the paper)."""
+    (a variant, a difference from the paper); ``truth``: how the verdicts were established independently of the
+    claim that gave them (exact enumeration, the toolkit's float64 references, a check of one's own);
+    ``findings``: what the claims found in the code -- each with its evidence -- in one sentence each."""
 
     algorithm: str
     target: str
@@ -64,6 +66,8 @@ class Entry:
     requires: tuple[str, ...] = ()
     skip: str = ""
     note: str = ""
+    truth: str = ""
+    findings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
