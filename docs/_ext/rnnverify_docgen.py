@@ -4,6 +4,8 @@
   (rendered by the CLI itself, so the page cannot drift from ``theory/``);
 * ``reference/generated/cli.md`` -- the ``--help`` of ``rnn-verify`` and of every subcommand,
   epilogs included, verbatim;
+* ``reference/generated/gallery.md`` -- the gallery's verdict tables (published implementations judged), from
+  the committed ``reports/gallery/gallery.json``;
 * ``reference/generated/experiments.md`` -- the table of every experiment of the papers
   (:mod:`verify.report.experiments`, the same table as the README's and every report's);
 * :func:`substitutions` -- every count, rate and timing a hand-written page quotes (``{{ name }}`` in the page,
@@ -90,7 +92,20 @@ def write_pages(srcdir: Path) -> list[Path]:
     cli.write_text("".join(parts), encoding="utf-8")
     experiments = out / "experiments.md"
     experiments.write_text(experiments_markdown(), encoding="utf-8")
-    return [catalog, cli, experiments]
+    gallery = out / "gallery.md"
+    gallery.write_text(gallery_markdown(repository_root()), encoding="utf-8")
+    return [catalog, cli, experiments, gallery]
+
+
+def gallery_markdown(root: Path) -> str:
+    """The gallery's verdict tables, rendered from the committed ``reports/gallery/gallery.json`` (the rows'
+    report folders are in the repository, not on this site: the links are left out)."""
+    from verify.gallery.run import markdown
+
+    path = root / "reports" / "gallery" / "gallery.json"
+    if not path.is_file():
+        return "# The gallery\n\nNo gallery has been committed yet (`reports/gallery/gallery.json`).\n"
+    return markdown(json.loads(path.read_text(encoding="utf-8")), links=False)
 
 
 def experiments_markdown() -> str:

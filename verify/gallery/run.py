@@ -259,8 +259,9 @@ def _short(text: str, limit: int) -> str:
 _MARK = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIPPED": "SKIPPED", "INCONCLUSIVE": "INCONCLUSIVE"}
 
 
-def markdown(doc: Mapping[str, Any]) -> str:
-    """The gallery as Markdown: per repository @ commit, a table algorithm x claim -> verdict, seconds, glue."""
+def markdown(doc: Mapping[str, Any], *, links: bool = True) -> str:
+    """The gallery as Markdown: per repository @ commit, a table algorithm x claim -> verdict, seconds, glue
+    lines; ``links=False`` leaves out the links to the rows' report folders (the docs site does not hold them)."""
     lines = ["# The gallery: published implementations, judged", ""]
     lines.append(
         "Written by `rnn-verify gallery` (seed {seed}, finished {finished}). Each row ran in its own "
@@ -268,6 +269,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
         "worker processes; its report folder is linked. A FAIL in published code is a finding: see the notes "
         "beside the table for how each was established.".format(seed=doc.get("seed"), finished=doc.get("finished"))
     )
+    if links and any(c for repo in doc.get("repositories", []) for r in repo["rows"] for c in r["claims"]):
+        lines += ["", "![the verdicts at a glance](gallery.png)"]
     for repo in doc.get("repositories", []):
         lines += ["", f"## {repo['name']} @ {str(repo.get('checked_out') or '?')[:12]}", ""]
         lines.append(
@@ -278,7 +281,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
             lines += ["", f"> warning: {repo['warning']}"]
         lines += ["", "| algorithm | --impl | claim | verdict | s | glue lines |", "|---|---|---|---|---:|---:|"]
         for row in repo["rows"]:
-            link = f"[{row['algorithm']}]({row['report']})" if row.get("report") else row["algorithm"]
+            link = f"[{row['algorithm']}]({row['report']})" if row.get("report") and links else row["algorithm"]
             if row["status"] != "ran":
                 why = _short(row.get("reason", ""), 300)
                 lines.append(
@@ -307,6 +310,46 @@ def markdown(doc: Mapping[str, Any]) -> str:
             lines += ["", "Reproduce a row (the checkout's path in the variable):", ""]
             lines += [f"- {r['algorithm']}: `{r['reproducer']}`" for r in ran]
     return "\n".join(lines) + "\n"
+
+
+_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "INCONCLUSIVE": "#f9a825", "SKIPPED": "#bdbdbd"}
+
+
+def figure_png(doc: Mapping[str, Any]) -> bytes | None:
+    """A grid of the verdicts (rows: repository and algorithm; columns: claims), PNG; None with no claim run."""
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    rows = [(f"{repo['name']}: {r['algorithm']}", r) for repo in doc.get("repositories", []) for r in repo["rows"]]
+    claims = sorted({c["id"] for _, r in rows for c in r["claims"]})
+    if not claims:
+        return None
+    fig = Figure(figsize=(4.5 + 0.3 * len(claims), 1.6 + 0.3 * len(rows)))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for i, (_, row) in enumerate(rows):
+        got = {c["id"]: c["verdict"] for c in row["claims"]}
+        for j, cid in enumerate(claims):
+            if cid in got:
+                ax.fill_between([j, j + 1], i, i + 1, color=_COLORS.get(got[cid], "white"), linewidth=0)
+        if row["status"] != "ran":
+            ax.text(0.1, i + 0.5, f"{row['status'].upper()}: {_short(row.get('reason', ''), 70)}", va="center",
+                    fontsize=6, color="#555555")  # fmt: skip
+    ax.set_xlim(0, len(claims))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(claims))], claims, rotation=90, fontsize=6)
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], [name for name, _ in rows], fontsize=7)
+    ax.tick_params(length=0)
+    ax.legend(handles=[Patch(color=c, label=v) for v, c in _COLORS.items()], fontsize=6, loc="upper left",
+              bbox_to_anchor=(1.0, 1.0), frameon=False)  # fmt: skip
+    ax.set_title("published implementations x claims", fontsize=8, loc="left")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    return buf.getvalue()
 
 
 def _checkouts(args: argparse.Namespace) -> dict[str, Path]:
@@ -365,6 +408,9 @@ def cmd_gallery(args: argparse.Namespace, argv: Sequence[str]) -> int:
         doc["command"] = "rnn-verify " + shlex.join(argv)
         files["gallery.json"] = (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
         files["README.md"] = markdown(doc).encode()
+        png = figure_png(doc)
+        if png is not None:
+            files["gallery.png"] = png
         write_dir_atomic(out, files)
     rows = [r for repo in doc["repositories"] for r in repo["rows"]]
     fails = sum(c["verdict"] == "FAIL" for r in rows for c in r["claims"])
