@@ -78,6 +78,8 @@ def test_checkout_errors_name_the_variable_and_value(tmp_path: Path, monkeypatch
 
 def _committed() -> dict[str, object]:
     path = GALLERY / "gallery.json"
+    if not ENTRIES:
+        pytest.skip("no gallery entry is declared yet")
     if not path.is_file():
         pytest.fail(f"{path} is not committed: run `rnn-verify gallery --checkout NAME=DIR ...` and commit it")
     doc: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
