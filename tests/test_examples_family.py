@@ -51,6 +51,27 @@ def test_numpy_snap_transposed_pattern_fails(tmp_path: Path, capsys: pytest.Capt
     assert "ring W, n = 2, first n steps" in r["summary"]
 
 
+def test_snap_1_only_code_is_judged_at_n_1_and_n_2_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37: code that raises when asked for order 2 is judged at order 1 (PASS), order 2 left out with its
+    reason -- in rtrl.snap-exactness and in rtrl.bias-alignment -- not FAILed."""
+    claims = ["rtrl.snap-exactness", "rtrl.bias-alignment"]
+    code, res, _ = _run(tmp_path, capsys, "snap=verify.examples.numpy_snap:MyNumpySnAp1Only", claims)
+    exact, align = res["rtrl.snap-exactness"], res["rtrl.bias-alignment"]
+    assert code == 0 and exact["verdict"] == "PASS" and align["verdict"] == "PASS", (exact["summary"], align["summary"])
+    assert {c["order"] for c in exact["data"]["cases"]} == {1}
+    assert "order 2" in exact["data"]["coverage"]["left_out"] and "only SnAp-1 is implemented" in exact["summary"]
+    assert "SnAp-2 (asked for order=2" in align["summary"]
+
+
+def test_snap_1_only_code_with_a_bug_still_fails_at_n_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, res, _ = _run(
+        tmp_path, capsys, "snap=verify.examples.numpy_snap:MyNumpySnAp1OnlyNewState", ["rtrl.snap-exactness"]
+    )
+    r = res["rtrl.snap-exactness"]
+    assert code == 1 and r["verdict"] == "FAIL", r["summary"]
+    assert "n = 1" in r["summary"] and {c["order"] for c in r["data"]["cases"]} == {1}
+
+
 def test_numpy_snap_is_rtrl_once_the_pattern_is_full() -> None:
     """SnAp-n with n - 1 >= the ring's length keeps every entry: RTRL to round-off; SnAp-1 on the ring does not."""
     r = np.random.default_rng(3)

@@ -133,10 +133,14 @@ CLAIMS: tuple[Claim, ...] = (
         statement="The relative variance E‖g̃_t − g_t‖²/‖g_t‖² of UORO on Elman-tanh problems is measured for "
         "t = 1..T and n ∈ {2, 4, 8, 16}; growth exponents in n and t are reported with CIs. The measurement is "
         "checked where it can be: for n = 2, t ≤ 6 it must agree with the exact variance over all 2^{nt} sign "
-        "patterns (z-tests, level α).",
+        "patterns (z-tests, level α); a UORO whose ν is standard normal (declared, or agreeing with that law "
+        "where ν's law is not declared: each law then at α/2) with Algorithm 1's under Gaussian ν (a Monte "
+        "Carlo reference, two-sample z-tests).",
         math="v_t(n) = E||g~_t - dl_t/dtheta||^2 / ||dl_t/dtheta||^2",
         assumptions=(
             "a measurement (report data); the verdict is the agreement with exact enumeration where possible",
+            "ν's law: Rademacher signs (Algorithm 1) or standard normal (the unbiased variant of Tallec & Ollivier "
+            "2017 App. A); an undeclared law is tested against both, each at α/2",
             "negative control: the measured variance of ρ₀ ≡ 1 must disagree with Algorithm 1's exact variance",
         ),
         check="verify.checks.uoro_variance.check_variance_growth",

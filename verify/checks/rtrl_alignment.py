@@ -28,6 +28,7 @@ from verify.estimators.alignment import AXES, AlignmentRow, GridPoint, alignment
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.guarantee import Guarantee, guarantee_of, with_guarantee
 from verify.impl import build
+from verify.impl.capabilities import build_orders
 from verify.impl.mutants import get as get_mutant
 from verify.verdict import CheckResult, Control
 
@@ -61,15 +62,21 @@ FAMILY_GUARANTEES = {
 }
 
 
-def estimators(rtrl: Any, uoro: Any, assumed: list[str] | None = None) -> dict[str, OnlineEstimator]:
+def estimators(
+    rtrl: Any, uoro: Any, assumed: list[str] | None = None, left_out: list[tuple[str, str]] | None = None
+) -> dict[str, OnlineEstimator]:
     """The estimators measured, built from the ``rtrl`` and ``uoro`` implementations under test; one that declares
-    no guarantee is judged by its family's (:data:`FAMILY_GUARANTEES`), and its label is appended to ``assumed``."""
+    no guarantee is judged by its family's (:data:`FAMILY_GUARANTEES`), and its label is appended to ``assumed``.
+    A SnAp order the implementation refuses to construct (SnAp-1-only code) is left out and appended to
+    ``left_out`` with the reason (:func:`~verify.impl.capabilities.build_orders`)."""
+    snaps, refused = build_orders(rtrl.snap, "rtrl.snap", (1, 2))
+    if left_out is not None:
+        left_out += [(f"SnAp-{label.split()[-1]}", why) for label, why in refused]
     built = {
         "RTRL": build(rtrl.rtrl, "rtrl.rtrl"),
         "UORO": build(uoro.uoro, "uoro.uoro"),
         "KF-RTRL": build(uoro.kfrtrl, "uoro.kfrtrl"),
-        "SnAp-1": build(rtrl.snap, "rtrl.snap", order=1),
-        "SnAp-2": build(rtrl.snap, "rtrl.snap", order=2),
+        **{f"SnAp-{n}": est for n, est in snaps.items()},
         "RFLO": build(rtrl.rflo, "rtrl.rflo"),
         "e-prop": build(rtrl.eprop, "rtrl.eprop"),
     }
@@ -145,7 +152,8 @@ def check_bias_alignment(config: RunConfig) -> CheckResult:
     t0 = time.perf_counter()
     impls = config.impls
     assumed: list[str] = []
-    rows = _sweep(estimators(impls.rtrl, impls.uoro, assumed), config)
+    left_out: list[tuple[str, str]] = []
+    rows = _sweep(estimators(impls.rtrl, impls.uoro, assumed, left_out), config)
     bad = decide(rows)
     controls: list[Control] = []
     if config.option("controls", True):
@@ -159,6 +167,10 @@ def check_bias_alignment(config: RunConfig) -> CheckResult:
     if assumed:
         summary += "; declaring no guarantee, judged by their family's: " + ", ".join(
             f"{label} ({FAMILY_GUARANTEES[label].kind})" for label in assumed
+        )
+    if left_out:
+        summary += "; left out (not implemented by the implementation under test): " + ", ".join(
+            f"{label} ({why})" for label, why in left_out
         )
     if bad:
         summary = "declaration broken: " + "; ".join(bad[:3]) + f" ({len(bad)} in all); " + summary

@@ -20,7 +20,7 @@ from verify.checks.exact_cases import BIASED, EXACT, decide_cases
 from verify.config import RunConfig
 from verify.estimators.snap import exactness_suite
 from verify.impl import build
-from verify.impl.capabilities import Coverage, cover
+from verify.impl.capabilities import Coverage, build_orders, cover
 from verify.model.builders import random_problem
 from verify.verdict import CheckResult
 
@@ -32,21 +32,31 @@ def _cells(config: RunConfig) -> tuple[str, ...]:
     return ("elman-tanh", "linear", "gru", "lstm") if config.full else ("elman-tanh", "gru")
 
 
-def _suite(factory: Any, config: RunConfig, cells: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+#: the orders n of SnAp-n the claim runs (Menick et al. 2021 §3: n = 1 diagonal, n = 2 dense patterns)
+ORDERS = (1, 2)
+
+
+def _suite(
+    factory: Any, config: RunConfig, cells: tuple[str, ...] | None = None, orders: tuple[int, ...] = ORDERS
+) -> list[dict[str, Any]]:
     cells = _cells(config) if cells is None else cells
-    return exactness_suite(lambda n: build(factory, "rtrl.snap", order=n), config.generator(salt=26), cells=cells)
+    return exactness_suite(
+        lambda n: build(factory, "rtrl.snap", order=n), config.generator(salt=26), cells=cells, orders=orders
+    )
 
 
-def _covered(factory: Any, config: RunConfig) -> tuple[tuple[str, ...], Coverage]:
-    """The cells the implementation under test declares (a user's SnAp for Elman-tanh only is run there, the others
-    left out with its reason; none: SKIPPED)."""
+def _covered(factory: Any, config: RunConfig) -> tuple[tuple[str, ...], tuple[int, ...], Coverage]:
+    """The cells and orders the implementation under test declares (a user's SnAp for Elman-tanh only is run there,
+    a SnAp-1-only one at n = 1, the rest left out with its reason; none: SKIPPED)."""
+    built, refused = build_orders(factory, "rtrl.snap", ORDERS)
 
     def probe(kind: str) -> tuple[str, Any, Any, Any]:
         P, th = random_problem(kind, n=3, d=2, T=3, generator=torch.Generator().manual_seed(0))
-        return kind, build(factory, "rtrl.snap", order=1), P, th
+        return kind, next(iter(built.values())), P, th
 
     kept, coverage = cover(CLAIM, _cells(config), probe)
-    return tuple(kept), coverage
+    coverage = Coverage(coverage.covered, coverage.left_out + tuple(refused))
+    return tuple(kept), tuple(built), coverage
 
 
 def _label(r: Any) -> str:
@@ -71,9 +81,9 @@ def check_snap_exactness(config: RunConfig) -> CheckResult:
     """Menick et al. 2021 §3: SnAp-n = RTRL (<= 1e-12) where its n-step pattern is closed or within the first n
     steps; biased elsewhere."""
     t0 = time.perf_counter()
-    cells, coverage = _covered(config.impls.rtrl.snap, config)
+    cells, orders, coverage = _covered(config.impls.rtrl.snap, config)
     return decide_cases(
-        CLAIM, config, t0, _suite(config.impls.rtrl.snap, config, cells), summary=_summary, controls=CONTROLS,
+        CLAIM, config, t0, _suite(config.impls.rtrl.snap, config, cells, orders), summary=_summary, controls=CONTROLS,
         rerun=lambda part: _suite(part, config), name=_name, label=_label,
         title="SnAp-n: each case against exact RTRL", coverage=coverage,
     )  # fmt: skip

@@ -29,7 +29,7 @@ import numpy as np
 class NumpySnAp:
     """SnAp-n for a tanh RNN (batch 1). ``step(x, y)`` returns the gradient as a dict."""
 
-    def __init__(self, Wx, Wh, bh, Wy, by, h0=None, order=1, transposed_pattern=False):  # type: ignore[no-untyped-def]
+    def __init__(self, Wx, Wh, bh, Wy, by, h0=None, order=1, transposed_pattern=False, new_state=False):  # type: ignore[no-untyped-def]
         self.Wx, self.Wh, self.bh, self.Wy, self.by = Wx, Wh, bh, Wy, by
         n, d = Wx.shape
         self.h = np.zeros(n) if h0 is None else np.array(h0, dtype=float)
@@ -41,12 +41,14 @@ class NumpySnAp:
             reach = reach | ((edges.astype(int) @ reach.astype(int)) > 0)
         unit = np.concatenate([np.repeat(np.arange(n), d), np.repeat(np.arange(n), n), np.arange(n)])
         self.mask = reach[:, unit]  # (n, P): keep (u, k) when u is reachable from k's unit
+        self.new_state = new_state  # the seeded bug: da/dWh from h_t instead of h_{t-1}
 
     def step(self, x, y):  # type: ignore[no-untyped-def]
         n = self.h.size
         I = np.eye(n)
-        dA = np.hstack([np.kron(I, x[None, :]), np.kron(I, self.h[None, :]), I])  # da/d(Wx, Wh, bh)
         h = np.tanh(self.Wh @ self.h + self.Wx @ x + self.bh)
+        prev = h if self.new_state else self.h
+        dA = np.hstack([np.kron(I, x[None, :]), np.kron(I, prev[None, :]), I])  # da/d(Wx, Wh, bh)
         self.J = self.mask * ((1.0 - h * h)[:, None] * (self.Wh @ self.J + dA))
         self.h = h
         e = self.Wy @ h + self.by - y
@@ -86,3 +88,18 @@ def MyNumpySnAp(order=1):  # type: ignore[no-untyped-def]
 def MyNumpySnApTransposed(order=1):  # type: ignore[no-untyped-def]
     """The seeded bug: the sparsity pattern from the transposed recurrent graph."""
     return _wrap(order, "numpy-snap-transposed-pattern", transposed_pattern=True)
+
+
+def MyNumpySnAp1Only(order=1):  # type: ignore[no-untyped-def]
+    """SnAp-1 code that implements no other order, as much published code does: it raises when asked for n = 2.
+    The claims judge it at n = 1 and leave n = 2 out with this reason (issue 37), instead of FAILing it."""
+    if order != 1:
+        raise ValueError(f"only SnAp-1 is implemented (asked for order={order})")
+    return _wrap(1, "numpy-snap-1-only")
+
+
+def MyNumpySnAp1OnlyNewState(order=1):  # type: ignore[no-untyped-def]
+    """SnAp-1-only code with a seeded bug (∂a/∂W_h formed from h_t instead of h_{t-1}): it FAILs at n = 1."""
+    if order != 1:
+        raise ValueError(f"only SnAp-1 is implemented (asked for order={order})")
+    return _wrap(1, "numpy-snap-1-only-new-state", new_state=True)

@@ -24,7 +24,7 @@ import torch
 from verify.errors import NotApplicable
 from verify.model.problem import Problem
 
-__all__ = ["Coverage", "cover", "unsupported"]
+__all__ = ["ORDER_REFUSALS", "Coverage", "build_orders", "cover", "unsupported"]
 
 T = TypeVar("T")
 
@@ -98,3 +98,35 @@ def cover(
         reasons = "; ".join(f"{label}: {why}" for label, why in _merge(left)) or "no fixture problems"
         raise NotApplicable(claim, f"the implementation under test supports none of the claim's problems ({reasons})")
     return kept, Coverage(tuple(dict.fromkeys(covered)), tuple(dict.fromkeys(left)))
+
+
+#: what a factory raises when asked for an order it does not implement (``snap(order=2)`` of SnAp-1-only code):
+#: that order is left out of the claim, with the reason, instead of FAILing it (issue 37)
+ORDER_REFUSALS = (NotApplicable, ValueError, NotImplementedError)
+
+
+def build_orders(
+    factory: Callable[..., Any], what: str, orders: Sequence[int]
+) -> tuple[dict[int, Any], list[tuple[str, str]]]:
+    """The estimators ``factory(order=n)`` builds for each ``n`` in ``orders``, and the orders it refuses with the
+    reason -- an order the factory declares it lacks (an ``orders`` attribute without ``n``) or whose construction
+    raises :data:`ORDER_REFUSALS` (``ValueError("only order 1")``). Code that builds an order and then fails
+    while running it is judged as usual (a FAIL): only a refusal to *construct* leaves an order out. No order
+    built is :class:`NotApplicable`, every reason named."""
+    from verify.impl import build  # verify.impl imports this module
+
+    declared = getattr(factory, "orders", None)
+    built: dict[int, Any] = {}
+    refused: list[tuple[str, str]] = []
+    for n in orders:
+        if declared is not None and n not in tuple(declared):
+            refused.append((f"order {n}", f"the implementation declares orders {tuple(declared)}"))
+            continue
+        try:
+            built[n] = build(factory, what, order=n)
+        except ORDER_REFUSALS as exc:
+            reason = exc.reason if isinstance(exc, NotApplicable) else f"{type(exc).__name__}: {exc}"
+            refused.append((f"order {n}", f"asked for order={n}, it refused to construct: {str(reason)[:200]}"))
+    if not built:
+        raise NotApplicable(what, "; ".join(f"{label}: {why}" for label, why in refused) or "no order asked for")
+    return built, refused

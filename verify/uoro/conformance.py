@@ -19,7 +19,7 @@ from scipy import stats
 from verify.errors import NotApplicable
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.noise import factors, require_noise_hook, tabulated
-from verify.estimators.uoro import Gaussian
+from verify.estimators.uoro import UORO, Gaussian, Rademacher
 from verify.model.problem import Problem
 from verify.oracles.algorithm1 import StepJacobians, algorithm1_reference
 from verify.oracles.algorithm1 import rademacher as _rademacher
@@ -205,6 +205,8 @@ def noise_law(est: Any) -> tuple[str, str]:
         return declared, f"declared noise_law={declared!r}"
     if isinstance(getattr(est, "noise", None), Gaussian):
         return "gaussian", "its noise source is Gaussian"
+    if isinstance(est, UORO) and type(est.noise) is Rademacher:  # the toolkit's own Algorithm 1 (a control too)
+        return "rademacher", "its noise source is Rademacher"
     return "rademacher", "Algorithm 1's random signs (not declared otherwise)"
 
 

@@ -103,12 +103,19 @@ def variance_growth(
 
 
 def exact_vs_measured(
-    est: OnlineEstimator, case: Case, gen: torch.Generator, draws: int = 4000, *, post: bool = False
+    est: OnlineEstimator,
+    case: Case,
+    gen: torch.Generator,
+    draws: int = 4000,
+    *,
+    post: bool = False,
+    meas: list[torch.Tensor] | None = None,
 ) -> list[dict[str, Any]]:
     """The relative variance of g̃_t measured on ``est`` (``draws`` from ``gen``) against its exact value under
     Algorithm 1 (enumeration over the 2^{nT} sign patterns of ``case``, n = 2, T = 6): z-scores for t = 2..T.
     ``post``: against Algorithm 1's post-update variant (g̃ from the updated s̃_t, θ̃_t), evaluated by the
-    independent oracle :func:`~verify.oracles.algorithm1.algorithm1_reference`.
+    independent oracle :func:`~verify.oracles.algorithm1.algorithm1_reference`. ``meas``: the measurement
+    (:func:`relative_variances`) where it is already made.
     """
     P, th = case.problem, case.theta
     T, n = P.T, P.n
@@ -121,7 +128,7 @@ def exact_vs_measured(
     else:
         exact_est = UORO(noise=Tabulated(tab, (-1.0, 1.0)))  # Algorithm 1 enumerated: the reference
         X = run_estimator(exact_est, P, th, torch.Generator().manual_seed(0), samples=Mp)
-    meas = relative_variances(est, case, draws, gen)
+    meas = relative_variances(est, case, draws, gen) if meas is None else meas
     rows = []
     for t in range(2, T + 1):
         ex = float(squared_errors(X[t - 1], G[t - 1]).mean() / G[t - 1].norm() ** 2)
@@ -130,6 +137,30 @@ def exact_vs_measured(
         se = float(q.std()) / math.sqrt(q.numel()) + 1e-12 * abs(ex)
         z = (float(q.mean()) - ex) / se
         rows.append({"t": t, "exact": ex, "measured": float(q.mean()), "z": z})
+    return rows
+
+
+def gaussian_vs_measured(
+    case: Case, meas: list[torch.Tensor], gen: torch.Generator, draws: int = 20_000, *, post: bool = False
+) -> list[dict[str, Any]]:
+    r"""The measured relative variance ``meas`` (:func:`relative_variances`) against Algorithm 1's under standard
+    normal ν -- the Gaussian variant Tallec & Ollivier 2017 App. A keep unbiased (:math:`E[\nu\nu^\top] = I`),
+    whose variance no enumeration gives (ν is continuous): a Monte Carlo reference from the independent oracle
+    :func:`~verify.oracles.algorithm1.algorithm1_reference` with ``draws`` Gaussian draws from ``gen``, and a
+    two-sample z-score per t = 2..T (both standard errors). ``post``: the post-update form."""
+    P, th = case.problem, case.theta
+    T, n = P.T, P.n
+    G = per_step_gradients(P, th)
+    nus = torch.randn(T, draws, 1, n, generator=gen, dtype=P.dtype)
+    run = algorithm1_reference(jacobians(case), nus)
+    X = run.g_post if post else run.g
+    rows = []
+    for t in range(2, T + 1):
+        ref = squared_errors(X[t - 1], G[t - 1]) / float(G[t - 1].norm() ** 2)
+        q = meas[t - 1]
+        se = math.sqrt(float(q.var()) / q.numel() + float(ref.var()) / ref.numel())
+        z = (float(q.mean()) - float(ref.mean())) / max(se, 1e-12 * abs(float(ref.mean())), 1e-300)
+        rows.append({"t": t, "exact": float(ref.mean()), "measured": float(q.mean()), "z": z, "law": "gaussian"})
     return rows
 
 
