@@ -161,12 +161,12 @@ def fpp(
         @staticmethod
         def vmap(info: Any, dims: Any, *a: Any) -> Any:
             rows = [
-                Eq7.apply(*[x if dm is None else x.select(dm, i) for x, dm in zip(a, dims, strict=True)])
+                Eq7.apply(*[x if dm is None else x.select(dm, i) for x, dm in zip(a, dims, strict=True)])  # type: ignore[no-untyped-call]
                 for i in range(info.batch_size)
             ]
             return tuple(torch.stack(r) for r in zip(*rows, strict=True)), (0, 0, 0)
 
-    return Eq7.apply(theta, s_start, s_end, window, target, w)
+    return Eq7.apply(theta, s_start, s_end, window, target, w)  # type: ignore[no-untyped-call]
 
 
 def sampler(n: int, T: int, size: Any, generator: torch.Generator) -> torch.Tensor:
@@ -174,7 +174,7 @@ def sampler(n: int, T: int, size: Any, generator: torch.Generator) -> torch.Tens
     (storage j holds transition j + 1; i is the window's last item), numpy's global generator (which the
     repository samples with) seeded from ``generator`` and restored after."""
     buffer, saved = _load("torch_buffer").ReplayBuffer(n), np.random.get_state()  # noqa: NPY002
-    for j in range(n):
+    for _ in range(n):
         buffer.add((torch.zeros(1),) * 4)
     np.random.seed(int(torch.randint(0, 2**31, (), generator=generator)))  # noqa: NPY002
     try:
@@ -209,16 +209,6 @@ def uoro() -> Batch1:
     -- is answered with (ν + 1)/2, ν from ``ctx.noise()`` (the noise hook)."""
     lib = _load("torch_uoro")
 
-    class Signs(TorchFunctionMode):
-        def __init__(self, ctx: Context) -> None:
-            super().__init__()
-            self.ctx = ctx
-
-        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            if func is torch.rand:
-                return torch.as_tensor((self.ctx.noise() + 1.0) / 2.0).reshape(args)
-            return func(*args, **(kwargs or {}))
-
     def make(ctx: Context) -> Any:
         n, d, m = ctx.s0.size, ctx.params["U"].shape[1], ctx.params["c"].size
         model = _setup(lib.UOROModel(d, n, m, 0.0, "cpu", "SGD"), ctx.params, ctx.s0, ctx.problem)
@@ -226,12 +216,19 @@ def uoro() -> Batch1:
         return model, ctx
 
     def step(obj: Any, x: np.ndarray, y: np.ndarray) -> Any:
-        with Signs(obj[1]):
-            torch.set_default_dtype(torch.float64)
-            try:
+        class Signs(TorchFunctionMode):
+            def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                if func is torch.rand:
+                    return torch.as_tensor((obj[1].noise() + 1.0) / 2.0).reshape(args)
+                return func(*args, **(kwargs or {}))
+
+        dtype = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            with Signs():
                 obj[0].forward(torch.as_tensor(x).view(1, 1, -1), torch.as_tensor(y).view(1, -1))
-            finally:
-                torch.set_default_dtype(torch.float32)
+        finally:
+            torch.set_default_dtype(dtype)
         return torch.cat([q.grad.reshape(-1) for q in obj[0].gallery_theta]).numpy()
 
     return Batch1(

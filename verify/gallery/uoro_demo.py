@@ -102,7 +102,7 @@ def _learner(module: str, cls: str, ctx: Context) -> Any:
     return learner
 
 
-def _step(learner: Any, ctx: Context, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _step(learner: Any, ctx: Context, x: np.ndarray, y: np.ndarray) -> Any:
     """``train_it(x, y)`` with float64 as the default dtype and ``torch.rand`` answered from ``ctx.noise()``;
     ``theta.grad`` in θ's layout."""
 
@@ -112,12 +112,13 @@ def _step(learner: Any, ctx: Context, x: np.ndarray, y: np.ndarray) -> np.ndarra
                 return torch.as_tensor((ctx.noise() + 1.0) / 2.0).reshape(args)
             return func(*args, **(kwargs or {}))
 
+    dtype = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
         with Signs():
             learner.train_it(torch.as_tensor(x).view(1, -1), torch.as_tensor(y).view(1, -1))
     finally:
-        torch.set_default_dtype(torch.float32)
+        torch.set_default_dtype(dtype)
     return learner.theta.grad.detach().numpy()[learner.gallery_order]
 
 
@@ -131,7 +132,7 @@ def uoro() -> Batch1:
 
     return Batch1(
         make,
-        lambda obj, x, y: _step(*obj, x, y),
+        lambda obj, x, y: _step(obj[0], obj[1], x, y),
         losses=("squared-error", "softmax-cross-entropy"),
         noise_hook=True,
         gtilde="pre",
@@ -149,7 +150,7 @@ def rtrl() -> Batch1:
 
     return Batch1(
         make,
-        lambda obj, x, y: _step(*obj, x, y),
+        lambda obj, x, y: _step(obj[0], obj[1], x, y),
         losses=("squared-error", "softmax-cross-entropy"),
         influence=lambda obj: obj[0].dstate_dtheta.detach().numpy()[:, obj[0].gallery_order],
         name="uoro-demo RTRL",
