@@ -73,7 +73,7 @@ def test_tbptt_adapter_is_truncated_bptt(monkeypatch: pytest.MonkeyPatch, bug: b
 @pytest.mark.parametrize("bug", [False, True])
 def test_sampler_through_lemma3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bug: bool) -> None:
     use_standin(monkeypatch, VAR, "fpp", "model", bug=bug)
-    code, rec = run_claim(tmp_path, "fpp.sampler=verify.gallery.fpp:sampler", "fpp.lemma3-unbiased")
+    _code, rec = run_claim(tmp_path, "fpp.sampler=verify.gallery.fpp:sampler", "fpp.lemma3-unbiased")
     assert rec["verdict"] == ("FAIL" if bug else "PASS"), rec.get("summary")
 
 
@@ -81,5 +81,5 @@ def test_sampler_through_lemma3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 @pytest.mark.parametrize("bug", [False, True])
 def test_uoro_through_exact_expectation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bug: bool) -> None:
     use_standin(monkeypatch, VAR, "fpp", "model", bug=bug)
-    code, rec = run_claim(tmp_path, "uoro=verify.gallery.fpp:uoro", "uoro.exact-expectation")
+    _code, rec = run_claim(tmp_path, "uoro=verify.gallery.fpp:uoro", "uoro.exact-expectation")
     assert rec["verdict"] == ("FAIL" if bug else "PASS"), rec.get("summary")

@@ -14,10 +14,10 @@ class ReplayBuffer:
         self._storage, self._maxsize = [], size
 
     def add(self, data):
-        self._storage = (self._storage + [data])[-self._maxsize :]
+        self._storage = ([*self._storage, data])[-self._maxsize :]
 
     def _take(self, idxes):
-        cols = list(zip(*[self._storage[i] for i in idxes]))
+        cols = list(zip(*[self._storage[i] for i in idxes], strict=False))
         return (*[torch.cat(c, dim=0) for c in cols], idxes)
 
     def sample_all(self):

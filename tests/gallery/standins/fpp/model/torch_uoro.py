@@ -17,11 +17,16 @@ class Param2Vec:
         self.param_list = [p for p in model.parameters() if p.requires_grad]
 
     def merge(self, grads):
-        return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for p, g in zip(self.param_list, grads)])
+        return torch.cat(
+            [
+                (torch.zeros_like(p) if g is None else g).reshape(-1)
+                for p, g in zip(self.param_list, grads, strict=False)
+            ]
+        )
 
     def split(self, vec):
         sizes = [p.numel() for p in self.param_list]
-        return [v.view_as(p) for v, p in zip(torch.split(vec, sizes), self.param_list)]
+        return [v.view_as(p) for v, p in zip(torch.split(vec, sizes), self.param_list, strict=False)]
 
 
 class UOROModel:
@@ -52,7 +57,7 @@ class UOROModel:
         self.s_tilda = (rho0 * fd + rho1 * nu.reshape(-1)).detach()
         scale = 1.0 if os.environ.get("RNN_VERIFY_STANDIN_BUG") else rho0
         self.theta_tilda = (self.theta_tilda / scale + d_g / rho1).detach()
-        for p, gp in zip(params, self.nn_param.split(g)):
+        for p, gp in zip(params, self.nn_param.split(g), strict=False):
             p.grad = gp.detach()
         self.optimizer.step()
         self._state = s_new.detach()

@@ -16,4 +16,6 @@ class Merged(torch.nn.Module):
 
     def call(self, theta, x, s):
         parts = torch.split(theta, [int(torch.Size(sh).numel()) for sh in self.shapes])
-        return functional_call(self.net, {k: v.view(sh) for k, v, sh in zip(self.names, parts, self.shapes)}, (x, s))
+        return functional_call(
+            self.net, {k: v.view(sh) for k, v, sh in zip(self.names, parts, self.shapes, strict=False)}, (x, s)
+        )

@@ -23,7 +23,9 @@ class UOROVec(Merged):
         def new_state(th_, s_):
             return self.call(th_, x, s_.view(1, 1, -1))[1].reshape(-1)
 
-        l_th, l_s = grad(lambda a, b: self.loss_function(self.call(a, x, b.view(1, 1, -1))[0], y), argnums=(0, 1))(th, s)
+        l_th, l_s = grad(lambda a, b: self.loss_function(self.call(a, x, b.view(1, 1, -1))[0], y), argnums=(0, 1))(
+            th, s
+        )
         self.theta.grad = torch.dot(l_s, self.s_toupee) * self.theta_toupee + l_th
         s_new, fd = jvp(lambda b: new_state(th, b), (s,), (self.s_toupee,))
         nu = torch.round(torch.rand(*s.shape)) * 2 - 1
