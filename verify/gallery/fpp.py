@@ -58,14 +58,11 @@ REPO = Repository(
             "fpp",
             "fpp",
             claims=("fpp.gradient-eq7",),
-            skip=(
-                "the FPP claims run a suite of 5 cells (elman-tanh, elman-relu, linear, LSTM, GRU) and have no "
-                "per-problem coverage: FPPModel is Elman-tanh only, so the claim cannot cover it; the adapter's "
-                "Elman-tanh gradients were compared with eq. (7) directly (reports/gallery/notes-fpp.md)"
-            ),
             note=(
-                "its loss is CE + reg_lambda * MSE: reg_lambda = 1 (the paper's lambda = 1) is lambda = 2/k in the "
-                "paper's eq. (5)-(7) (MSE averages over the k units); fpp.stationarity left out (same suite)"
+                "SKIPPED: fpp.gradient-eq7 runs 5 cells and has no per-problem coverage, FPPModel is Elman-tanh "
+                "only; on the suite's Elman-tanh problems its gradients equal eq. (7) to 3.4e-16 (notes-fpp.md). Its "
+                "loss is CE + reg_lambda * MSE: reg_lambda = 1 is the paper's lambda = 2/k (MSE averages over the k "
+                "units); fpp.stationarity left out (the same 5-cell limitation, and minutes)"
             ),
         ),
         Entry(
@@ -81,9 +78,10 @@ REPO = Repository(
             "tbptt",
             claims=("rtrl.truncated-bptt", "truncation.tbptt-gradient-bound", "truncation.rate"),
             note=(
-                "overlap=True only (overlap=False sums the block's losses every T steps, not an estimator of "
-                "each step's gradient); rtrl.influence-balancing and uoro.influence-balancing-learning left out "
-                "(their problem is not an Elman cell)"
+                "SKIPPED: these checks run every cell and have no per-problem coverage, TBPTTModel is Elman-tanh "
+                "only; on Elman-tanh its per-step gradients equal TBPTT(k) to 5.1e-16 (notes-fpp.md). overlap=True "
+                "only (overlap=False sums a block's losses every T steps); the influence-balancing claims left out "
+                "(their cell is not Elman)"
             ),
         ),
         Entry(

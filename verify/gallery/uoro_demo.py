@@ -35,6 +35,7 @@ import collections
 import collections.abc
 import importlib
 import sys
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -79,32 +80,35 @@ REPO = Repository(
 )
 
 
-def _learner(module: str, cls: str, ctx: Context) -> Any:
-    """``uoro_demo.<cls>`` around a ``StatelessPredictorRNN`` set to θ (float64, ``b_hh`` zero and frozen), the
-    problem's loss, SGD at learning rate 0; ``gallery_order`` maps its ``theta`` to θ's layout."""
+_LOSSES = ("squared-error", "softmax-cross-entropy")
+
+
+def _learner(module: str, cls: str, state: str, ctx: Context) -> Any:
+    """``uoro_demo.<module>.<cls>`` around a ``StatelessPredictorRNN`` set to θ (float64, ``b_hh`` zero and frozen),
+    the problem's loss, SGD at learning rate 0 and s_0 in its attribute ``state``; ``gallery_order`` maps its
+    ``theta`` ([W_ih, W_hh, b_ih, V, c]) to θ's layout. Returns (learner, ctx): the object the steps get."""
     root = str(checkout_path(REPO))
     sys.path[:0] = [] if root in sys.path else [root]
     for name in ("Iterable", "Mapping", "MutableMapping", "Sequence", "Callable"):  # removed in Python 3.10
         setattr(collections, name, getattr(collections, name, getattr(collections.abc, name)))
     mod, pf = importlib.import_module(f"uoro_demo.{module}"), importlib.import_module("uoro_demo.predictor_funcs")
-    p, (n, d), k = ctx.params, ctx.params["U"].shape, ctx.params["c"].size
+    (n, d), k = ctx.params["U"].shape, ctx.params["c"].size
     net = pf.StatelessPredictorRNN(d, n, k)
     net.rnn.bias_hh_l0.requires_grad_(False).data = torch.zeros(n, dtype=torch.float64)
-    for q, v in zip(
-        (net.rnn.weight_ih_l0, net.rnn.weight_hh_l0, net.rnn.bias_ih_l0, *net.output_layer.parameters()),
-        "UWbVc",
-        strict=True,
-    ):
-        q.data = torch.as_tensor(p[v]).clone()
+    mine = (net.rnn.weight_ih_l0, net.rnn.weight_hh_l0, net.rnn.bias_ih_l0, *net.output_layer.parameters())
+    for q, v in zip(mine, "UWbVc", strict=True):
+        q.data = torch.as_tensor(ctx.params[v]).clone()
     sgd = importlib.import_module("uoro_demo.torch_utils.training").get_named_torch_optimizer_factory("sgd", 0.0)
     learner = getattr(mod, cls)(net, loss=lambda o, y: ctx.problem.loss.pointwise(o, y).sum(), optimizer_factory=sgd)
+    setattr(learner, state, torch.as_tensor(ctx.s0).view(1, 1, -1))
     learner.gallery_order = np.r_[n * d : n * d + n * n, 0 : n * d, n * n + n * d : learner.theta.numel()]
-    return learner
+    return learner, ctx
 
 
-def _step(learner: Any, ctx: Context, x: np.ndarray, y: np.ndarray) -> Any:
-    """``train_it(x, y)`` with float64 as the default dtype and ``torch.rand`` answered from ``ctx.noise()``;
+def _step(obj: Any, x: np.ndarray, y: np.ndarray) -> Any:
+    """``train_it(x, y)`` with float64 as the default dtype and its ``torch.rand`` answered from ``ctx.noise()``;
     ``theta.grad`` in θ's layout."""
+    learner, ctx = obj
 
     class Signs(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -124,34 +128,15 @@ def _step(learner: Any, ctx: Context, x: np.ndarray, y: np.ndarray) -> Any:
 
 def uoro() -> Batch1:
     """``UOROVec``: g̃ from the factors before the update (``gtilde="pre"``), ν through the noise hook."""
-
-    def make(ctx: Context) -> Any:
-        learner = _learner("uoro", "UOROVec", ctx)
-        learner._state = torch.as_tensor(ctx.s0).view(1, 1, -1)
-        return learner, ctx
-
-    return Batch1(
-        make,
-        lambda obj, x, y: _step(obj[0], obj[1], x, y),
-        losses=("squared-error", "softmax-cross-entropy"),
-        noise_hook=True,
-        gtilde="pre",
-        name="uoro-demo UOROVec",
-    )
+    make = partial(_learner, "uoro", "UOROVec", "_state")
+    return Batch1(make, _step, losses=_LOSSES, noise_hook=True, gtilde="pre", name="uoro-demo UOROVec")
 
 
 def rtrl() -> Batch1:
     """``RTRL``: its ``dstate_dtheta`` (∂s_t/∂θ after the step) is the influence estimate."""
+    make = partial(_learner, "rtrl", "RTRL", "state")
 
-    def make(ctx: Context) -> Any:
-        learner = _learner("rtrl", "RTRL", ctx)
-        learner.state = torch.as_tensor(ctx.s0).view(1, 1, -1)
-        return learner, ctx
+    def influence(obj: Any) -> Any:
+        return obj[0].dstate_dtheta.detach().numpy()[:, obj[0].gallery_order]
 
-    return Batch1(
-        make,
-        lambda obj, x, y: _step(obj[0], obj[1], x, y),
-        losses=("squared-error", "softmax-cross-entropy"),
-        influence=lambda obj: obj[0].dstate_dtheta.detach().numpy()[:, obj[0].gallery_order],
-        name="uoro-demo RTRL",
-    )
+    return Batch1(make, _step, losses=_LOSSES, influence=influence, name="uoro-demo RTRL")
