@@ -103,6 +103,9 @@ REPO = Repository(
 )
 
 
+_LOSSES = ("squared-error", "softmax-cross-entropy")
+
+
 def _load(name: str) -> Any:
     """``model.<name>`` from the checkout (the repository's modules import each other relatively)."""
     root = str(checkout_path(REPO))
@@ -187,10 +190,9 @@ def tbptt(k: int) -> Batch1:
     lib, Buffer = _load("torch_tbptt"), _load("torch_buffer").ReplayBuffer
 
     def make(ctx: Context) -> Any:
-        n, d, m = ctx.s0.size, ctx.params["U"].shape[1], ctx.params["c"].size
-        return _setup(lib.TBPTTModel(d, n, m, 0.0, False, 1, k, True, "cpu"), ctx.params, ctx.s0, ctx.problem), Buffer(
-            k
-        )
+        (n, d), m = ctx.params["U"].shape, ctx.params["c"].size
+        model = lib.TBPTTModel(d, n, m, 0.0, False, 1, k, True, "cpu")
+        return _setup(model, ctx.params, ctx.s0, ctx.problem), Buffer(k)
 
     def step(obj: Any, x: np.ndarray, y: np.ndarray) -> Any:
         (model, buffer), x3, y2 = obj, torch.as_tensor(x).view(1, 1, -1), torch.as_tensor(y).view(1, -1)
@@ -198,7 +200,7 @@ def tbptt(k: int) -> Batch1:
         model.train(*buffer.sample_all()[:4])
         return torch.cat([q.grad.reshape(-1) for q in model.gallery_theta]).numpy()
 
-    return Batch1(make, step, losses=("squared-error", "softmax-cross-entropy"), name="fpp TBPTTModel")
+    return Batch1(make, step, losses=_LOSSES, name="fpp TBPTTModel")
 
 
 def uoro() -> Batch1:
@@ -208,7 +210,7 @@ def uoro() -> Batch1:
     lib = _load("torch_uoro")
 
     def make(ctx: Context) -> Any:
-        n, d, m = ctx.s0.size, ctx.params["U"].shape[1], ctx.params["c"].size
+        (n, d), m = ctx.params["U"].shape, ctx.params["c"].size
         model = _setup(lib.UOROModel(d, n, m, 0.0, "cpu", "SGD"), ctx.params, ctx.s0, ctx.problem)
         model.nn_param = lib.Param2Vec(model.rnn_model)  # built again without the frozen bias_hh
         return model, ctx
@@ -229,11 +231,4 @@ def uoro() -> Batch1:
             torch.set_default_dtype(dtype)
         return torch.cat([q.grad.reshape(-1) for q in obj[0].gallery_theta]).numpy()
 
-    return Batch1(
-        make,
-        step,
-        losses=("squared-error", "softmax-cross-entropy"),
-        noise_hook=True,
-        gtilde="pre",
-        name="fpp UOROModel",
-    )
+    return Batch1(make, step, losses=_LOSSES, noise_hook=True, gtilde="pre", name="fpp UOROModel")
