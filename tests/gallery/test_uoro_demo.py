@@ -37,12 +37,13 @@ def test_declaration_and_missing_checkout(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 @pytest.mark.parametrize("bug", [False, True])
-@pytest.mark.parametrize("loss", ["squared-error", "cross-entropy"])
-def test_rtrl_adapter_is_rtrl(monkeypatch: pytest.MonkeyPatch, bug: bool, loss: str) -> None:
-    """Per-step gradients and influence of RTRL through ``train_it`` equal the toolkit's RTRL to round-off; the
-    stand-in's J_t without its propagated term does not."""
+@pytest.mark.parametrize(("kind", "loss"), [("elman-tanh", "squared-error"), ("gru", "cross-entropy")])
+def test_rtrl_adapter_is_rtrl(monkeypatch: pytest.MonkeyPatch, bug: bool, kind: str, loss: str) -> None:
+    """Per-step gradients and influence of RTRL through ``train_it`` equal the toolkit's RTRL to round-off (Elman-tanh
+    and GRU: ``torch.nn.GRU`` with ``b_hh`` = 0 is the toolkit's cell); the stand-in's J_t without its propagated term
+    does not."""
     use_standin(monkeypatch, VAR, "uoro_demo", "uoro_demo", bug=bug)
-    P, th = random_problem("elman-tanh", n=3, d=2, T=6, k=2, loss=loss, generator=torch.Generator().manual_seed(1))
+    P, th = random_problem(kind, n=3, d=2, T=6, k=2, loss=loss, generator=torch.Generator().manual_seed(1))
     ours, theirs = RTRL(), _gallery().rtrl()  # type: ignore[attr-defined]
     r1, r2 = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
     s1, s2 = ours.init(P, th, r1), theirs.init(P, th, r2)

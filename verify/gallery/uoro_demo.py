@@ -43,7 +43,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from verify.gallery import Entry, Repository, checkout_path
-from verify.impl.adapters import Batch1, Context
+from verify.impl.adapters import Batch1, Context, problem_kind
 
 _REQUIRES = ("artemis", "six", "si_prefix", "decorator")
 
@@ -81,11 +81,12 @@ REPO = Repository(
 )
 
 
-_LOSSES = ("squared-error", "softmax-cross-entropy")
+_LOSSES, _CELLS = ("squared-error", "softmax-cross-entropy"), ("elman-tanh", "gru")
 
 
 def _learner(module: str, cls: str, state: str, ctx: Context) -> Any:
-    """``uoro_demo.<module>.<cls>`` around a ``StatelessPredictorRNN`` set to θ (float64, ``b_hh`` zero and frozen),
+    """``uoro_demo.<module>.<cls>`` around a ``StatelessPredictorRNN`` (``elman`` or ``gru``) set to θ (float64,
+    ``b_hh`` zero and frozen: then ``torch.nn.GRU`` is the toolkit's ``gru`` cell, gates r, z, n in both),
     the problem's loss, SGD at learning rate 0 and s_0 in its attribute ``state``; ``gallery_order`` maps its
     ``theta`` ([W_ih, W_hh, b_ih, V, c]) to θ's layout. Returns (learner, ctx): the object the steps get."""
     root = str(checkout_path(REPO))
@@ -93,16 +94,17 @@ def _learner(module: str, cls: str, state: str, ctx: Context) -> Any:
     for name in ("Iterable", "Mapping", "MutableMapping", "Sequence", "Callable"):  # removed in Python 3.10
         setattr(collections, name, getattr(collections, name, getattr(collections.abc, name)))
     mod, pf = importlib.import_module(f"uoro_demo.{module}"), importlib.import_module("uoro_demo.predictor_funcs")
-    (n, d), k = ctx.params["U"].shape, ctx.params["c"].size
-    net = pf.StatelessPredictorRNN(d, n, k)
-    net.rnn.bias_hh_l0.requires_grad_(False).data = torch.zeros(n, dtype=torch.float64)
+    p, n = ctx.params, ctx.s0.size
+    d, k, a, w = p["U"].shape[1], p["c"].size, p["U"].size, p["W"].size
+    net = pf.StatelessPredictorRNN(d, n, k, rnn_type="gru" if problem_kind(ctx.problem) == "gru" else "elman")
+    net.rnn.bias_hh_l0.requires_grad_(False).data = torch.zeros(net.rnn.bias_hh_l0.shape, dtype=torch.float64)
     mine = (net.rnn.weight_ih_l0, net.rnn.weight_hh_l0, net.rnn.bias_ih_l0, *net.output_layer.parameters())
     for q, v in zip(mine, "UWbVc", strict=True):
-        q.data = torch.as_tensor(ctx.params[v]).clone()
+        q.data = torch.as_tensor(p[v]).clone()
     sgd = importlib.import_module("uoro_demo.torch_utils.training").get_named_torch_optimizer_factory("sgd", 0.0)
     learner = getattr(mod, cls)(net, loss=lambda o, y: ctx.problem.loss.pointwise(o, y).sum(), optimizer_factory=sgd)
     setattr(learner, state, torch.as_tensor(ctx.s0).view(1, 1, -1))
-    learner.gallery_order = np.r_[n * d : n * d + n * n, 0 : n * d, n * n + n * d : learner.theta.numel()]
+    learner.gallery_order = np.r_[a : a + w, 0:a, a + w : learner.theta.numel()]
     return learner, ctx
 
 
@@ -130,7 +132,7 @@ def _step(obj: Any, x: np.ndarray, y: np.ndarray) -> Any:
 def uoro() -> Batch1:
     """``UOROVec``: g̃ from the factors before the update (``gtilde="pre"``), ν through the noise hook."""
     make = partial(_learner, "uoro", "UOROVec", "_state")
-    return Batch1(make, _step, losses=_LOSSES, noise_hook=True, gtilde="pre", name="uoro-demo UOROVec")
+    return Batch1(make, _step, cells=_CELLS, losses=_LOSSES, noise_hook=True, gtilde="pre", name="uoro-demo UOROVec")
 
 
 def rtrl() -> Batch1:
@@ -140,4 +142,4 @@ def rtrl() -> Batch1:
     def influence(obj: Any) -> Any:
         return obj[0].dstate_dtheta.detach().numpy()[:, obj[0].gallery_order]
 
-    return Batch1(make, _step, losses=_LOSSES, influence=influence, name="uoro-demo RTRL")
+    return Batch1(make, _step, cells=_CELLS, losses=_LOSSES, influence=influence, name="uoro-demo RTRL")
