@@ -7,13 +7,14 @@ readout: ``model.torch_fpp.FPPModel`` (FPP, with ``model.torch_buffer.ReplayBuff
 The toolkit's Elman-tanh cell is ``SimpleRNN`` with ``b_hh`` held at zero (frozen, so that it is not a parameter):
 ``W = weight_hh``, ``U = weight_ih``, ``b = bias_ih``, ``V, c`` = the readout's weight and bias.
 
-Each adapter drives the public classes as ``main_torch.py`` does, in float64, with three stated interventions:
+Each adapter drives the public classes as ``main_torch.py`` does, in float64, with these stated interventions:
 
 * ``criterion``: the models hard-code ``CrossEntropyLoss``; on a squared-error problem the adapter sets the model's
   ``criterion`` attribute to the problem's loss (the loss belongs to the problem, not to the algorithm);
 * ``_state``: the models start from zeros (``initialize_state``); the claims give s_0, written to ``_state``;
 * learning rates: 0 where θ must stay frozen (T-BPTT, UORO: the toolkit sets θ between steps), 1 in ``FPPModel``
-  so that its returned ``s - lr * grad`` gives the state gradients.
+  so that its returned ``s - lr * grad`` gives the state gradients;
+* within a UORO step float64 is torch's default dtype (``UOROModel`` builds s̃, θ̃ and ν with it).
 
 Entries (``--impl TARGET=verify.gallery.fpp:NAME``):
 

@@ -6,7 +6,9 @@ The repository (no license file: imported from a checkout, never copied) has ``u
 ``b_hh``) and a ``torch.nn.Linear`` readout. The toolkit's Elman-tanh cell is that network with ``b_hh`` held at
 zero (frozen before the learner merges the parameters that require grad into its single vector ``theta``:
 ``[W_ih, W_hh, b_ih, V, c]``, reordered here to the toolkit's ``[W, U, b, V, c]``). Each step is ``train_it(x, y)``
-(SGD, learning rate 0: θ stays frozen); ``theta.grad`` is the gradient it produced.
+(SGD, learning rate 0: θ stays frozen); ``theta.grad`` is the gradient it produced. On the toolkit's ``gru`` problems
+the network is ``StatelessPredictorRNN(..., rnn_type='gru')``: ``torch.nn.GRU`` with ``b_hh`` zero is that cell
+exactly (gates r, z, n in both; ``n = tanh(U_n x + b_n + r * (W_n h + b_hn))`` with ``b_hn = 0``).
 
 **2018 PyTorch on torch 2.13**: the repository's own code runs (``Variable``, ``MergedVariable``'s ``__class__``
 assignment, ``grad``, ``torch.tensor(t.data)`` only warn). What breaks is its dependency *artemis* (the
