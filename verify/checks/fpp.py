@@ -24,7 +24,7 @@ from verify.checks import register, result
 from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.config import RunConfig
-from verify.errors import AssumptionViolated
+from verify.errors import AssumptionViolated, NotApplicable
 from verify.fpp.exactness import SuiteSetup, eq7_comparisons, lemma3_comparisons
 from verify.fpp.experiments import (
     KKTSetup,
@@ -41,6 +41,7 @@ from verify.fpp.experiments import (
 from verify.fpp.kkt import PathPoint
 from verify.fpp.reproduction import cycleworld_designs, run_blocks, stochasticworld_design, updates_designs
 from verify.impl import FPPImpl
+from verify.impl.capabilities import Coverage
 from verify.impl.mutants import get as get_mutant
 from verify.model.problem import Problem
 from verify.report.plots.fpp import kkt_figures, stationarity_figures
@@ -68,9 +69,20 @@ def _suite_setup(config: RunConfig) -> SuiteSetup:
 def eq7_core(config: RunConfig, impl: FPPImpl | None = None) -> dict[str, Any]:
     """Worst relative error of eq. (7) (``impl.eq7_gradients``) against autograd of L_i over the suite (every i)."""
     impl = impl or config.impls.fpp
-    rows = eq7_comparisons(_suite_setup(config), config.generator(salt=51), impl.eq7_gradients)
+    rows, coverage = _covered(eq7_comparisons(_suite_setup(config), config.generator(salt=51), impl.eq7_gradients))
     worst = max(r["max_rel_error"] for r in rows)
-    return {"rows": rows, "worst": worst, "passed": worst <= EXACT_TOL}
+    return {"rows": rows, "worst": worst, "passed": worst <= EXACT_TOL, "coverage": coverage}
+
+
+def _covered(rows: list[dict[str, Any]], claim: str = "fpp.gradient-eq7") -> tuple[list[dict[str, Any]], Coverage]:
+    """The rows of the problems the implementation under test ran, and the :class:`Coverage` (those it left out,
+    with its reason); none ran: :class:`NotApplicable` (the claim is SKIPPED), every reason named."""
+    ran = [r for r in rows if "left_out" not in r]
+    left = tuple((str(r["problem"]), str(r["left_out"])) for r in rows if "left_out" in r)
+    if not ran:
+        why = "; ".join(f"{label}: {reason}" for label, reason in left[:3])
+        raise NotApplicable(claim, f"the implementation under test runs none of the claim's problems ({why})")
+    return ran, Coverage(tuple(str(r["problem"]) for r in ran), left)
 
 
 @register("fpp.gradient-eq7", uses=("fpp.eq7_gradients",))
@@ -89,6 +101,7 @@ def check_gradient_eq7(config: RunConfig) -> CheckResult:
         f"{n} per-sample gradients on {len(res['rows'])} problems (5 cells x 2 losses x T in {{1,2,5}}); "
         f"worst relative error {res['worst']:.2e} vs {EXACT_TOL:.0e}; sign mutant worst {mut['worst']:.2e}",
         controls=controls,
+        coverage=res["coverage"],
         statistic=res["worst"],
         threshold=EXACT_TOL,
         data={"comparisons": res["rows"], "mutant_worst": mut["worst"]},
@@ -101,10 +114,16 @@ def lemma3_core(config: RunConfig, impl: FPPImpl | None = None) -> dict[str, Any
     draws vs that law (support exactly {T..n}, chi-square for uniformity)."""
     impl = impl or config.impls.fpp
     gen = config.generator(salt=53)
-    rows = lemma3_comparisons(_suite_setup(config), config.generator(salt=51), gen, impl.eq7_gradients, impl.sampler)
+    rows, coverage = _covered(
+        lemma3_comparisons(_suite_setup(config), config.generator(salt=51), gen, impl.eq7_gradients, impl.sampler),
+        "fpp.lemma3-unbiased",
+    )
     worst = max(r["rel_error"] for r in rows)
     support_ok = all(r["support_ok"] for r in rows)
-    return {"rows": rows, "worst": worst, "support_ok": support_ok, "passed": worst <= EXACT_TOL and support_ok}
+    return {
+        "rows": rows, "worst": worst, "support_ok": support_ok, "passed": worst <= EXACT_TOL and support_ok,
+        "coverage": coverage,
+    }  # fmt: skip
 
 
 @register("fpp.lemma3-unbiased", uses=("fpp.eq7_gradients", "fpp.sampler"))
@@ -132,6 +151,7 @@ def check_lemma3_unbiased(config: RunConfig) -> CheckResult:
         f"{res['worst']:.2e} vs {EXACT_TOL:.0e}; sampler draws cover exactly {{T..n}}: {res['support_ok']} "
         f"(smallest chi-square p {min_p:.2g}); exclusive-endpoint sampler caught: {not m1['support_ok']}",
         controls=controls,
+        coverage=res["coverage"],
         statistic=res["worst"],
         threshold=EXACT_TOL,
         data={"comparisons": res["rows"]},

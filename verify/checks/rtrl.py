@@ -24,7 +24,7 @@ from theory.influence_balancing import equilibrium_derivative
 from verify.checks import register, result
 from verify.config import RunConfig
 from verify.impl import build
-from verify.impl.capabilities import cover
+from verify.impl.capabilities import Coverage, cover
 from verify.impl.mutants import get as get_mutant
 from verify.report.plots.rtrl import influence_balancing_figures
 from verify.rtrl import influence_balancing as balancing
@@ -115,9 +115,13 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
     t0 = time.perf_counter()
     cases = suite(config.generator(salt=32), SuiteSetup(full=config.full, all_losses=False))
     rows = []
-    budgets = gradient_budgets(cases)
     tbptt = _part(config.impls.truncation.tbptt, "truncated BPTT")
     model = _part(config.impls.truncation.truncated_model, "truncated model")
+    # the problems both parts run (a user's Elman-tanh-only TBPTT is judged there; the rest left out, with why)
+    cases, coverage = cover("rtrl.truncated-bptt", cases, lambda c: (c.label, tbptt(1), c.problem, c.theta))
+    cases, more = cover("rtrl.truncated-bptt", cases, lambda c: (c.label, model(1), c.problem, c.theta))
+    coverage = Coverage(more.covered, coverage.left_out + more.left_out)
+    budgets = gradient_budgets(cases)
     for case, budget in zip(cases, budgets, strict=True):
         for k in sorted({1, 3, case.problem.T} if config.full else {1, 3}):
             rows.append(compare_truncated(tbptt, model, k, case, budget))
@@ -150,6 +154,7 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
         ok,
         summary,
         controls=(control,),
+        coverage=coverage,
         statistic=stat,
         threshold=float(worst["budget"]),
         data={"comparisons": rows},
