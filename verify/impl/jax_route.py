@@ -55,6 +55,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+import torch.utils.dlpack
 
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.guarantee import Guarantee
@@ -89,7 +90,7 @@ def missing_extra(module: str | None) -> str | None:
 
 
 def _jax() -> Any:
-    import jax  # noqa: PLC0415  # an optional extra: imported when a JaxStep is built, never at import
+    import jax  # an optional extra: imported when a JaxStep is built, never at import
 
     return jax
 
@@ -106,15 +107,15 @@ def to_jax(t: torch.Tensor) -> Any:
     t = t.detach().to("cpu").contiguous()
     try:
         return jax.dlpack.from_dlpack(t)
-    except Exception:  # noqa: BLE001  # DLPack refused (alignment, a read-only view ...): a copy does
+    except Exception:  # DLPack refused (alignment, a read-only view ...): a copy does
         return jax.numpy.asarray(t.numpy())
 
 
 def to_torch(a: Any, problem: Problem) -> torch.Tensor:
     """A JAX array as a tensor in ``problem``'s dtype and device: DLPack (shares the memory), else a copy."""
     try:
-        out = torch.from_dlpack(a)
-    except Exception:  # noqa: BLE001
+        out = torch.utils.dlpack.from_dlpack(a)
+    except Exception:
         out = torch.as_tensor(np.asarray(a))
     return out.to(problem.device, problem.dtype)
 
@@ -191,7 +192,8 @@ class _Carry:
         for leaf in leaves:
             if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
                 raise InvalidArgument(
-                    "init(params, s0, key) carry", f"a leaf of dtype {leaf.dtype}",
+                    "init(params, s0, key) carry",
+                    f"a leaf of dtype {leaf.dtype}",
                     "arrays only (the adapter hands step() a fresh key every step; keep keys out of the carry)",
                 )
             if leaf.dtype == jax.numpy.float32:
@@ -264,11 +266,12 @@ class JaxStep:
         self._mode: dict[str, str] = {"how": "jax.vmap+jit" if vmap else "per-sample loop (vmap=False)"}
         self._cache: dict[Any, Any] = {}
         if influence is None:  # no estimate of ds/dtheta: the claims test gradients only
-            self.influence_estimate = None
+            object.__setattr__(self, "influence_estimate", None)
         if factors is None:
-            self.uoro_factors = None
+            object.__setattr__(self, "uoro_factors", None)
         if not self.noise_hook:  # no hook: the claims that need tabulated noise are SKIPPED, with the reason
-            self.noise_shape = self.noise_draws = self.with_noise = None
+            for m in ("noise_shape", "noise_draws", "with_noise"):
+                object.__setattr__(self, m, None)
 
     @property
     def name(self) -> str:
@@ -325,7 +328,7 @@ class JaxStep:
         s0 = jnp.zeros(problem.s0.shape)
         try:
             shaped = jax.eval_shape(lambda th, s, k: self._init(plan.to_user(th), s, k), theta0, s0, _key(0))
-        except Exception:  # noqa: BLE001  # not traceable: learn the shapes from one eager call
+        except Exception:  # not traceable: learn the shapes from one eager call
             shaped = self._init(plan.to_user(theta0), s0, _key(0))
         carry = _Carry(shaped)
         n = problem.n
@@ -363,7 +366,7 @@ class JaxStep:
         if self.vectorized:
             try:
                 return batched(*args)
-            except Exception as exc:  # noqa: BLE001  # not traceable: the loop below tells whether the code works
+            except Exception as exc:  # not traceable: the loop below tells whether the code works
                 reason = f"jax.vmap/jit could not trace it: {type(exc).__name__}"
         else:
             reason = ""
@@ -379,8 +382,9 @@ class JaxStep:
         self._require(problem)
         _plan, carry, fns = self._compiled(problem)
         seeds = torch.randint(0, 2**62, (samples,), generator=rng)
-        flat = self._call(fns, "init", to_jax(theta.to(torch.float64)), to_jax(problem.s0.to(torch.float64)),
-                          to_jax(seeds))
+        flat = self._call(
+            fns, "init", to_jax(theta.to(torch.float64)), to_jax(problem.s0.to(torch.float64)), to_jax(seeds)
+        )
         s = problem.s0.expand(samples, *problem.s0.shape).clone()
         return JaxState(to_torch(flat, problem).reshape(samples, carry.size), s, torch.zeros_like(s))
 
@@ -396,8 +400,9 @@ class JaxStep:
         else:
             nu, r = state.nu, to_jax(torch.randint(0, 2**62, (M,), generator=rng))
         x, y = problem.inputs[t - 1].to(torch.float64), problem.targets[t - 1].to(torch.float64)
-        flat, grads, s = self._call(fns, "step", to_jax(theta.to(torch.float64)), to_jax(state.carry), to_jax(x),
-                                    to_jax(y), r)
+        flat, grads, s = self._call(
+            fns, "step", to_jax(theta.to(torch.float64)), to_jax(state.carry), to_jax(x), to_jax(y), r
+        )
         if self.state is None:
             with torch.no_grad():
                 s_t = problem.transition(theta.detach(), state.s, problem.inputs[t - 1])
