@@ -1,7 +1,7 @@
 """Benchmark the JAX route (:class:`verify.impl.jax_route.JaxStep`): the M samples in one ``jax.vmap`` under
 ``jax.jit`` against the per-sample loop of eager calls the adapter falls back to when a step cannot be traced.
 
-``python -m verify.bench.jax_route [--n 4] [--T 16] [--samples 256] [--repeats 3]``
+``python -m verify.bench.jax_route [--n 4] [--T 8] [--samples 64] [--repeats 2]``
 
 The JAX UORO of :mod:`verify.examples.jax_uoro` (``JaxUORO``, and the same functions with ``vmap=False``) run
 through ``run_estimator`` over ``samples`` × T sample-steps; printed: µs per sample-step for both (median over
@@ -34,9 +34,9 @@ def _median_us(fn: object, repeats: int, steps: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--n", type=int, default=4)
-    ap.add_argument("--T", type=int, default=16)
-    ap.add_argument("--samples", type=int, default=256)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--T", type=int, default=8)
+    ap.add_argument("--samples", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=2)
     a = ap.parse_args(argv)
     from verify.examples.jax_uoro import NAMES, uoro_init, uoro_step  # jax: an optional extra
     from verify.impl.jax_route import JaxStep
