@@ -47,6 +47,7 @@ from verify.estimators.noise import check_leak, factors, has_noise_hook
 from verify.estimators.online import ContractViolation, check_contract
 from verify.impl import DEFAULT, FAMILIES, Implementations, Source, build, family_class, field_names
 from verify.impl.capabilities import unsupported
+from verify.impl.jax_route import missing_extra
 from verify.model.builders import random_problem
 from verify.text import safe_repr, safe_str, type_name
 
@@ -159,6 +160,9 @@ def _describe(exc: BaseException) -> str:
         )
     if isinstance(exc, KeyboardInterrupt | stop.Stop):
         return f"{type_name(exc)}: raised by the code itself, no signal was delivered to rnn-verify"
+    hint = missing_extra(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+    if hint is not None:  # a JAX-route module missing: the optional extra, in one line
+        return f"ModuleNotFoundError: {hint}"
     return f"{type_name(exc)}: {safe_str(exc)}"
 
 
@@ -183,7 +187,8 @@ def load_object(target: str, spec: str, option: str = "--impl", root: str | None
         try:
             module = importlib.import_module(where)
         except ModuleNotFoundError as exc:
-            raise err(f"no module named {exc.name or where!r} (is it installed, or on PYTHONPATH?)") from None
+            hint = missing_extra(exc.name)  # jax, jaxlib, equinox, flax: the optional extra, in one line
+            raise err(hint or f"no module named {exc.name or where!r} (is it installed, or on PYTHONPATH?)") from None
         except BaseException as exc:  # sys.exit() in user code is its error, never our exit status
             stop.reraise_if_stopped(exc)
             raise err(f"importing {where!r} raised {_describe(exc)}") from None

@@ -1,0 +1,67 @@
+"""Benchmark the JAX route (:class:`verify.impl.jax_route.JaxStep`): the M samples in one ``jax.vmap`` under
+``jax.jit`` against the per-sample loop of eager calls the adapter falls back to when a step cannot be traced.
+
+``python -m verify.bench.jax_route [--n 4] [--T 8] [--samples 64] [--repeats 2]``
+
+The JAX UORO of :mod:`verify.examples.jax_uoro` (``JaxUORO``, and the same functions with ``vmap=False``) run
+through ``run_estimator`` over ``samples`` × T sample-steps; printed: µs per sample-step for both (median over
+``--repeats`` runs after one warm-up run, which compiles) and their ratio, measured in the same run, and that the
+two give the same estimates (same noise, so equal up to round-off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from verify.bench._timing import machine
+from verify.estimators.base import run_estimator
+from verify.model.builders import random_problem
+
+
+def _median_us(fn: object, repeats: int, steps: int) -> float:
+    times = []
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:]) / steps * 1e6
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--n", type=int, default=4)
+    ap.add_argument("--T", type=int, default=8)
+    ap.add_argument("--samples", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=2)
+    a = ap.parse_args(argv)
+    from verify.examples.jax_uoro import NAMES, uoro_init, uoro_step  # jax: an optional extra
+    from verify.impl.jax_route import JaxStep
+
+    torch.set_num_threads(1)
+    P, th = random_problem("elman-tanh", n=a.n, d=2, T=a.T, k=2, generator=torch.Generator().manual_seed(0))
+    kw = {"names": NAMES, "state": lambda c: c["h"], "noise_hook": True, "gtilde": "pre"}
+    vec = JaxStep(uoro_init, uoro_step, name="jax-uoro", **kw)  # type: ignore[arg-type]
+    loop = JaxStep(uoro_init, uoro_step, name="jax-uoro", vmap=False, **kw)  # type: ignore[arg-type]
+    steps = a.samples * a.T
+    out = {}
+
+    def run(est: JaxStep) -> None:
+        out[est.vectorized] = run_estimator(est, P, th, torch.Generator().manual_seed(0), samples=a.samples)
+
+    us_vec = _median_us(lambda: run(vec), a.repeats, steps)
+    us_loop = _median_us(lambda: run(loop), a.repeats, steps)
+    diff = float((out[True] - out[False]).abs().max())
+    print(f"machine: {machine()}")
+    print(f"JAX UORO, elman-tanh n={a.n}, T={a.T}, M={a.samples} samples ({steps} sample-steps)")
+    print(f"  {vec.name}: {us_vec:.2f} us per sample-step")
+    print(f"  {loop.name}: {us_loop:.2f} us per sample-step")
+    print(f"  ratio loop / vmap: {us_loop / us_vec:.1f}x; max |difference| of the estimates: {diff:.1e}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
