@@ -42,12 +42,12 @@ def test_every_repository_is_declared_with_a_commit_and_license() -> None:
 def test_every_entry_runs_claims_that_exercise_its_target(item: tuple[Repository, Entry]) -> None:
     repo, entry = item
     target = resolve_target(entry.target)
-    known = {c.id for c in all_claims()}
+    known = set(all_claims())
     for cid in entry.claims:
         assert cid in known, f"{_id(item)}: {cid} is not a claim"
         assert target in uses(cid), f"{_id(item)}: {cid} does not exercise {target} (it uses {uses(cid)})"
-    if not entry.skip:
-        assert glue_lines(repo, entry) <= GLUE_MAX, f"{_id(item)}: {glue_lines(repo, entry)} lines of glue"
+    if not entry.skip and glue_lines(repo, entry) > GLUE_MAX:  # over the target: the table says why
+        assert entry.glue_why, f"{_id(item)}: {glue_lines(repo, entry)} lines of glue > {GLUE_MAX}, no glue_why"
 
 
 def test_the_modules_import_without_the_repositories_or_jax() -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from verify.errors import InvalidArgument
 
 __all__ = [
+    "GLUE_TARGET",
     "REPOSITORIES",
     "Entry",
     "Repository",
@@ -40,6 +41,9 @@ __all__ = [
     "repositories",
     "repository",
 ]
+
+#: the most lines of glue an adapter should take (issue 38); an entry over it states why (``Entry.glue_why``)
+GLUE_TARGET = 30
 
 #: the gallery's modules, in the order of the table (``verify.gallery.<module>``)
 REPOSITORIES = ("vanilla_rtrl", "snapjax", "jax_rtrl", "fpp", "uoro_demo")
@@ -57,7 +61,8 @@ class Entry:
     reason the row cannot run at all (stated, never a traceback); ``note``: what the reader should know
     (a variant, a difference from the paper); ``truth``: how the verdicts were established independently of the
     claim that gave them (exact enumeration, the toolkit's float64 references, a check of one's own);
-    ``findings``: what the claims found in the code -- each with its evidence -- in one sentence each."""
+    ``findings``: what the claims found in the code -- each with its evidence -- in one sentence each;
+    ``glue_why``: why the adapter takes more than :data:`GLUE_TARGET` lines of glue, where it does."""
 
     algorithm: str
     target: str
@@ -68,6 +73,7 @@ class Entry:
     note: str = ""
     truth: str = ""
     findings: tuple[str, ...] = ()
+    glue_why: str = ""
 
 
 @dataclass(frozen=True)

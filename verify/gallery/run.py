@@ -41,7 +41,7 @@ from typing import Any
 from verify.errors import InvalidArgument
 from verify.exit_codes import EXIT_OK
 from verify.files import make_temp_dir, output_lock, preflight_dir, read_marker, remove_temp_dir, write_dir_atomic
-from verify.gallery import Entry, Repository, checkout_path, env_var, glue_lines, repositories
+from verify.gallery import GLUE_TARGET, Entry, Repository, checkout_path, env_var, glue_lines, repositories
 from verify.text import clean
 
 __all__ = ["Row", "cmd_gallery", "git_commit", "markdown", "parse_checkout", "run_gallery"]
@@ -90,6 +90,7 @@ class Row:
     claims: list[dict[str, Any]] = field(default_factory=list)
     reproducer: str = ""
     note: str = ""
+    glue_why: str = ""
     truth: str = ""
     findings: list[str] = field(default_factory=list)
     report: str = ""
@@ -158,7 +159,7 @@ def run_entry(
         repo=repo.name, algorithm=entry.algorithm, target=entry.target, spec=spec,
         glue_lines=glue_lines(repo, entry) if not entry.skip else 0, status="skipped",
         reproducer=_reproducer(repo, entry, seed),
-        note=entry.note, truth=entry.truth, findings=list(entry.findings),
+        note=entry.note, glue_why=entry.glue_why, truth=entry.truth, findings=list(entry.findings),
     )  # fmt: skip
     if entry.skip:
         row.reason = entry.skip
@@ -298,7 +299,11 @@ def markdown(doc: Mapping[str, Any], *, links: bool = True) -> str:
                     f"| {link if first else ''} | {'`' + row['target'] + '`' if first else ''} | `{c['id']}` | "
                     f"{verdict} | {c['seconds']:.1f} | {row['glue_lines'] if first else ''} |"
                 )
-        for title, key in (("Notes", "note"), ("How the verdicts were established", "truth")):
+        for title, key in (
+            ("Notes", "note"),
+            (f"Glue over {GLUE_TARGET} lines, and why", "glue_why"),
+            ("How the verdicts were established", "truth"),
+        ):
             have = [r for r in repo["rows"] if r.get(key)]
             if have:
                 lines += ["", f"**{title}.**", ""] + [f"- **{r['algorithm']}**: {r[key]}" for r in have]
