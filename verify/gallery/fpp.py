@@ -60,10 +60,20 @@ REPO = Repository(
             "fpp",
             claims=("fpp.gradient-eq7",),
             note=(
-                "SKIPPED: fpp.gradient-eq7 runs 5 cells and has no per-problem coverage, FPPModel is Elman-tanh "
-                "only; on the suite's Elman-tanh problems its gradients equal eq. (7) to 3.4e-16 (notes-fpp.md). Its "
-                "loss is CE + reg_lambda * MSE: reg_lambda = 1 is the paper's lambda = 2/k (MSE averages over the k "
-                "units); fpp.stationarity left out (the same 5-cell limitation, and minutes)"
+                "Elman-tanh only (its SimpleRNN): the suite's other cells are left out with that reason. Its loss is "
+                "CE + reg_lambda * MSE: reg_lambda = 1 is the paper's lambda = 2/k (MSE averages over the k units); "
+                "fpp.stationarity left out (minutes through FPPModel.train per sample)"
+            ),
+            glue_why=(
+                "the FPP checks vmap over samples and FPPModel.train is imperative (backward, an optimizer step): "
+                "the adapter is a torch.autograd.Function whose vmap rule loops over the rows (18 lines)"
+            ),
+            truth="eq. (7) of the toolkit on the same problems, and autograd of L_i (eq. (6)): 3.4e-16 apart",
+            findings=(
+                "reg_lambda is not the paper's lambda: the penalty is reg_lambda * MSE, a mean over the k state "
+                "units, so reg_lambda = 1 is lambda = 2/k (0.5 in CycleWorld, 1/16 in Stochastic World); with "
+                "reg_lambda = lambda k / 2 its gradients equal eq. (7) to 3.4e-16 (a difference from the paper, not "
+                "a bug)",
             ),
         ),
         Entry(
@@ -72,18 +82,31 @@ REPO = Repository(
             "sampler",
             claims=("fpp.lemma3-unbiased",),
             note="eq. (7) is the toolkit's here: the row judges the repository's sampling of the index alone",
+            truth=(
+                "2000 draws from a buffer of n = 8 with T = 2: count 0 at i = 8, ~330 at each of 2..7; the "
+                "stand-in's inclusive sampler PASSes the same claim, its exclusive-bound variant FAILs"
+            ),
+            findings=(
+                "the buffer never samples the newest transition: model/torch_buffer.py l. 87 "
+                "np.random.randint(T - 1, len - 1) excludes its upper bound, so k ~ uniform{T..n} (Lemma 3, "
+                "both ends included) never draws k = n (chi-square p 2.2e-60; support {T..n-1})",
+                "two copies of every state, updated independently (main_torch.py l. 181-182: replace_old writes "
+                "the start copy, replace_new the end copy): the s_i a window's penalty moves is never the s_i a "
+                "later window starts from (not judged by a claim: its online loop is a __main__ block; "
+                "reports/gallery/repro/fpp_buffer_copies.py)",
+            ),
         ),
         Entry(
             "TBPTTModel (overlap)",
             "truncation.tbptt",
             "tbptt",
-            claims=("rtrl.truncated-bptt", "truncation.tbptt-gradient-bound", "truncation.rate"),
+            claims=("rtrl.truncated-bptt",),
             note=(
-                "SKIPPED: these checks run every cell and have no per-problem coverage, TBPTTModel is Elman-tanh "
-                "only; on Elman-tanh its per-step gradients equal TBPTT(k) to 5.1e-16 (notes-fpp.md). overlap=True "
-                "only (overlap=False sums a block's losses every T steps); the influence-balancing claims left out "
-                "(their cell is not Elman)"
+                "Elman-tanh only (its SimpleRNN): the suite's other cells are left out with that reason; "
+                "overlap=True only (overlap=False sums a block's losses every T steps: not a per-step estimator); "
+                "the truncation-bound claims judge truncation.tbptt_gradient on the toolkit's systems, not this part"
             ),
+            truth="the toolkit's offline truncated BPTT per step (float64 references): 1.5e-16 apart",
         ),
         Entry(
             "UOROModel",
@@ -91,10 +114,24 @@ REPO = Repository(
             "uoro",
             claims=("uoro.exact-expectation", "uoro.algorithm-1-conformance"),
             note=(
-                "forwarddiff by a finite difference (epsilon_perturbation = 1e-7, the repository's default) where "
-                "Algorithm 1's is exact (eq. (1)); left out: rank/block claims (no rank or block), the variance "
-                "claims and uoro.unbiased-statistical (its ~2e5 draws x 16 steps through a batch-1 torch object take "
-                "hours: past the 900 s worker limit)"
+                "g~ formed before the update (Algorithm 1); its nu routed through the toolkit's noise hook; left "
+                "out: rank/block claims (no rank or block), the variance claims and uoro.unbiased-statistical "
+                "(~2e5 draws x 16 steps through a batch-1 torch object: hours)"
+            ),
+            glue_why=(
+                "12 lines route its torch.rand call through the noise hook and build its s~, theta~ in float64 "
+                "(the repository runs in float32)"
+            ),
+            truth=(
+                "the same adapter PASSes on the stand-in, whose forwarddiff is exact; the misses move with "
+                "epsilon_perturbation as a finite difference's do (exact expectation 2.3e-12 at 1e-7, 6.1e-14 at "
+                "1e-5, 6.6e-10 at 1e-3)"
+            ),
+            findings=(
+                "forwarddiff by a finite difference (model/torch_uoro.py l. 118-120, epsilon = 1e-7) where "
+                "Algorithm 1's is the exact tangent: in float64 E g~ misses RTRL by 2.3e-12 (budget 1.9e-14) and g~ "
+                "is 7.7e-9 off Algorithm 1; in float32, the repository's dtype, the difference is mostly rounding "
+                "(median relative error 0.65 against the exact tangent: reports/gallery/repro/uoro_fd_float32.py)",
             ),
         ),
     ),
