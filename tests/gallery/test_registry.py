@@ -112,6 +112,12 @@ def test_every_gallery_row_cites_a_committed_report(item: tuple[Repository, Entr
         assert row["reason"] == entry.skip
 
 
+def test_every_repository_has_its_notes_committed() -> None:
+    """The table links each repository's notes (the evidence and reproducers of its findings)."""
+    for repo in REPOS:
+        assert (GALLERY / f"notes-{repo.module}.md").is_file(), repo.name
+
+
 def test_the_committed_table_is_the_rendering_of_the_committed_rows() -> None:
     doc = _committed()
     assert (GALLERY / "README.md").read_text(encoding="utf-8") == markdown(doc)

@@ -241,7 +241,8 @@ def run_gallery(
                 say(f"{repo.name} {entry.algorithm}: {row.status} ({counts}) {row.seconds:.0f} s")
             doc["repositories"].append(
                 {
-                    "name": repo.name, "url": repo.url, "commit": repo.commit, "checked_out": found,
+                    "name": repo.name, "module": repo.module, "url": repo.url, "commit": repo.commit,
+                    "checked_out": found,
                     "warning": warning, "license": repo.license, "language": repo.language, "cite": repo.cite,
                     "rows": [r.__dict__ for r in rows],
                 }
@@ -278,6 +279,13 @@ def markdown(doc: Mapping[str, Any], *, links: bool = True) -> str:
             f"github.com/{repo['url']} ({repo['language']}; license: {repo['license']}); adapters written for "
             f"{repo['commit'][:12]}. {repo.get('cite', '')}"
         )
+        notes = f"notes-{repo.get('module', '')}.md"
+        lines += [
+            "",
+            f"Evidence, own checks and reproducers of the findings: [{notes}]({notes})."
+            if links
+            else f"Evidence, own checks and reproducers of the findings: `reports/gallery/{notes}` in the repository.",
+        ]
         if repo.get("warning"):
             lines += ["", f"> warning: {repo['warning']}"]
         lines += ["", "| algorithm | --impl | claim | verdict | s | glue lines |", "|---|---|---|---|---:|---:|"]
