@@ -27,12 +27,14 @@ def standin(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv(env_var("jax_rtrl"), str(STANDIN))
     monkeypatch.delenv(BUG, raising=False)
-    monkeypatch.setattr(mod, "_JIT", {})
+    mod._compiled.cache_clear()
 
 
 def test_the_declaration_imports_without_jax_and_every_adapter_is_small() -> None:
     repo = repository("jax_rtrl")
-    assert [e.target for e in repo.entries] == ["rtrl", "rtrl.rflo", "rtrl.eprop", "rtrl.snap"]
+    assert [e.target for e in repo.entries] == [
+        "rtrl", "rtrl.rflo", "rtrl.eprop", "rtrl", "rtrl.rflo", "rtrl.eprop", "rtrl.snap"
+    ]  # fmt: skip
     for e in repo.entries:
         assert glue_lines(repo, e) <= 30, e.adapter
         assert {"jax", "flax", "chex"} <= set(e.requires)
@@ -49,21 +51,23 @@ def _gap(factory: str, bug: str, monkeypatch: pytest.MonkeyPatch, alpha: float) 
 
     monkeypatch.setenv(BUG, bug)
     P, th = _limit_problem("dense", alpha, 3, 5, torch.Generator().manual_seed(1), "leaky-elman-tanh")
-    ours = {"rtrl": RTRL(), "rflo": RFLO(), "eprop": EProp()}[factory]
+    ours = {"rtrl": RTRL(), "rflo": RFLO(), "eprop": EProp()}[factory.removeprefix("murray_")]
     a = run_estimator(getattr(mod, factory)(), P, th, torch.Generator())
     b = run_estimator(ours, P, th, torch.Generator())
     return float((a - b).abs().max() / b.abs().max())
 
 
-@pytest.mark.parametrize(("factory", "bug"), [("rtrl", "rtrl-transposed"), ("rflo", "rflo-no-leak")])
+@pytest.mark.parametrize(
+    ("factory", "bug"), [("rtrl", "rtrl-transposed"), ("murray_rflo", "rflo-no-leak"), ("eprop", "eprop-no-self")]
+)
 def test_adapter_equals_the_toolkit_rule_on_leaky_units_and_a_seeded_bug_does_not(
     factory: str, bug: str, standin: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """alpha = dt/tau = 0.5 (dt = T = 0.5, tau = 1): the adapter maps the leak; float64 throughout (1e-13)."""
+    """alpha = dt/tau = 0.5 (dt = T = 0.5, tau = 1; both ODE types): the adapter maps the leak; float64 (1e-13)."""
     assert _gap(factory, "", monkeypatch, 0.5) <= 1e-13
     import verify.gallery.jax_rtrl as mod
 
-    mod._JIT.clear()
+    mod._compiled.cache_clear()
     assert _gap(factory, bug, monkeypatch, 0.5) > 1e-3
 
 
@@ -86,6 +90,7 @@ def test_snap0_declines_the_orders_the_claims_ask(standin: None) -> None:
         ("rflo", "rtrl.rflo-limits", "rflo-no-leak"),
         ("eprop", "rtrl.eprop-limits", ""),
         ("eprop", "rtrl.eprop-limits", "eprop-no-self"),
+        ("murray_eprop", "rtrl.eprop-limits", ""),
     ],
 )
 def test_each_row_through_the_cli(
@@ -96,8 +101,9 @@ def test_each_row_through_the_cli(
 
     monkeypatch.setenv(BUG, bug)
     out = tmp_path / "results.json"
+    field = factory.removeprefix("murray_")
     code = main(
-        ["run", "--impl", f"{factory}=verify.gallery.jax_rtrl:{factory}", "--impl-only", "--claims", claim,
+        ["run", "--impl", f"{field}=verify.gallery.jax_rtrl:{factory}", "--impl-only", "--claims", claim,
          "--no-report", "-q", "--workers", "1", "--json", str(out)]
     )  # fmt: skip
     r = {c["id"]: c for c in json.loads(out.read_text())["claims"]}[claim]

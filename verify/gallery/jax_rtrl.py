@@ -22,6 +22,7 @@ trace).
 
 from __future__ import annotations
 
+import functools
 import sys
 from types import SimpleNamespace
 from typing import Any
@@ -34,7 +35,13 @@ from verify.impl.adapters import Batch1
 
 #: what ``import jax_rtrl.models.cells.ctrnn`` needs (its package imports all of jax_rtrl.models and .networks)
 REQUIRES = ("jax", "flax", "chex", "distrax", "tensorflow_probability", "simple_parsing", "ml_collections")
-CELLS = "cells elman-tanh and leaky-elman-tanh (CTRNN 'murray', tau = 1, dt = T = alpha)"
+DEFAULT = "the default CTRNN (ode_type 'tau_softplus', h0 = 0, tau = softplus(-800) + 1 = 1, dt = T = alpha)"
+MURRAY = "the CTRNN ode_type 'murray' (tau = 1, dt = T = alpha)"
+RTRL_NOTE = (
+    "; squared error; gradients only (no influence hook). The other claims exercising rtrl SKIP: "
+    "rtrl.online-convergence (ci: a linear cell, 16 sequences in a batch), rtrl.influence-balancing (its own cell)."
+)
+LOCAL_NOTE = "; symmetric feedback (through the readout V, no random B), as the claims ask; every claim listed."
 
 REPO = Repository(
     name="jax_rtrl",
@@ -44,77 +51,93 @@ REPO = Repository(
     language="jax",
     marker=("jax_rtrl/__init__.py",),
     entries=(
+        Entry("rtrl", "rtrl", "rtrl", ("rtrl.exact", "rtrl.bias-alignment"), REQUIRES, note=DEFAULT + RTRL_NOTE),
         Entry(
-            "OnlineCTRNNCell(plasticity='rtrl')",
-            "rtrl",
-            "rtrl",
-            claims=("rtrl.exact",),
-            requires=REQUIRES,
-            note=f"{CELLS}; gradients only (no influence hook). Left out: rtrl.online-convergence (needs θ "
-            "updates: no set_params), rtrl.influence-balancing (its own cell), rtrl.bias-alignment (a comparison "
-            "of the toolkit's estimators, minutes per algorithm on batch-1 code).",
-        ),
-        Entry(
-            "OnlineCTRNNCell(plasticity='rflo')",
+            "rflo",
             "rtrl.rflo",
             "rflo",
-            claims=("rtrl.rflo-limits",),
-            requires=REQUIRES,
-            note=f"{CELLS}; symmetric feedback (the gradient flows back through the readout V, no random B), as "
-            "the claim asks. rtrl.bias-alignment left out (minutes on batch-1 code; its RFLO row is measured, "
-            "not judged).",
+            ("rtrl.rflo-limits", "rtrl.bias-alignment"),
+            REQUIRES,
+            note=DEFAULT + LOCAL_NOTE,
         ),
         Entry(
-            "OnlineCTRNNCell(plasticity='eprop')",
+            "eprop",
             "rtrl.eprop",
             "eprop",
-            claims=("rtrl.eprop-limits",),
-            requires=REQUIRES,
-            note=f"{CELLS}; symmetric e-prop (learning signal through V). rtrl.bias-alignment left out as for RFLO.",
+            ("rtrl.eprop-limits", "rtrl.bias-alignment"),
+            REQUIRES,
+            note=DEFAULT + LOCAL_NOTE + " Its W trace is RFLO's (ctrnn.eprop_ctrnn_tau_softplus is a copy of "
+            "rflo_tau_softplus): finding F3 in reports/gallery/notes-jax_rtrl.md.",
         ),
         Entry(
-            "OnlineCTRNNCell(plasticity='snap0')",
+            "murray_rtrl",
+            "rtrl",
+            "murray_rtrl",
+            ("rtrl.exact", "rtrl.bias-alignment"),
+            REQUIRES,
+            note=MURRAY + RTRL_NOTE,
+        ),
+        Entry(
+            "murray_rflo",
+            "rtrl.rflo",
+            "murray_rflo",
+            ("rtrl.rflo-limits", "rtrl.bias-alignment"),
+            REQUIRES,
+            note=MURRAY + LOCAL_NOTE,
+        ),
+        Entry(
+            "murray_eprop",
+            "rtrl.eprop",
+            "murray_eprop",
+            ("rtrl.eprop-limits", "rtrl.bias-alignment"),
+            REQUIRES,
+            note=MURRAY + LOCAL_NOTE,
+        ),
+        Entry(
+            "snap0",
             "rtrl.snap",
             "snap0",
             requires=REQUIRES,
             skip="SnAp-0 (J_t = I_t, the immediate Jacobian only: truncated BPTT over one step) is not a SnAp-n the "
             "claims ask for (rtrl.snap-exactness and rtrl.bias-alignment build snap(order=n), n = 1, 2; the adapter "
             "declines every n != 0); and at this commit snap0 cannot produce a gradient: its custom VJP returns a "
-            "(n, n, n+d+1) gradient for W of shape (n, n+d+1), which JAX refuses (finding in "
+            "(n, n, n+d+1) gradient for W of shape (n, n+d+1), which JAX refuses (finding F1 in "
             "reports/gallery/notes-jax_rtrl.md)",
         ),
     ),
     cite="Lemmel & Grosu 2024, Real-Time Recurrent Reinforcement Learning, arXiv:2311.04830 (jax_rtrl's README)",
 )
 
-#: compiled steps, one per (rule, n, d, alpha): built once in a process, shared by every sample and problem
-_JIT: dict[tuple[Any, ...], Any] = {}
+
+@functools.cache
+def _compiled(kind: Any, n: int, d: int, alpha: float) -> Any:
+    """One jit per (registry entry, n, d, alpha) in a process, shared by every sample and problem."""
+    import jax
+
+    cell = kind(num_units=n, dt=alpha, T=alpha)  # T = dt: one call is one Euler step
+
+    def loss(p: Any, V: Any, c: Any, carry: Any, x: Any, y: Any) -> Any:
+        carry, h = cell.apply(p, carry, x)
+        return 0.5 * jax.numpy.sum((V @ h + c - y) ** 2), carry
+
+    return cell, jax.jit(jax.value_and_grad(loss, (0, 1, 2), True))
 
 
-def _online(plasticity: str) -> Batch1:
-    """A :class:`Batch1` over ``OnlineCTRNNCell(ode_type="murray", plasticity=...)``, one step = one Euler step."""
+def _online(key: str) -> Batch1:
+    """A :class:`Batch1` over ``jax_rtrl.models.cells.ONLINE_CELL_TYPES[key]`` (an ``OnlineCTRNNCell``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]  # float64, before any array
     sys.path.insert(0, str(checkout_path(REPO)))
     import jax.numpy as jnp
-    from jax_rtrl.models.cells.ctrnn import OnlineCTRNNCell
-
-    def compiled(n: int, d: int, alpha: float) -> Any:
-        if (OnlineCTRNNCell, plasticity, n, d, alpha) not in _JIT:
-            cell = OnlineCTRNNCell(num_units=n, dt=alpha, T=alpha, ode_type="murray", plasticity=plasticity)
-
-            def loss(p: Any, V: Any, c: Any, carry: Any, x: Any, y: Any) -> Any:
-                carry, h = cell.apply(p, carry, x)
-                return 0.5 * jnp.sum((V @ h + c - y) ** 2), carry
-
-            _JIT[OnlineCTRNNCell, plasticity, n, d, alpha] = (cell, jax.jit(jax.value_and_grad(loss, (0, 1, 2), True)))
-        return _JIT[OnlineCTRNNCell, plasticity, n, d, alpha]
+    from jax_rtrl.models.cells import ONLINE_CELL_TYPES
 
     def make(ctx: Any) -> Any:
         (n, d), p = ctx.params["U"].shape, ctx.params
-        cell, step = compiled(n, d, float(getattr(ctx.problem.cell, "alpha", 1.0)))
-        params = {"params": {"W": jnp.concatenate([p["U"], p["W"], p["b"][:, None]], 1), "tau": jnp.ones(n)}}
+        cell, step = _compiled(ONLINE_CELL_TYPES[key], n, d, float(getattr(ctx.problem.cell, "alpha", 1.0)))
+        taus = {"tau": 1.0} if cell.ode_type == "murray" else {"tau": -800.0, "h0": 0.0}  # softplus(-800) = 0
+        W = jnp.concatenate([p["U"], p["W"], p["b"][:, None]], 1)
+        params = {"params": {"W": W, **{k: jnp.full(n, v) for k, v in taus.items()}}}
         carry = cell.apply(params, jax.random.PRNGKey(0), (d,), method=cell.initialize_carry)
         return SimpleNamespace(step=step, p=params, V=p["V"], c=p["c"], carry=(jnp.asarray(ctx.s0), *carry[1:]))
 
@@ -127,27 +150,44 @@ def _online(plasticity: str) -> Batch1:
 
 
 def rtrl() -> Batch1:
-    r"""jax_rtrl's RTRL (``ode.rtrl``: :math:`J_t = (I + dt\,\partial f/\partial h) J_{t-1} + dt\,\partial f/\partial
-    \theta`, UORO paper eq. (4) for an Euler step) on its CTRNN: ``--impl rtrl=verify.gallery.jax_rtrl:rtrl``."""
+    r"""jax_rtrl's ``"rtrl"`` (``ode.rtrl``: :math:`J_t = (I + dt\,\partial f/\partial h) J_{t-1} + dt\,\partial
+    f/\partial\theta`, UORO paper eq. (4) for an Euler step) on its default CTRNN (``ode_type="tau_softplus"``, held
+    at :math:`h_0 = 0`, :math:`\tau = 1`): ``--impl rtrl=verify.gallery.jax_rtrl:rtrl``."""
     return _online("rtrl")
 
 
 def rflo() -> Batch1:
-    r"""jax_rtrl's RFLO (``ctrnn.rflo_murray``: :math:`P_t = (1 - dt/\tau) P_{t-1} + (dt/\tau)\,\phi'(a_t) [x; h; 1]^T`,
-    Murray 2019's learning rule) with symmetric feedback: ``--impl rflo=verify.gallery.jax_rtrl:rflo``."""
+    r"""jax_rtrl's ``"rflo"`` (``ctrnn.rflo_tau_softplus``: :math:`P_t = (1 - dt/\tau) P_{t-1} + (dt/\tau)\,\phi'(a_t)
+    [x; h; 1]^T` for W, Murray 2019's rule) with symmetric feedback: ``--impl rflo=verify.gallery.jax_rtrl:rflo``."""
     return _online("rflo")
 
 
 def eprop() -> Batch1:
-    r"""jax_rtrl's e-prop (``ctrnn.eprop_ctrnn``: RFLO's trace with each unit's own recurrence
-    :math:`\alpha \phi'(a_j) W_{jj}` kept, Bellec et al. 2020 eq. (14) for rate units):
-    ``--impl eprop=verify.gallery.jax_rtrl:eprop``."""
+    r"""jax_rtrl's ``"eprop"`` (``ctrnn.eprop_ctrnn_tau_softplus``), the rule the README calls "E-prop learning rule
+    for CTRNNs" on the default CTRNN: ``--impl eprop=verify.gallery.jax_rtrl:eprop`` (finding F3: RFLO's trace)."""
     return _online("eprop")
 
 
+def murray_rtrl() -> Batch1:
+    """``"murray_rtrl"``: RTRL on the CTRNN ``ode_type="murray"`` (:math:`\\tau = 1`)."""
+    return _online("murray_rtrl")
+
+
+def murray_rflo() -> Batch1:
+    r"""``"murray_rflo"`` (``ctrnn.rflo_murray``: :math:`P_t = (1 - dt/\tau) P_{t-1} + (dt/\tau)\,\phi'(a_t) [x; h;
+    1]^T`, Murray 2019's rule), symmetric feedback."""
+    return _online("murray_rflo")
+
+
+def murray_eprop() -> Batch1:
+    r"""``"murray_eprop"`` (``ctrnn.eprop_ctrnn``: RFLO's trace with each unit's own recurrence
+    :math:`\alpha \phi'(a_j) W_{jj}` kept, Bellec et al. 2020 eq. (14) for rate units), symmetric e-prop."""
+    return _online("murray_eprop")
+
+
 def snap0(order: int = 0) -> Batch1:
-    r"""jax_rtrl's SnAp-0 (``ode.snap0``: the immediate Jacobian only, :math:`J_t = dt\,\partial f/\partial\theta`);
-    :class:`NotApplicable` for any ``order`` other than 0 (the toolkit's SnAp-n claims ask n = 1, 2)."""
+    r"""jax_rtrl's ``"snap0"`` (``ode.snap0``: the immediate Jacobian only, :math:`J_t = dt\,\partial f/\partial
+    \theta`); :class:`NotApplicable` for any ``order`` other than 0 (the toolkit's SnAp-n claims ask n = 1, 2)."""
     if order != 0:
         raise NotApplicable("rtrl.snap", f"jax_rtrl has SnAp-0 only; asked for order={order}")
     return _online("snap0")

@@ -4,10 +4,13 @@ It mimics the shape of the API :mod:`verify.gallery.jax_rtrl` calls -- ``OnlineC
 ode_type, plasticity)``, ``cell.apply(variables, carry, x) -> (carry, h)`` differentiable by ``jax.grad`` with the
 online rule's gradient (a ``jax.custom_vjp``), ``cell.apply(variables, rng, input_shape,
 method=cell.initialize_carry)``, variables ``{"params": {"W": (n, d + n + 1), "tau": (n,)}}`` with ``W = [U | W |
-b]`` -- without flax and with maths written here from the papers, not from jax_rtrl:
+b]`` (and ``"h0"`` for ``"tau_softplus"``) -- without flax and with maths written here from the papers, not
+from jax_rtrl:
 
-- the cell: one Euler step of :math:`\dot h = (\tanh(W [x; h; 1]) - h)/\tau`, ``dt`` per step, ``T / dt`` steps a call
-  (the adapter calls with ``T = dt``); with :math:`\alpha = dt/\tau`, :math:`h' = (1-\alpha) h + \alpha \tanh(a)`;
+- the cell: Euler steps of ``dt`` of :math:`\dot h = (\tanh(W [x; h; 1]) + h_0 - h)/\tau`, ``T / dt`` steps a call
+  (the adapter calls with ``T = dt``); ``ode_type="murray"``: :math:`h_0 = 0` and ``tau`` the time constant;
+  ``"tau_softplus"`` (the default): a parameter ``h0`` and :math:`\tau = \mathrm{softplus}(\texttt{tau}) +
+  \texttt{tau\_min}`; with :math:`\alpha = dt/\tau`, :math:`h' = (1-\alpha) h + \alpha (\tanh(a) + h_0)`;
 - ``"rtrl"``: the influence :math:`J' = D J + I` with :math:`D = \mathrm{diag}(1-\alpha) + \mathrm{diag}(\alpha
   \phi'(a)) W_h` and the immediate :math:`I_{i,(j,k)} = \delta_{ij} \alpha_i \phi'(a_i) v_k` (Tallec & Ollivier 2017
   eq. (4)); gradient :math:`\partial\ell/\partial h' \cdot J'`;
@@ -17,8 +20,8 @@ b]`` -- without flax and with maths written here from the papers, not from jax_r
   (14) for rate units), the same gradient;
 - ``"snap0"``: :math:`P' = \alpha \phi'(a) v^T`, the immediate Jacobian only.
 
-The gradient of ``tau`` is not modelled (zeros: the adapter holds tau at 1 and drops it). A seeded bug for the
-tests: the environment variable ``RNN_VERIFY_STANDIN_JAX_RTRL_BUG`` = ``rtrl-transposed`` (RTRL's
+The gradients of ``tau`` and ``h0`` are not modelled (zeros: the adapter holds them fixed and drops them). A seeded
+bug for the tests: the environment variable ``RNN_VERIFY_STANDIN_JAX_RTRL_BUG`` = ``rtrl-transposed`` (RTRL's
 :math:`D^T` for :math:`D`), ``rflo-no-leak`` (:math:`P' = P + \ldots`), ``eprop-no-self`` (e-prop's trace
 without :math:`W_{jj}`: RFLO's).
 """
@@ -42,12 +45,13 @@ class OnlineCTRNNCell:
     num_units: int
     dt: float = 1.0
     T: float = 1.0
-    ode_type: str = "murray"
+    ode_type: str = "tau_softplus"
     plasticity: str = "rtrl"
+    tau_min: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.ode_type != "murray":
-            raise ValueError(f"ode_type={self.ode_type!r}: the stand-in has 'murray' only")
+        if self.ode_type not in ("murray", "tau_softplus"):
+            raise ValueError(f"ode_type={self.ode_type!r}: the stand-in has 'murray' and 'tau_softplus'")
         if self.plasticity not in ("rtrl", "rflo", "eprop", "snap0"):
             raise ValueError(f"plasticity={self.plasticity!r}: one of rtrl, rflo, eprop, snap0")
 
@@ -56,7 +60,10 @@ class OnlineCTRNNCell:
         n, d = self.num_units, int(input_shape[-1])
         m = d + n + 1
         shape = (n, n, m) if self.plasticity == "rtrl" else (n, m)
-        return jnp.zeros(n), {"W": jnp.zeros(shape), "tau": jnp.zeros(n)}, jnp.zeros((n, d))
+        traces = {"W": jnp.zeros(shape), "tau": jnp.zeros(n)}
+        if self.ode_type == "tau_softplus":
+            traces["h0"] = jnp.zeros(n)
+        return jnp.zeros(n), traces, jnp.zeros((n, d))
 
     def apply(self, variables: Any, *args: Any, method: Any = None) -> Any:
         """Flax's ``Module.apply`` shape: ``method`` called with ``args``, else one call of the cell."""
@@ -65,17 +72,21 @@ class OnlineCTRNNCell:
         carry, x = args
         out = carry
         for _ in range(max(1, round(self.T / self.dt))):
-            out = self._step(variables["params"]["W"], variables["params"]["tau"], out, x)
+            p = variables["params"]
+            tau, h0 = p["tau"], jnp.zeros_like(p["tau"])
+            if self.ode_type == "tau_softplus":
+                tau, h0 = jax.nn.softplus(tau) + self.tau_min, p["h0"]
+            out = self._step(p["W"], tau, h0, out, x)
         return out, out[0]
 
-    def _traces(self, W: Any, tau: Any, carry: Any, x: Any) -> tuple[Any, Any]:
+    def _traces(self, W: Any, tau: Any, h0: Any, carry: Any, x: Any) -> tuple[Any, Any]:
         h, tr, jx = carry
         n, d, bug = self.num_units, x.shape[-1], os.environ.get(BUG, "")
         v = jnp.concatenate([x, h, jnp.ones(1)])
         a = W @ v
         dphi = 1.0 - jnp.tanh(a) ** 2
         alpha = self.dt / tau
-        h_new = (1.0 - alpha) * h + alpha * jnp.tanh(a)
+        h_new = (1.0 - alpha) * h + alpha * (jnp.tanh(a) + h0)
         M = (alpha * dphi)[:, None] * v[None, :]  # the immediate dh'_j/dW_jk
         P = tr["W"]
         if self.plasticity == "rtrl":
@@ -90,26 +101,26 @@ class OnlineCTRNNCell:
             P = ((1.0 - alpha) + self_term)[:, None] * P + M
         else:
             P = M
-        return h_new, (h_new, {"W": P, "tau": tr["tau"]}, jx)
+        return h_new, (h_new, {**tr, "W": P}, jx)
 
-    def _step(self, W: Any, tau: Any, carry: Any, x: Any) -> Any:
+    def _step(self, W: Any, tau: Any, h0: Any, carry: Any, x: Any) -> Any:
         cell = self
 
         @jax.custom_vjp
-        def f(W: Any, tau: Any, carry: Any, x: Any) -> Any:
-            return cell._traces(W, tau, carry, x)[1]
+        def f(W: Any, tau: Any, h0: Any, carry: Any, x: Any) -> Any:
+            return cell._traces(W, tau, h0, carry, x)[1]
 
-        def fwd(W: Any, tau: Any, carry: Any, x: Any) -> Any:
-            new = cell._traces(W, tau, carry, x)[1]
-            return new, (new, tau, x)
+        def fwd(W: Any, tau: Any, h0: Any, carry: Any, x: Any) -> Any:
+            new = cell._traces(W, tau, h0, carry, x)[1]
+            return new, (new, tau, h0, x)
 
         def bwd(res: Any, ct: Any) -> Any:
-            new, tau, x = res
+            new, tau, h0, x = res
             dh = ct[0]  # dl/dh' (the carry's h; the adapter reads h from the carry or the output)
             P = new[1]["W"]
             gW = jnp.einsum("i,ijk->jk", dh, P) if P.ndim == 3 else dh[:, None] * P
             zeros = jax.tree.map(jnp.zeros_like, new)
-            return gW, jnp.zeros_like(tau), zeros, jnp.zeros_like(x)
+            return gW, jnp.zeros_like(tau), jnp.zeros_like(h0), zeros, jnp.zeros_like(x)
 
         f.defvjp(fwd, bwd)
-        return f(W, tau, carry, x)
+        return f(W, tau, h0, carry, x)
