@@ -31,6 +31,14 @@ def standin(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_declaration_imports_without_jax_and_every_adapter_is_small() -> None:
+    import ast
+
+    import verify.gallery.jax_rtrl as mod
+
+    top = ast.parse(Path(mod.__file__).read_text(encoding="utf-8")).body  # module level: no jax, flax, jax_rtrl
+    names = {a.name for n in top if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module or "" for n in top if isinstance(n, ast.ImportFrom)}
+    assert not {m.split(".")[0] for m in names} & {"jax", "flax", "jax_rtrl", "chex"}, names
     repo = repository("jax_rtrl")
     assert [e.target for e in repo.entries] == [
         "rtrl", "rtrl.rflo", "rtrl.eprop", "rtrl", "rtrl.rflo", "rtrl.eprop", "rtrl.snap"
