@@ -1,23 +1,24 @@
 r"""Gallery adapters for github.com/FranzKnut/jax_rtrl @ 7d95ca607d02 (Flax, MIT; issue 38).
 
-jax_rtrl's online rules live in its ODE cells: ``jax_rtrl.models.cells.ctrnn.OnlineCTRNNCell(num_units, dt, T,
-ode_type, plasticity)`` integrates :math:`\dot h = (\tanh(W [x; h; 1]) - h)/\tau` (``ode_type="murray"``,
-``ctrnn_ode``) with Euler steps of ``dt`` over ``T`` and keeps the trace of ``plasticity`` (``"rtrl"``, ``"rflo"``,
-``"eprop"``, ``"snap0"``) in its carry ``(h, traces, input traces)``; a ``jax.custom_vjp`` turns
-:math:`\partial\ell/\partial h_t` into the parameter gradient from the trace. With :math:`\tau = 1` and
-``dt = T = alpha`` one call is one Euler step, :math:`h_t = (1-\alpha) h_{t-1} + \alpha \tanh(U x_t + W h_{t-1} + b)`:
-exactly the toolkit's ``leaky-elman-tanh`` cell (Murray 2019's leaky rate units; :math:`\alpha = 1` is
-``elman-tanh``), with ``W = [U | W | b]`` one matrix. ``tau`` is a parameter of jax_rtrl's cell the toolkit's
-problems do not have: it is held at 1 and its gradient dropped (every claim run here freezes θ). The readout
-:math:`y = V h + c` and the loss :math:`\tfrac12\|y - \hat y\|^2` are the adapter's (a user's own head on the cell),
-differentiated by ``jax.value_and_grad`` through jax_rtrl's custom VJP, one ``jax.jit`` per (rule, n, d, α) per
-process. Float64: each factory turns on ``jax_enable_x64`` before it builds anything.
+jax_rtrl's online rules live in its ODE cells, named in its registry ``jax_rtrl.models.cells.ONLINE_CELL_TYPES``:
+``"rtrl"``, ``"rflo"``, ``"eprop"``, ``"snap0"`` are ``OnlineCTRNNCell(plasticity=...)`` on its default CTRNN
+(``ode_type="tau_softplus"``: :math:`\dot h = (\tanh(W [x; h; 1]) + h_0 - h)/(\mathrm{softplus}(\tau) + 1)`),
+``"murray_*"`` the same rules on ``ode_type="murray"`` (:math:`\dot h = (\tanh(W [x; h; 1]) - h)/\tau`). A call
+integrates ``T/dt`` Euler steps of ``dt`` and keeps the rule's trace in the carry ``(h, traces, input traces)``; a
+``jax.custom_vjp`` turns :math:`\partial\ell/\partial h_t` into the parameter gradient from the trace. With a time
+constant of exactly 1 (``murray``: ``tau = 1``; ``tau_softplus``: ``tau = -800``, ``softplus(-800) = 0`` in float64,
+and ``h0 = 0``) and ``dt = T = alpha``, one call is one Euler step
+:math:`h_t = (1-\alpha) h_{t-1} + \alpha \tanh(U x_t + W h_{t-1} + b)`: exactly the toolkit's ``leaky-elman-tanh``
+cell (Murray 2019's leaky rate units; :math:`\alpha = 1` is ``elman-tanh``), with ``W = [U | W | b]`` one matrix.
+``tau`` and ``h0`` are parameters the toolkit's problems do not have: held fixed, their gradients dropped (every
+claim run here freezes θ). The readout :math:`y = V h + c` and the loss :math:`\tfrac12\|y - \hat y\|^2` are the
+adapter's (a user's own head on the cell), differentiated by ``jax.value_and_grad`` through jax_rtrl's custom VJP,
+one ``jax.jit`` per (registry entry, n, d, α) per process. Float64: each factory turns on ``jax_enable_x64`` before
+it builds anything.
 
-Left out, with the reason in each row: the tau-softplus and time-gated CTRNNs (``tau_softplus`` adds a learned
-:math:`h_0` and a softplus time constant; ``tg`` a state-dependent time constant: no toolkit cell), LTC/LRC
-(conductance-based gating :math:`\sigma(a y + b)(e - h)`: no toolkit cell), the LRU/S5 (complex diagonal linear
-recurrence: no toolkit cell), the GRU (``BASE_CELL_TYPES`` marks it "TODO: fix GRU Implementation"; no online
-trace).
+Not mapped (no toolkit cell; reasons in reports/gallery/notes-jax_rtrl.md): the time-gated CTRNN (``tg``), LTC/LRC
+(conductance-based gating :math:`\sigma(a y + b)(e - h)`), the LRU/S5 (complex diagonal linear recurrence), the GRU
+(``cells/__init__.py``: "TODO: fix GRU Implementation"; no online trace).
 """
 
 from __future__ import annotations
