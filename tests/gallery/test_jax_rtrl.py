@@ -2,7 +2,7 @@
 
 The stand-in (``tests/gallery/standins/jax_rtrl``) has the module path, class and call signatures the adapters use,
 its maths written from the papers; ``RNN_VERIFY_STANDIN_JAX_RTRL_BUG`` seeds a bug per rule. The real checkout's
-runs are in reports/gallery/notes-jax_rtrl.md.
+runs are in reports/gallery-notes/notes-jax_rtrl.md.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ REPO = Repository(
                 "two copies of every state, updated independently (main_torch.py l. 181-182: replace_old writes "
                 "the start copy, replace_new the end copy): the s_i a window's penalty moves is never the s_i a "
                 "later window starts from (not judged by a claim: its online loop is a __main__ block; "
-                "reports/gallery/repro/fpp_buffer_copies.py)",
+                "reports/gallery-notes/repro/fpp_buffer_copies.py)",
             ),
         ),
         Entry(
@@ -131,7 +131,8 @@ REPO = Repository(
                 "forwarddiff by a finite difference (model/torch_uoro.py l. 118-120, epsilon = 1e-7) where "
                 "Algorithm 1's is the exact tangent: in float64 E g~ misses RTRL by 2.3e-12 (budget 1.9e-14) and g~ "
                 "is 7.7e-9 off Algorithm 1; in float32, the repository's dtype, the difference is mostly rounding "
-                "(median relative error 0.65 against the exact tangent: reports/gallery/repro/uoro_fd_float32.py)",
+                "(median relative error 0.65 against the exact tangent: "
+                "reports/gallery-notes/repro/uoro_fd_float32.py)",
             ),
         ),
     ),

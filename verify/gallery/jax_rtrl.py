@@ -16,7 +16,7 @@ adapter's (a user's own head on the cell), differentiated by ``jax.value_and_gra
 one ``jax.jit`` per (registry entry, n, d, α) per process. Float64: each factory turns on ``jax_enable_x64`` before
 it builds anything.
 
-Not mapped (no toolkit cell; reasons in reports/gallery/notes-jax_rtrl.md): the time-gated CTRNN (``tg``), LTC/LRC
+Not mapped (no toolkit cell; reasons in reports/gallery-notes/notes-jax_rtrl.md): the time-gated CTRNN (``tg``), LTC/LRC
 (conductance-based gating :math:`\sigma(a y + b)(e - h)`), the LRU/S5 (complex diagonal linear recurrence), the GRU
 (``cells/__init__.py``: "TODO: fix GRU Implementation"; no online trace).
 """
@@ -42,6 +42,11 @@ RTRL_NOTE = (
     "; squared error; gradients only (no influence hook). The other claims exercising rtrl SKIP: "
     "rtrl.online-convergence (ci: a linear cell, 16 sequences in a batch), rtrl.influence-balancing (its own cell)."
 )
+RTRL_TRUTH = "an own jax.grad of a rollout written for the check: <= 2.4e-16 at every step; the toolkit's float64 BPTT"
+LOCAL_TRUTH = (
+    "their trace updates read against Murray 2019 (RFLO) and Bellec et al. 2020 eq. (14) (e-prop); a stand-in "
+    "written from the papers reproduces their figures to two digits, and its seeded bugs FAIL the same claims"
+)
 LOCAL_NOTE = "; symmetric feedback (through the readout V, no random B), as the claims ask; every claim listed."
 
 REPO = Repository(
@@ -52,7 +57,19 @@ REPO = Repository(
     language="jax",
     marker=("jax_rtrl/__init__.py",),
     entries=(
-        Entry("rtrl", "rtrl", "rtrl", ("rtrl.exact", "rtrl.bias-alignment"), REQUIRES, note=DEFAULT + RTRL_NOTE),
+        Entry(
+            "rtrl",
+            "rtrl",
+            "rtrl",
+            ("rtrl.exact", "rtrl.bias-alignment"),
+            REQUIRES,
+            note=DEFAULT + RTRL_NOTE,
+            truth=RTRL_TRUTH,
+            findings=(
+                "the four 'tau_sofplus_*' keys of its cell registry are misspelled (a missing 't'): building them "
+                "raises UnboundLocalError (F4)",
+            ),
+        ),
         Entry(
             "rflo",
             "rtrl.rflo",
@@ -60,6 +77,7 @@ REPO = Repository(
             ("rtrl.rflo-limits", "rtrl.bias-alignment"),
             REQUIRES,
             note=DEFAULT + LOCAL_NOTE,
+            truth=LOCAL_TRUTH,
         ),
         Entry(
             "eprop",
@@ -67,8 +85,14 @@ REPO = Repository(
             "eprop",
             ("rtrl.eprop-limits", "rtrl.bias-alignment"),
             REQUIRES,
-            note=DEFAULT + LOCAL_NOTE + " Its W trace is RFLO's (ctrnn.eprop_ctrnn_tau_softplus is a copy of "
-            "rflo_tau_softplus): finding F3 in reports/gallery/notes-jax_rtrl.md.",
+            note=DEFAULT + LOCAL_NOTE,
+            truth=LOCAL_TRUTH + "; the same code through --impl rflo= PASSes rtrl.rflo-limits with RFLO's numbers",
+            findings=(
+                "its default 'eprop' (the README's e-prop rule for CTRNNs) computes RFLO's trace: "
+                "ctrnn.eprop_ctrnn_tau_softplus is rflo_tau_softplus line for line, without the unit's "
+                "self-connection term of Bellec et al. 2020 eq. (14): rtrl.eprop-limits FAILs on diagonal W (errors "
+                "0.28 / 0.32 / 0.86 where e-prop is exact); its murray variant is right (F3)",
+            ),
         ),
         Entry(
             "murray_rtrl",
@@ -77,6 +101,7 @@ REPO = Repository(
             ("rtrl.exact", "rtrl.bias-alignment"),
             REQUIRES,
             note=MURRAY + RTRL_NOTE,
+            truth=RTRL_TRUTH,
         ),
         Entry(
             "murray_rflo",
@@ -85,6 +110,11 @@ REPO = Repository(
             ("rtrl.rflo-limits", "rtrl.bias-alignment"),
             REQUIRES,
             note=MURRAY + LOCAL_NOTE,
+            truth=LOCAL_TRUTH,
+            findings=(
+                "its input gradients are scaled by 1/dt (2x at dt = 0.5, at t = 1 already): the input trace leaves "
+                "out cell.dt; no claim judges input gradients alone, so not a verdict (F2)",
+            ),
         ),
         Entry(
             "murray_eprop",
@@ -93,6 +123,11 @@ REPO = Repository(
             ("rtrl.eprop-limits", "rtrl.bias-alignment"),
             REQUIRES,
             note=MURRAY + LOCAL_NOTE,
+            truth=LOCAL_TRUTH,
+            findings=(
+                "its input gradients are scaled by 1/dt (2x at dt = 0.5, at t = 1 already): the input trace leaves "
+                "out cell.dt; no claim judges input gradients alone, so not a verdict (F2)",
+            ),
         ),
         Entry(
             "snap0",
@@ -103,7 +138,12 @@ REPO = Repository(
             "claims ask for (rtrl.snap-exactness and rtrl.bias-alignment build snap(order=n), n = 1, 2; the adapter "
             "declines every n != 0); and at this commit snap0 cannot produce a gradient: its custom VJP returns a "
             "(n, n, n+d+1) gradient for W of shape (n, n+d+1), which JAX refuses (finding F1 in "
-            "reports/gallery/notes-jax_rtrl.md)",
+            "reports/gallery-notes/notes-jax_rtrl.md)",
+            findings=(
+                "snap0 cannot produce a gradient for any online cell: ode.snap0 keeps the full immediate Jacobian "
+                "but its gradient rule multiplies elementwise instead of summing over units, and JAX refuses the "
+                "custom VJP's output (float64[3,3,6] for float64[3,6]); none of its tests runs snap0 (F1)",
+            ),
         ),
     ),
     cite="Lemmel & Grosu 2024, Real-Time Recurrent Reinforcement Learning, arXiv:2311.04830 (jax_rtrl's README)",

@@ -282,9 +282,10 @@ def markdown(doc: Mapping[str, Any], *, links: bool = True) -> str:
         notes = f"notes-{repo.get('module', '')}.md"
         lines += [
             "",
-            f"Evidence, own checks and reproducers of the findings: [{notes}]({notes})."
+            f"Evidence, own checks and reproducers of the findings: [{notes}](../gallery-notes/{notes})."
             if links
-            else f"Evidence, own checks and reproducers of the findings: `reports/gallery/{notes}` in the repository.",
+            else f"Evidence, own checks and reproducers of the findings: `reports/gallery-notes/{notes}` in the "
+            "repository.",
         ]
         if repo.get("warning"):
             lines += ["", f"> warning: {repo['warning']}"]

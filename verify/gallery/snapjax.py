@@ -54,7 +54,7 @@ REPO = Repository(
                 "elman-tanh only (snapjax.cells.rnn.RNN); the claims' other cells are left out. snapjax does not "
                 "import on jax >= 0.5 (jax._src.api._vjp, jax.lib.xla_client removed) nor without CUDA 12 "
                 "(snapjax.algos loads sp_ops*.so, linked to libcusparse.so.12): the rows ran with "
-                "reports/gallery/snapjax-shim first on PYTHONPATH, names on import paths only, none called"
+                "reports/gallery-notes/snapjax-shim first on PYTHONPATH, names on import paths only, none called"
             ),
             truth="float64 reverse-mode influence matrices and per-step BPTT gradients of the toolkit: 1.7e-16 apart",
             findings=(
@@ -69,7 +69,7 @@ REPO = Repository(
             requires=_REQUIRES,
             note="the dense-mask path of snapjax's own tests (densify_jacobian_mask); imports as RTRLExact's row",
             truth=(
-                "snapjax's own mask functions called directly (reports/gallery/snapjax_snap_pattern.py): on the "
+                "snapjax's own mask functions called directly (reports/gallery-notes/snapjax_snap_pattern.py): on the "
                 "4-unit ring at n = 2 the dense array keeps 64 of 64 influence entries, its BCOO path 8 of 16, "
                 "Menick et al. 2021 Sec. 3 keeps 32 of 64; the toolkit's numpy SnAp PASSes the same claim"
             ),

@@ -6,7 +6,7 @@ transition i) and s_{i-T} with ``replace_old`` (the start copy of transition i-T
 So the variable a later window starts from is never the one an earlier window's penalty moved: Algorithm 1's
 "update s_{i-T} and s_i in the buffer" (one variable each) is not what runs.
 
-Run: python reports/gallery/repro/fpp_buffer_copies.py /path/to/fpp-checkout
+Run: python reports/gallery-notes/repro/fpp_buffer_copies.py /path/to/fpp-checkout
 """
 
 import sys

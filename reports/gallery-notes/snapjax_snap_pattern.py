@@ -1,7 +1,7 @@
 """Independent check of the SnAp-2 pattern snapjax @ 2958e096aa6c builds for a dense-array W (finding 1 of
-reports/gallery/notes-snapjax.md). Run from a checkout with the import shims::
+reports/gallery-notes/notes-snapjax.md). Run from a checkout with the import shims::
 
-    PYTHONPATH=reports/gallery/snapjax-shim:$SNAPJAX python reports/gallery/snapjax_snap_pattern.py
+    PYTHONPATH=reports/gallery-notes/snapjax-shim:$SNAPJAX python reports/gallery-notes/snapjax_snap_pattern.py
 """
 
 import jax

@@ -1,5 +1,5 @@
 """SHIM, not snapjax's code: lets snapjax @ 2958e096aa6c import on jax 0.10.2 on a CPU machine, for the gallery's
-real runs (reports/gallery/notes-snapjax.md). Every name it provides is on an import path only; none is called on
+real runs (reports/gallery-notes/notes-snapjax.md). Every name it provides is on an import path only; none is called on
 the dense path the adapters use (each raises if it is):
 
 * ``jax._src.api._vjp`` -- a private JAX function removed after jax 0.4.x, imported by ``snapjax/sp_jacrev.py``

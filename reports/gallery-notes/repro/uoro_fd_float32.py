@@ -5,7 +5,7 @@ forwarddiff is the limit). In float64 the error is ~1e-8; in float32 -- the dtyp
 default; fpp's ``initialize_state`` casts ``.float()``) -- eps = 1e-7 is about one float32 spacing of s, and the
 difference is mostly rounding.
 
-Run: python reports/gallery/repro/uoro_fd_float32.py (torch only: the formula is restated, nothing is imported).
+Run: python reports/gallery-notes/repro/uoro_fd_float32.py (torch only: the formula is restated, nothing is imported).
 """
 
 import torch
