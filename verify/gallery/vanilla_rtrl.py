@@ -145,7 +145,8 @@ REPO = Repository(
             claims=("rtrl.exact",),
             note="its influence dadw is compared too (rtrl.exact: influence and per-step gradients); Elman tanh/relu "
             "and leaky units, squared error (its softmax_cross_entropy is not wired: the cross-entropy problems are "
-            "left out). Left out: rtrl.online-convergence (needs set_params for an online run; not written), "
+            "left out). Left out: rtrl.online-convergence (its runs are on a linear RNN, which the library's would be "
+            "with identity phi, and change theta between steps: set_params, not within the glue budget), "
             "rtrl.influence-balancing (its cell is not the library's RNN), rtrl.bias-alignment (a grid of seven "
             "estimators, the other six the toolkit's: tens of minutes on one core)",
         ),
@@ -164,10 +165,11 @@ REPO = Repository(
             claims=("uoro.unbiased-statistical",),
             note="random start per sample (the library's own draw, seeded from the sample's generator): unbiased over "
             "the start -- see the fixed-start row; g~ from the updated factors (gtilde=post); rho's without "
-            "Algorithm 1's epsilon. The claims on tabulated noise (uoro.exact-expectation, "
-            "uoro.algorithm-1-conformance, uoro.mutants-caught) SKIP on a random start; uoro.rank-unbiased, "
-            "uoro.truncated-unbiased and uoro.rank-variance need rank-r / UORO-T variants the library does not "
-            "have; uoro.variance-matches-algorithm-1 and uoro.variance-growth are about Algorithm 1's pre-update g~",
+            "Algorithm 1's epsilon. Left out: the claims on tabulated noise (uoro.exact-expectation, "
+            "uoro.algorithm-1-conformance) SKIP on a random start; uoro.rank-unbiased, uoro.truncated-unbiased and "
+            "uoro.rank-variance need rank-r / UORO-T variants the library does not have; "
+            "uoro.variance-matches-algorithm-1 and uoro.variance-growth compare with Algorithm 1's own g~ (zero "
+            "start, pre-update); uoro.mutants-caught tests the toolkit's mutants (long; about the tester)",
         ),
         Entry(
             "UORO (fixed start)",
