@@ -125,8 +125,8 @@ def kf_rtrl_fixed_start() -> Any:
 
 
 def reverse_kf_rtrl() -> Any:
-    """``Reverse_KF_RTRL`` (Marschall et al. 2020 §4.1.3): ∂a_k/∂W_ij ≈ A_i B_kj, ν over the n units as in UORO; a
-    random start per sample."""
+    """``Reverse_KF_RTRL`` (Marschall, Cho & Savin 2020, their "reverse" KF-RTRL): ∂a_k/∂W_ij ≈ A_i B_kj, ν over
+    the n units as in UORO; a random start per sample."""
     return _adapter("Reverse_KF_RTRL", noise_hook=True, random_start=True)
 
 
