@@ -44,7 +44,17 @@ from verify.errors import InvalidArgument
 from verify.gallery import Entry, Repository, checkout_path, env_var
 from verify.impl.adapters import Batch1, Context
 
-__all__ = ["REPO", "kf_rtrl", "kf_rtrl_fixed_start", "reverse_kf_rtrl", "rflo", "rtrl", "uoro", "uoro_fixed_start"]
+__all__ = [
+    "REPO",
+    "kf_rtrl",
+    "kf_rtrl_fixed_start",
+    "reverse_kf_rtrl",
+    "reverse_kf_rtrl_fixed_start",
+    "rflo",
+    "rtrl",
+    "uoro",
+    "uoro_fixed_start",
+]
 
 _NAMES = {"W_rec": "W", "W_in": "U", "b_rec": "b", "W_out": "V", "b_out": "c"}  # the library's grads, in its order
 
@@ -130,6 +140,11 @@ def reverse_kf_rtrl() -> Any:
     return _adapter("Reverse_KF_RTRL", noise_hook=True, random_start=True)
 
 
+def reverse_kf_rtrl_fixed_start() -> Any:
+    """``Reverse_KF_RTRL`` with one start (seed 0) shared by every sample."""
+    return _adapter("Reverse_KF_RTRL", seed=0, noise_hook=True)
+
+
 REPO = Repository(
     name="vanilla-rtrl",
     url="omarschall/vanilla-rtrl",
@@ -207,6 +222,13 @@ REPO = Repository(
             "step like UORO and is, like it, an unbiased estimate of RTRL's gradient over its random start; the "
             "uoro field's unbiasedness test is the claim that applies (uoro.kfrtrl's variance claim is about "
             "Mujika et al.'s estimator, not this one). Random start per sample, as for UORO",
+        ),
+        Entry(
+            "Reverse_KF_RTRL (fixed start)",
+            "uoro",
+            "reverse_kf_rtrl_fixed_start",
+            claims=("uoro.exact-expectation", "uoro.unbiased-statistical"),
+            note="FINDING: one start shared by every sample: biased given the start by (A_0)_i (prod_s J_s B_0)_kj",
         ),
         Entry(
             "KeRNL",
