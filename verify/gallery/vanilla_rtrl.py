@@ -157,27 +157,26 @@ REPO = Repository(
             "RTRL",
             "rtrl",
             "rtrl",
-            claims=("rtrl.exact",),
+            claims=("rtrl.exact", "rtrl.bias-alignment"),
             note="its influence dadw is compared too (rtrl.exact: influence and per-step gradients); Elman tanh/relu "
             "and leaky units, squared error (its softmax_cross_entropy is not wired: the cross-entropy problems are "
             "left out). Left out: rtrl.online-convergence (its runs are on a linear RNN, which the library's would be "
             "with identity phi, and change theta between steps: set_params, not within the glue budget), "
-            "rtrl.influence-balancing (its cell is not the library's RNN), rtrl.bias-alignment (a grid of seven "
-            "estimators, the other six the toolkit's: tens of minutes on one core)",
+            "rtrl.influence-balancing (its cell is not the library's RNN)",
         ),
         Entry(
             "RFLO",
             "rtrl.rflo",
             "rflo",
-            claims=("rtrl.rflo-limits",),
+            claims=("rtrl.rflo-limits", "rtrl.bias-alignment"),
             note="its trace's leak = the network's alpha (its docstring's advice); Murray's leaky units at alpha 0.5 "
-            "and 1 and the Elman cell; symmetric feedback (no W_FB). Left out: rtrl.bias-alignment (as for RTRL)",
+            "and 1 and the Elman cell; symmetric feedback (no W_FB)",
         ),
         Entry(
             "UORO",
             "uoro",
             "uoro",
-            claims=("uoro.unbiased-statistical",),
+            claims=("uoro.unbiased-statistical", "rtrl.bias-alignment"),
             note="random start per sample (the library's own draw, seeded from the sample's generator): unbiased over "
             "the start -- see the fixed-start row; g~ from the updated factors (gtilde=post); rho's without "
             "Algorithm 1's epsilon. Left out: the claims on tabulated noise (uoro.exact-expectation, "
@@ -199,11 +198,11 @@ REPO = Repository(
             "KF_RTRL",
             "uoro.kfrtrl",
             "kf_rtrl",
-            claims=("uoro.kfrtrl-unbiased",),
+            claims=("uoro.kfrtrl-unbiased", "rtrl.bias-alignment"),
             note="random start per sample; its two signs are the first two of the noise hook's n. The claim's exact "
             "enumeration SKIPs on a random start and its statistical test runs (elman-tanh n = 4, T = 16; GRU left "
             "out). Left out: uoro.kfrtrl-variance and uoro.ok-variance (thousands of batch-1 draws at n up to 16: "
-            "more than a few minutes on one core); rtrl.bias-alignment (as for RTRL)",
+            "more than a few minutes on one core)",
         ),
         Entry(
             "KF_RTRL (fixed start)",
@@ -217,7 +216,7 @@ REPO = Repository(
             "Reverse_KF_RTRL",
             "uoro",
             "reverse_kf_rtrl",
-            claims=("uoro.unbiased-statistical",),
+            claims=("uoro.unbiased-statistical", "rtrl.bias-alignment"),
             note="target uoro: R-KF-RTRL (Marschall et al. 2020) keeps da_k/dW_ij ~ A_i B_kj with n random signs per "
             "step like UORO and is, like it, an unbiased estimate of RTRL's gradient over its random start; the "
             "uoro field's unbiasedness test is the claim that applies (uoro.kfrtrl's variance claim is about "
