@@ -1,0 +1,1 @@
+"""Stand-in for vanilla-rtrl's ``learning_algorithms`` (see ../README.md)."""
