@@ -3,7 +3,7 @@
 CI has no checkout of github.com/omarschall/vanilla-rtrl: each adapter runs here against
 ``tests/gallery/standins/vanilla_rtrl`` (our stand-in: the library's module paths, class names and call signatures,
 our maths), through one claim of the catalog via the CLI, and a seeded bug of the stand-in (``VANILLA_STANDIN_BUG``)
-FAILs. The real runs are recorded in ``reports/gallery/notes-vanilla_rtrl.md``.
+FAILs. The real runs are recorded in ``reports/gallery-notes/notes-vanilla_rtrl.md``.
 """
 
 from __future__ import annotations
