@@ -24,7 +24,7 @@ from verify.checks import register, result
 from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.config import RunConfig
-from verify.errors import AssumptionViolated, NotApplicable
+from verify.errors import AssumptionViolated
 from verify.fpp.exactness import SuiteSetup, eq7_comparisons, lemma3_comparisons
 from verify.fpp.experiments import (
     KKTSetup,
@@ -32,16 +32,18 @@ from verify.fpp.experiments import (
     StationaritySetup,
     batch_floor_fit,
     first_violation,
+    floor_text,
     kkt_experiment,
     kkt_measurements,
     prop2_rows,
     stationarity_experiment,
+    stationarity_findings,
     unconverged_solves,
 )
 from verify.fpp.kkt import PathPoint
 from verify.fpp.reproduction import cycleworld_designs, run_blocks, stochasticworld_design, updates_designs
 from verify.impl import FPPImpl
-from verify.impl.capabilities import Coverage
+from verify.impl.capabilities import row_coverage
 from verify.impl.mutants import get as get_mutant
 from verify.model.problem import Problem
 from verify.report.plots.fpp import kkt_figures, stationarity_figures
@@ -69,20 +71,11 @@ def _suite_setup(config: RunConfig) -> SuiteSetup:
 def eq7_core(config: RunConfig, impl: FPPImpl | None = None) -> dict[str, Any]:
     """Worst relative error of eq. (7) (``impl.eq7_gradients``) against autograd of L_i over the suite (every i)."""
     impl = impl or config.impls.fpp
-    rows, coverage = _covered(eq7_comparisons(_suite_setup(config), config.generator(salt=51), impl.eq7_gradients))
+    rows, coverage = row_coverage(
+        "fpp.gradient-eq7", eq7_comparisons(_suite_setup(config), config.generator(salt=51), impl.eq7_gradients)
+    )
     worst = max(r["max_rel_error"] for r in rows)
     return {"rows": rows, "worst": worst, "passed": worst <= EXACT_TOL, "coverage": coverage}
-
-
-def _covered(rows: list[dict[str, Any]], claim: str = "fpp.gradient-eq7") -> tuple[list[dict[str, Any]], Coverage]:
-    """The rows of the problems the implementation under test ran, and the :class:`Coverage` (those it left out,
-    with its reason); none ran: :class:`NotApplicable` (the claim is SKIPPED), every reason named."""
-    ran = [r for r in rows if "left_out" not in r]
-    left = tuple((str(r["problem"]), str(r["left_out"])) for r in rows if "left_out" in r)
-    if not ran:
-        why = "; ".join(f"{label}: {reason}" for label, reason in left[:3])
-        raise NotApplicable(claim, f"the implementation under test runs none of the claim's problems ({why})")
-    return ran, Coverage(tuple(str(r["problem"]) for r in ran), left)
 
 
 @register("fpp.gradient-eq7", uses=("fpp.eq7_gradients",))
@@ -114,16 +107,14 @@ def lemma3_core(config: RunConfig, impl: FPPImpl | None = None) -> dict[str, Any
     draws vs that law (support exactly {T..n}, chi-square for uniformity)."""
     impl = impl or config.impls.fpp
     gen = config.generator(salt=53)
-    rows, coverage = _covered(
-        lemma3_comparisons(_suite_setup(config), config.generator(salt=51), gen, impl.eq7_gradients, impl.sampler),
+    rows, coverage = row_coverage(
         "fpp.lemma3-unbiased",
+        lemma3_comparisons(_suite_setup(config), config.generator(salt=51), gen, impl.eq7_gradients, impl.sampler),
     )
     worst = max(r["rel_error"] for r in rows)
     support_ok = all(r["support_ok"] for r in rows)
-    return {
-        "rows": rows, "worst": worst, "support_ok": support_ok, "passed": worst <= EXACT_TOL and support_ok,
-        "coverage": coverage,
-    }  # fmt: skip
+    passed = worst <= EXACT_TOL and support_ok
+    return {"rows": rows, "worst": worst, "support_ok": support_ok, "passed": passed, "coverage": coverage}
 
 
 @register("fpp.lemma3-unbiased", uses=("fpp.eq7_gradients", "fpp.sampler"))
@@ -202,37 +193,6 @@ def _stationarity_control(config: RunConfig) -> Control:
     return Control("mutant fpp.eq7-penalty-sign (gradient descent)", "FAIL", observed, c_detail)
 
 
-def _floor_text(res: dict[str, Any]) -> str:
-    """The batch-1 variance floor and its fall with m, for the summary (empty without SGD configurations)."""
-    cfgs, fit = res["data"]["configs"], res.get("floor_fit")
-    if len(cfgs) <= 1:
-        return ""
-    b1, last, gd_level = cfgs[1], cfgs[-1], cfgs[0]["floor"]["mean"]
-    s = b1["last_decade_slope"]
-    return (
-        f"; batch 1 at constant step: last-decade slope {s['slope']:.2f} [{s['ci_lo']:.2f}, {s['ci_hi']:.2f}] "
-        f"({'CI above -0.9: NOT O(1/N), a variance floor' if res.get('floor_at_batch1') else 'no floor resolved'})"
-        f", second-half level {b1['floor']['mean']:.2e} vs {gd_level:.2e} for full batch "
-        f"({b1['floor']['mean'] / max(gd_level, 1e-300):.0f}x); level "
-        f"{'falls' if res.get('floor_falls') else 'does NOT fall'} with m: {last['floor']['mean']:.2e} at "
-        f"m={last['batch']}"
-        + (f", slope vs m {fit['slope']:.2f} [{fit['ci_lo']:.2f}, {fit['ci_hi']:.2f}]" if fit else "")
-    )
-
-
-def _stationarity_findings(res: dict[str, Any]) -> tuple[str, ...]:
-    """The printed Thm 1 fails at constant step with batch 1 when the floor is resolved."""
-    cfgs = res["data"]["configs"]
-    if len(cfgs) <= 1 or not res.get("floor_at_batch1"):
-        return ()
-    s = cfgs[1]["last_decade_slope"]
-    return (
-        "Thm 1 as printed (E||G(x_R)||^2 = O(1/N)) fails at constant step with batch 1: the last-decade "
-        f"slope is {s['slope']:.2f} [{s['ci_lo']:.2f}, {s['ci_hi']:.2f}], a variance floor; the cited result's "
-        "sigma^2/m term is missing from the statement",
-    )
-
-
 @register("fpp.stationarity", uses=("fpp.eq7_gradients",))
 def check_stationarity(config: RunConfig) -> CheckResult:
     """Thm 1 (FPP §4.1, eq. (9); App. B.1) in its corrected form: E‖G(x_R)‖² ≤ 16DΔ/(3N) + 14σ²/(3m).
@@ -250,7 +210,7 @@ def check_stationarity(config: RunConfig) -> CheckResult:
     summary = (
         f"corrected Thm 1 bound 16 D Delta/(3N) + 14 sigma^2/(3m) {viol or 'holds at every N and m'}"
         + f" (D={data['D']:.3g}, sigma^2={data['sigma2']:.3g}, Delta={data['gap']:.3g}); full batch (sigma=0): "
-        f"E||G(x_R)||^2 / its 1/N bound at most {tight:.2f}, last-decade slope {res['gd_slope']:.3f}" + _floor_text(res)
+        f"E||G(x_R)||^2 / its 1/N bound at most {tight:.2f}, last-decade slope {res['gd_slope']:.3f}" + floor_text(res)
     )
     return result(
         "fpp.stationarity",
@@ -272,7 +232,7 @@ def check_stationarity(config: RunConfig) -> CheckResult:
             "finding": "E||G(x_R)||^2 = O(1/N) only with sigma = 0; at constant step a floor ~ sigma^2/m remains",
             "figures": stationarity_figures(data),
         },
-        findings=_stationarity_findings(res),
+        findings=stationarity_findings(res),
     )
 
 

@@ -157,6 +157,18 @@ def _against_laws(
     return rad, ""
 
 
+def _growth_control(small: Any, config: RunConfig, alpha: float) -> Control:
+    """The negative control: the measured variance of the mutant ρ₀ of the previous step must disagree."""
+    bad = mutant("uoro.rho0-previous-step", "control")
+    bad_rows, bad_law = _against_laws(bad, small, config, False, noise_law(bad), alpha)
+    return Control(
+        "measured variance of rho0 = 1 vs exact Algorithm 1",
+        "FAIL",
+        "PASS" if bad_law else "FAIL",
+        ", ".join(f"t={r['t']}: z={r['z']:.1f}" for r in bad_rows),
+    )
+
+
 def _growth_summary(
     g: Growth,
     T: int,
@@ -227,18 +239,7 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
     law = noise_law(est)
     rows, by_law = _against_laws(est, small, config, post, law, alpha)
     verdict = Verdict.PASS if by_law else Verdict.FAIL
-    controls = []
-    if controls_on(config):
-        bad = mutant("uoro.rho0-previous-step", "control")
-        bad_rows, bad_law = _against_laws(bad, small, config, False, noise_law(bad), alpha)
-        controls.append(
-            Control(
-                "measured variance of rho0 = 1 vs exact Algorithm 1",
-                "FAIL",
-                "PASS" if bad_law else "FAIL",
-                ", ".join(f"t={r['t']}: z={r['z']:.1f}" for r in bad_rows),
-            )
-        )
+    controls = [_growth_control(small, config, alpha)] if controls_on(config) else []
     fit_n, fit_t = g.fit_n, g.fit_t
     data: dict[str, Any] = {"figures": [variance_growth_figure(g.growth, T)], "table": g.table}
     data["growth_in_n"] = {"slope": fit_n.slope, "ci": list(fit_n.ci)}

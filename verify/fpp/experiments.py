@@ -465,3 +465,34 @@ def prop2_rows(
     r = prop2_numeric(problem, last.theta, last.states[0], multiplier_fn)
     rows.append({"point": f"Thm 2 limit (lambda={path[-1].lam:.0e})", **r})
     return rows
+
+
+def floor_text(res: dict[str, Any]) -> str:
+    """The batch-1 variance floor and its fall with m, for the summary (empty without SGD configurations)."""
+    cfgs, fit = res["data"]["configs"], res.get("floor_fit")
+    if len(cfgs) <= 1:
+        return ""
+    b1, last, gd_level = cfgs[1], cfgs[-1], cfgs[0]["floor"]["mean"]
+    s = b1["last_decade_slope"]
+    return (
+        f"; batch 1 at constant step: last-decade slope {s['slope']:.2f} [{s['ci_lo']:.2f}, {s['ci_hi']:.2f}] "
+        f"({'CI above -0.9: NOT O(1/N), a variance floor' if res.get('floor_at_batch1') else 'no floor resolved'})"
+        f", second-half level {b1['floor']['mean']:.2e} vs {gd_level:.2e} for full batch "
+        f"({b1['floor']['mean'] / max(gd_level, 1e-300):.0f}x); level "
+        f"{'falls' if res.get('floor_falls') else 'does NOT fall'} with m: {last['floor']['mean']:.2e} at "
+        f"m={last['batch']}"
+        + (f", slope vs m {fit['slope']:.2f} [{fit['ci_lo']:.2f}, {fit['ci_hi']:.2f}]" if fit else "")
+    )
+
+
+def stationarity_findings(res: dict[str, Any]) -> tuple[str, ...]:
+    """The printed Thm 1 fails at constant step with batch 1 when the floor is resolved."""
+    cfgs = res["data"]["configs"]
+    if len(cfgs) <= 1 or not res.get("floor_at_batch1"):
+        return ()
+    s = cfgs[1]["last_decade_slope"]
+    return (
+        "Thm 1 as printed (E||G(x_R)||^2 = O(1/N)) fails at constant step with batch 1: the last-decade "
+        f"slope is {s['slope']:.2f} [{s['ci_lo']:.2f}, {s['ci_hi']:.2f}], a variance floor; the cited result's "
+        "sigma^2/m term is missing from the statement",
+    )

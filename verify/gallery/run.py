@@ -261,6 +261,30 @@ def _short(text: str, limit: int) -> str:
 _MARK = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIPPED": "SKIPPED", "INCONCLUSIVE": "INCONCLUSIVE"}
 
 
+def _table(repo: Mapping[str, Any], links: bool) -> list[str]:
+    """The lines of a repository's verdict table: a line per claim of a row that ran, one for a row that did not."""
+    lines = ["", "| algorithm | --impl | claim | verdict | s | glue lines |", "|---|---|---|---|---:|---:|"]
+    for row in repo["rows"]:
+        link = f"[{row['algorithm']}]({row['report']})" if row.get("report") and links else row["algorithm"]
+        if row["status"] != "ran":
+            why = _short(row.get("reason", ""), 300)
+            lines.append(
+                f"| {link} | `{row['target']}` | -- | {row['status'].upper()}: {why} | {row['seconds']:.0f} "
+                f"| {row['glue_lines']} |"
+            )
+            continue
+        for i, c in enumerate(row["claims"]):
+            first = i == 0
+            verdict = _MARK.get(c["verdict"], c["verdict"])
+            if c["verdict"] == "SKIPPED" and c.get("reason"):
+                verdict += ": " + _short(c["reason"], 100)
+            lines.append(
+                f"| {link if first else ''} | {'`' + row['target'] + '`' if first else ''} | `{c['id']}` | "
+                f"{verdict} | {c['seconds']:.1f} | {row['glue_lines'] if first else ''} |"
+            )
+    return lines
+
+
 def markdown(doc: Mapping[str, Any], *, links: bool = True) -> str:
     """The gallery as Markdown: per repository @ commit, a table algorithm x claim -> verdict, seconds, glue
     lines; ``links=False`` leaves out the links to the rows' report folders (the docs site does not hold them)."""
@@ -289,25 +313,7 @@ def markdown(doc: Mapping[str, Any], *, links: bool = True) -> str:
         ]
         if repo.get("warning"):
             lines += ["", f"> warning: {repo['warning']}"]
-        lines += ["", "| algorithm | --impl | claim | verdict | s | glue lines |", "|---|---|---|---|---:|---:|"]
-        for row in repo["rows"]:
-            link = f"[{row['algorithm']}]({row['report']})" if row.get("report") and links else row["algorithm"]
-            if row["status"] != "ran":
-                why = _short(row.get("reason", ""), 300)
-                lines.append(
-                    f"| {link} | `{row['target']}` | -- | {row['status'].upper()}: {why} | {row['seconds']:.0f} "
-                    f"| {row['glue_lines']} |"
-                )
-                continue
-            for i, c in enumerate(row["claims"]):
-                first = i == 0
-                verdict = _MARK.get(c["verdict"], c["verdict"])
-                if c["verdict"] == "SKIPPED" and c.get("reason"):
-                    verdict += ": " + _short(c["reason"], 100)
-                lines.append(
-                    f"| {link if first else ''} | {'`' + row['target'] + '`' if first else ''} | `{c['id']}` | "
-                    f"{verdict} | {c['seconds']:.1f} | {row['glue_lines'] if first else ''} |"
-                )
+        lines += _table(repo, links)
         for title, key in (
             ("Notes", "note"),
             (f"Glue over {GLUE_TARGET} lines, and why", "glue_why"),

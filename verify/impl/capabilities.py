@@ -24,7 +24,7 @@ import torch
 from verify.errors import NotApplicable
 from verify.model.problem import Problem
 
-__all__ = ["ORDER_REFUSALS", "Coverage", "build_orders", "cover", "unsupported"]
+__all__ = ["ORDER_REFUSALS", "Coverage", "build_orders", "cover", "row_coverage", "unsupported"]
 
 T = TypeVar("T")
 
@@ -130,3 +130,15 @@ def build_orders(
     if not built:
         raise NotApplicable(what, "; ".join(f"{label}: {why}" for label, why in refused) or "no order asked for")
     return built, refused
+
+
+def row_coverage(claim: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Coverage]:
+    """Of a claim's per-problem ``rows``, those the implementation under test ran, and the :class:`Coverage`: a row
+    with ``left_out`` (the reason it gave, :class:`NotApplicable` raised on that problem) is left out; none ran:
+    :class:`NotApplicable` (the claim is SKIPPED), the first reasons named."""
+    ran = [r for r in rows if "left_out" not in r]
+    left = tuple((str(r["problem"]), str(r["left_out"])) for r in rows if "left_out" in r)
+    if not ran:
+        why = "; ".join(f"{label}: {reason}" for label, reason in left[:3])
+        raise NotApplicable(claim, f"the implementation under test runs none of the claim's problems ({why})")
+    return ran, Coverage(tuple(str(r["problem"]) for r in ran), left)
