@@ -136,11 +136,11 @@ def test_catalog_page_is_the_cli_table() -> None:
 
 
 def test_cli_page_has_every_subcommand_help_verbatim(tmp_path: Path) -> None:
-    catalog, cli, experiments = rnnverify_docgen.write_pages(tmp_path)
+    catalog, cli, experiments, gallery = rnnverify_docgen.write_pages(tmp_path)
     text = cli.read_text(encoding="utf-8")
     parser = _parser()
     names = list(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    assert names == ["list", "explain", "run", "sweep", "report", "golden"]
+    assert names == ["list", "explain", "run", "sweep", "report", "golden", "gallery"]
     helps = rnnverify_docgen.subcommand_helps()
     for name in names:
         assert f"## `rnn-verify {name}`" in text
@@ -151,3 +151,4 @@ def test_cli_page_has_every_subcommand_help_verbatim(tmp_path: Path) -> None:
     assert "## `rnn-verify`" in text and catalog.read_text(encoding="utf-8").startswith("# Claim catalog")
     assert experiments.read_text(encoding="utf-8").strip() == rnnverify_docgen.experiments_markdown().strip()
     assert "| paper | experiment | status |" in experiments.read_text(encoding="utf-8")
+    assert gallery.read_text(encoding="utf-8") == rnnverify_docgen.gallery_markdown(rnnverify_docgen.repository_root())
