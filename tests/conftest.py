@@ -26,6 +26,12 @@ settings.load_profile(os.environ.get("RNN_VERIFY_HYPOTHESIS_PROFILE", "ci"))
 
 torch.set_default_dtype(torch.float64)
 
+#: under pytest-xdist (``-n``, the default: pyproject's addopts) each worker process runs one test at a time with one
+#: torch thread: the workers share the CPUs, and OpenMP's spinning threads would stall whenever another worker holds
+#: a core (the same reason :data:`verify.run.check.THREADS_PER_PROCESS` is 1)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
+
 #: the user's cache folder (the sweep cell cache, ``run --lf``'s lastfailed.json) is never touched by the tests: the
 #: session has its own, subprocesses included (set before any test module copies the environment)
 _CACHE = tempfile.mkdtemp(prefix="rnn-verify-tests-cache-")
