@@ -14,7 +14,9 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
+import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
@@ -47,3 +49,13 @@ def examples(n: int) -> int:
     if prof == "thorough":
         return 5 * n
     return n
+
+
+@pytest.fixture(scope="session")
+def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``rnn-verify run --claims 'reference.*'`` once per test run (per xdist worker): its report folder, read only."""
+    from verify.cli import main
+
+    out = tmp_path_factory.mktemp("run") / "report"
+    assert main(["run", "--claims", "reference.*", "--out", str(out), "-q"]) == 0
+    return out
