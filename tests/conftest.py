@@ -14,7 +14,9 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
+import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
@@ -25,6 +27,12 @@ settings.register_profile("thorough", max_examples=1000, **_common)
 settings.load_profile(os.environ.get("RNN_VERIFY_HYPOTHESIS_PROFILE", "ci"))
 
 torch.set_default_dtype(torch.float64)
+
+#: under pytest-xdist (``-n``, the default: pyproject's addopts) each worker process runs one test at a time with one
+#: torch thread: the workers share the CPUs, and OpenMP's spinning threads would stall whenever another worker holds
+#: a core (the same reason :data:`verify.run.check.THREADS_PER_PROCESS` is 1)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 #: the user's cache folder (the sweep cell cache, ``run --lf``'s lastfailed.json) is never touched by the tests: the
 #: session has its own, subprocesses included (set before any test module copies the environment)
@@ -41,3 +49,13 @@ def examples(n: int) -> int:
     if prof == "thorough":
         return 5 * n
     return n
+
+
+@pytest.fixture(scope="session")
+def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``rnn-verify run --claims 'reference.*'`` once per test run (per xdist worker): its report folder, read only."""
+    from verify.cli import main
+
+    out = tmp_path_factory.mktemp("run") / "report"
+    assert main(["run", "--claims", "reference.*", "--out", str(out), "-q"]) == 0
+    return out

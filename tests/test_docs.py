@@ -16,12 +16,16 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.metadata
 import io
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,7 +44,8 @@ import rnnverify_docgen  # noqa: E402
 BUILD_TIMEOUT_S = 600
 
 
-def test_docs_build(tmp_path: Path) -> None:
+def _build(tmp_path: Path) -> tuple[Path, Path, str]:
+    """Build the site from a copy of ``docs/`` into ``tmp_path``: (html folder, the gallery's images, failure text)."""
     src = tmp_path / "docs"
     skip = {Path(g).name for g in GENERATED}
     shutil.copytree(DOCS, src, ignore=lambda d, names: [n for n in names if n in skip or n == "__pycache__"])
@@ -50,11 +55,98 @@ def test_docs_build(tmp_path: Path) -> None:
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     }
     env["MPLBACKEND"] = "Agg"
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q", str(src), str(out)]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    assert proc.returncode == 0, (
-        f"sphinx-build failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
-    )
+    proc = subprocess.run(_build_cmd(src, out), cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=BUILD_TIMEOUT_S)  # fmt: skip
+    failed = "" if proc.returncode == 0 else (
+        f"sphinx-build failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")  # fmt: skip
+    return out, src / "auto_examples" / "images", failed
+
+
+def _build_cmd(src: Path, out: Path) -> list[str]:
+    """The build's command line (part of the cache key)."""
+    return [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q", str(src), str(out)]
+
+
+#: what the build reads besides ``docs/``: the package, the catalog, the committed reports it quotes, the
+#: top-level files (``pyproject.toml``). Everything under the repository root is hashed but these: the tests
+#: (the build does not read them), what the build and the tools write (git-ignored), caches and virtual
+#: environments (their packages are in the key by version)
+NOT_INPUTS = {"tests", "build", "dist", ".git", ".tox", ".venv", "docs/_build", "docs/auto_examples",
+              "docs/reference/generated", "reports/runs"}  # fmt: skip
+NOT_INPUT_NAMES = {"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"}
+
+
+def _input_files(folder: Path, seen: set[Path]) -> Iterator[Path]:
+    for p in sorted(folder.iterdir()):
+        rel = p.relative_to(ROOT).as_posix()
+        if rel in NOT_INPUTS or p.name in NOT_INPUT_NAMES or p.name.endswith(".egg-info"):
+            continue
+        if p.is_dir():  # a link to a folder is followed (once: a loop of links ends)
+            if (p / "pyvenv.cfg").exists() or p.resolve() in seen:
+                continue
+            seen.add(p.resolve())
+            yield from _input_files(p, seen)
+        else:
+            yield p
+
+
+def docs_build_key() -> str:
+    """A content hash of every input of the docs build: the path and bytes of every file under the repository
+    root but the tests, generated folders and caches (so ``docs/`` and what the generated pages are made of:
+    ``verify/``, ``theory/``, ``reports/``, ``pyproject.toml``), the interpreter, every installed distribution's
+    version, the environment variables it reads and the build's command line. A change to any of them is a new
+    key, hence a rebuild: the cache never passes a stale build."""
+    h = hashlib.sha256()
+    for p in _input_files(ROOT, {ROOT.resolve()}):
+        h.update(p.relative_to(ROOT).as_posix().encode() + b"\0")
+        h.update((p.read_bytes() if p.is_file() else b"link to " + os.readlink(p).encode()) + b"\0")
+    h.update(f"{sys.executable}\0{sys.version}\0".encode())
+    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    h.update("\n".join(dists).encode() + b"\0")
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("RNN_VERIFY", "PYTHON", "SPHINX", "MPL")))
+    h.update(repr(env).encode() + b"\0")  # what the build's process reads from its environment
+    h.update(" ".join(_build_cmd(Path("SRC"), Path("OUT"))).encode())
+    return h.hexdigest()
+
+
+def _cached_build(tmp_path: Path, folder: Path | None) -> tuple[Path, Path, str | None]:
+    """(html folder, gallery images, the key to store them under or None): from pytest's cache when a build of
+    the very same inputs passed every check of ``test_docs_build`` before (``.pytest_cache/d/rnn-verify-docs/``),
+    else built now. Without the cache plugin (``-p no:cacheprovider``) or after ``--cache-clear`` it is built."""
+    if folder is None:
+        out, images, failed = _build(tmp_path)
+        assert not failed, failed
+        return out, images, None
+    key = docs_build_key()
+    if (folder / key / "passed").is_file():
+        return folder / key / "html", folder / key / "images", None
+    out, images, failed = _build(tmp_path)
+    assert not failed, failed
+    # an input edited while the build ran: this build is checked but not kept (its key would not be its inputs')
+    return out, images, (key if docs_build_key() == key else None)
+
+
+def _store(folder: Path, key: str, out: Path, images: Path) -> None:
+    """Keep a build that passed every check under its key (the only one kept): written aside, then renamed in."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder))
+    shutil.copytree(out, tmp / "html")
+    shutil.copytree(images, tmp / "images")
+    (tmp / "passed").write_text(key + "\n")
+    for old in folder.iterdir():
+        if old.name != key and not old.name.startswith("."):
+            shutil.rmtree(old, ignore_errors=True)
+    try:
+        tmp.rename(folder / key)
+    except OSError:  # another run stored the same key meanwhile
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_docs_build(tmp_path: Path, pytestconfig: pytest.Config) -> None:
+    """The site builds without a warning and holds what it must; a build of unchanged inputs that passed this test
+    before is taken from pytest's cache (``--cache-clear`` rebuilds it)."""
+    cache = getattr(pytestconfig, "cache", None)
+    folder = cache.mkdir("rnn-verify-docs") if cache is not None else None
+    out, images, key = _cached_build(tmp_path, folder)
     for page in (
         "index.html",
         "reference/generated/catalog.html",
@@ -70,10 +162,41 @@ def test_docs_build(tmp_path: Path) -> None:
     assert examples, "the gallery has no example"
     for ex in examples:
         assert (out / "auto_examples" / f"{ex.stem}.html").is_file(), ex.name
-        assert list((src / "auto_examples" / "images").glob(f"sphx_glr_{ex.stem}_*.png")), f"{ex.name} drew no figure"
+        assert list(images.glob(f"sphx_glr_{ex.stem}_*.png")), f"{ex.name} drew no figure"
     _offline(out)
     _navigation(out)
     _generated_numbers(out)
+    if folder is not None and key is not None:  # built now and every check passed: keep it
+        _store(folder, key, out, images)
+
+
+def test_docs_build_key_changes_with_every_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache of ``test_docs_build`` is never stale: a change to a page, the package, a committed report, a
+    top-level file or a file added is a new key; the tests, the build's outputs and caches are not inputs."""
+    root = tmp_path / "repo"
+    files = ["docs/index.md", "verify/cli.py", "theory/catalog.py", "reports/gate-calibration/bench-gate.json",
+             "pyproject.toml", "tests/test_docs.py", "docs/_build/html/index.html",
+             "docs/reference/generated/cli.md", "verify/__pycache__/cli.cpython-311.pyc", "reports/runs/x/results.json",
+             ".venv/pyvenv.cfg", ".venv/lib/site.py"]  # fmt: skip
+    for i, name in enumerate(files):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"content {i}")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", root)
+    keys = {docs_build_key()}
+    for name in files[:5]:
+        (root / name).write_text("edited")
+        keys.add(docs_build_key())
+    (root / "docs" / "howto").mkdir()
+    (root / "docs" / "howto" / "new.md").write_text("")
+    keys.add(docs_build_key())
+    (root / "docs" / "howto" / "new.md").rename(root / "docs" / "howto" / "renamed.md")
+    keys.add(docs_build_key())
+    assert len(keys) == 8, "an input changed and the key did not"
+    for name in files[5:]:
+        (root / name).write_text("edited")
+    assert docs_build_key() in keys, "the key depends on a file that is not an input of the build"
+    monkeypatch.setenv("RNN_VERIFY_SOMETHING", "1")
+    assert docs_build_key() not in keys
 
 
 #: a script or stylesheet loaded from another host (a plain hyperlink to one is fine)

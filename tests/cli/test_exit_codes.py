@@ -94,21 +94,28 @@ def _impl(tmp_path: Path) -> str:
 
 
 # ------------------------------------------------------------------ code under test raising
+#: each case starts rnn-verify and its worker processes (5-10 CPU-seconds). The default run keeps one case per
+#: place (import, load check, claim), every kind of raise and both worker counts; the other combinations are
+#: ``slow`` (the same raises in process: tests/cli/test_isolation.py, tests/cli/test_fuzz_corpus.py)
+RAISES = [
+    ("import", "exit0", 1, EXIT_USAGE),
+    ("import", "kbi", 2, EXIT_USAGE),
+    ("load", "exit0", 1, EXIT_USAGE),
+    ("load", "exit3", 2, EXIT_USAGE),
+    ("load", "kbi", 1, EXIT_USAGE),
+    ("claim", "exit0", 1, EXIT_FAIL),
+    ("claim", "exit0", 2, EXIT_FAIL),
+    ("claim", "exit3", 1, EXIT_FAIL),
+    ("claim", "exit3", 2, EXIT_FAIL),
+    ("claim", "kbi", 1, EXIT_FAIL),
+    ("claim", "kbi", 2, EXIT_FAIL),
+]
+RAISES_QUICK = {("import", "kbi", 2), ("load", "exit0", 1), ("claim", "exit3", 2), ("claim", "kbi", 1)}
+
+
 @pytest.mark.parametrize(
     ("where", "what", "workers", "code"),
-    [
-        ("import", "exit0", 1, EXIT_USAGE),
-        ("import", "kbi", 2, EXIT_USAGE),
-        ("load", "exit0", 1, EXIT_USAGE),
-        ("load", "exit3", 2, EXIT_USAGE),
-        ("load", "kbi", 1, EXIT_USAGE),
-        ("claim", "exit0", 1, EXIT_FAIL),
-        ("claim", "exit0", 2, EXIT_FAIL),
-        ("claim", "exit3", 1, EXIT_FAIL),
-        ("claim", "exit3", 2, EXIT_FAIL),
-        ("claim", "kbi", 1, EXIT_FAIL),
-        ("claim", "kbi", 2, EXIT_FAIL),
-    ],
+    [pytest.param(*c, marks=() if c[:3] in RAISES_QUICK else (pytest.mark.slow,)) for c in RAISES],
 )
 def test_what_code_under_test_raises_is_its_error_never_the_exit_status(
     tmp_path: Path, where: str, what: str, workers: int, code: int

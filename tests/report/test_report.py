@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from theory.catalog import all_claims
-from verify.cli import main
 from verify.errors import InvalidArgument
 from verify.files import MARKER, preflight_dir, write_dir_atomic
 from verify.report import claim_record, load_document, run_document, validate_document, write_report
@@ -60,13 +59,6 @@ class _Parser(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "figure":
             self._fig = None
-
-
-@pytest.fixture(scope="module")
-def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("run") / "report"
-    assert main(["run", "--claims", "reference.*", "--out", str(out), "-q"]) == 0
-    return out
 
 
 def _png_size(data: bytes) -> tuple[int, int]:

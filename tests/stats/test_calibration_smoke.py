@@ -157,8 +157,10 @@ def test_cell_seeds_replay_in_any_process() -> None:
 @pytest.mark.parametrize(
     ("cell", "level", "mechanism"),
     [
-        ("bounded-cond1e+00-rot", 0.05, "fixed"),
-        ("rare1e-03-half-unbiased-rot", 0.05, "fixed"),
+        # each case is 2 x 1000 seeds in fresh processes (~14 CPU-seconds): one by default (the gate's level),
+        # the others slow (the process-independent seeds themselves: test_cell_seeds_replay_in_any_process)
+        pytest.param("bounded-cond1e+00-rot", 0.05, "fixed", marks=pytest.mark.slow),
+        pytest.param("rare1e-03-half-unbiased-rot", 0.05, "fixed", marks=pytest.mark.slow),
         ("lognormal2-rot", 1e-3, "fixed"),
     ],
 )
