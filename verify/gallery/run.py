@@ -244,6 +244,7 @@ def run_gallery(
                     "name": repo.name, "module": repo.module, "url": repo.url, "commit": repo.commit,
                     "checked_out": found,
                     "warning": warning, "license": repo.license, "language": repo.language, "cite": repo.cite,
+                    "argv": list(sys.argv), "pythonpath": os.environ.get("PYTHONPATH", ""),
                     "rows": [r.__dict__ for r in rows],
                 }
             )  # fmt: skip
