@@ -45,3 +45,14 @@ def refuse_foreign_json(path: Path, tool: str) -> None:
             ok = False
         if not ok:
             raise SystemExit(f"refusing to overwrite {path}: not a file written by {tool}")
+
+
+def median_us(fn: object, repeats: int, steps: int) -> float:
+    """Microseconds per step of ``fn()`` (which runs ``steps`` steps): the median of ``repeats`` timed calls after
+    one untimed warm-up call (compilation, caches)."""
+    times = []
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:]) / steps * 1e6

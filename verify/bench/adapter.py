@@ -16,26 +16,15 @@ relative to a vectorized one (the statistical claims draw 10⁵–10⁶ sample-s
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import torch
 
-from verify.bench._timing import machine
+from verify.bench._timing import machine, median_us
 from verify.estimators import UORO
 from verify.estimators.base import run_estimator
 from verify.examples.numpy_uoro import MyNumpyUORO, NumpyUORO
 from verify.model.builders import random_problem
-
-
-def _median_us(fn: object, repeats: int, steps: int) -> float:
-    times = []
-    for _ in range(repeats + 1):
-        t0 = time.perf_counter()
-        fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times[1:]) / steps * 1e6
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         run_estimator(UORO(), P, th, torch.Generator().manual_seed(0), samples=a.samples)
 
     us = {
-        name: _median_us(fn, a.repeats, steps)
+        name: median_us(fn, a.repeats, steps)
         for name, fn in (("direct", direct), ("adapter", adapted), ("toolkit", vectorized))
     }
     print(f"machine: {machine()}; elman-tanh n={a.n}, T={a.T}, {a.samples} samples, median of {a.repeats}")

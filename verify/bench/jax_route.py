@@ -12,23 +12,12 @@ two give the same estimates (same noise, so equal up to round-off).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 
-from verify.bench._timing import machine
+from verify.bench._timing import machine, median_us
 from verify.estimators.base import run_estimator
 from verify.model.builders import random_problem
-
-
-def _median_us(fn: object, repeats: int, steps: int) -> float:
-    times = []
-    for _ in range(repeats + 1):
-        t0 = time.perf_counter()
-        fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times[1:]) / steps * 1e6
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     def run(est: JaxStep) -> None:
         out[est.vectorized] = run_estimator(est, P, th, torch.Generator().manual_seed(0), samples=a.samples)
 
-    us_vec = _median_us(lambda: run(vec), a.repeats, steps)
-    us_loop = _median_us(lambda: run(loop), a.repeats, steps)
+    us_vec = median_us(lambda: run(vec), a.repeats, steps)
+    us_loop = median_us(lambda: run(loop), a.repeats, steps)
     diff = float((out[True] - out[False]).abs().max())
     print(f"machine: {machine()}")
     print(f"JAX UORO, elman-tanh n={a.n}, T={a.T}, M={a.samples} samples ({steps} sample-steps)")
