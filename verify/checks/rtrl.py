@@ -87,6 +87,13 @@ def check_exact(config: RunConfig) -> CheckResult:
     )
     if no_infl:
         summary += "; gradients only: the implementation under test has no influence_estimate(problem, state)"
+    located = next((r for r in rows if r.get("where")), None)
+    if located is not None:  # where a wrong gradient first shows: the step and the parameter block
+        w = located["where"]
+        summary += (
+            f"; the gradient first leaves its budget at step t = {w['first_step']} of {located['problem']}, "
+            f"largest in the block {w['block']} ({w['block_errors'][w['block']]:.2e} of the gradient's norm)"
+        )
     stat = max(_num(e_i), e_g)
     thr = b_i if _num(e_i) / b_i >= e_g / b_g else b_g
     return result(
