@@ -55,7 +55,29 @@ from verify.estimators.guarantee import Guarantee
 from verify.estimators.uoro import NoiseSource, Rademacher
 from verify.model.problem import Problem
 
-__all__ = ["Batch1", "Batch1State", "Context", "problem_kind"]
+__all__ = ["Batch1", "Batch1State", "Context", "low_precision_seen", "problem_kind", "reset_precision"]
+
+#: the floating dtypes narrower than float64 that a user's code returned in this process since the last reset
+_LOW_PRECISION: set[str] = set()
+
+
+def _f64(value: Any) -> np.ndarray:
+    """``value`` as a float64 array; a float32/float16 (or bfloat16) input is recorded (:func:`low_precision_seen`):
+    its round-off, not a bug, may be what an exact claim then measures."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and str(dtype) in ("float32", "float16", "bfloat16", "torch.float32", "torch.float16"):
+        _LOW_PRECISION.add(str(dtype).replace("torch.", ""))
+    return np.asarray(value, dtype=np.float64)
+
+
+def low_precision_seen() -> tuple[str, ...]:
+    """The narrower-than-float64 dtypes user code returned through an adapter since :func:`reset_precision`."""
+    return tuple(sorted(_LOW_PRECISION))
+
+
+def reset_precision() -> None:
+    """Forget what :func:`low_precision_seen` recorded (before each claim)."""
+    _LOW_PRECISION.clear()
 
 
 def problem_kind(problem: Problem) -> str:
@@ -138,7 +160,7 @@ class _Layout:
     def to_flat(self, problem: Problem, grads: Any, what: str) -> np.ndarray:
         """A user's gradient (dict of user names, or a flat array in θ's layout) as a flat float64 array (p,)."""
         if not isinstance(grads, Mapping):
-            arr = np.asarray(grads, dtype=np.float64).reshape(-1)
+            arr = _f64(grads).reshape(-1)
             if arr.size != problem.p:
                 raise InvalidArgument(what, f"array of {arr.size} values", f"a dict of your names or p = {problem.p}")
             return arr
@@ -147,7 +169,7 @@ class _Layout:
         for u, t, tr in self.entries:
             if u not in grads:
                 raise InvalidArgument(what, f"keys {sorted(grads)}", f"the gradient of every parameter, {u!r} missing")
-            g = np.asarray(grads[u], dtype=np.float64)
+            g = _f64(grads[u])
             g = g.T if tr else g
             e = entries[t]
             if tuple(g.shape) != tuple(e.shape):
@@ -159,7 +181,7 @@ class _Layout:
         """A user's influence ∂s/∂θ (dict name -> (n, *shape), or (n, p)) as (n, p) in θ's layout (readout: 0)."""
         n = problem.n
         if not isinstance(infl, Mapping):
-            arr = np.asarray(infl, dtype=np.float64)
+            arr = _f64(infl)
             if arr.shape != (n, problem.p):
                 raise InvalidArgument(what, f"shape {arr.shape}", f"(n, p) = ({n}, {problem.p}) or a dict")
             return arr
@@ -168,7 +190,7 @@ class _Layout:
         for u, t, tr in self.entries:
             if u not in infl:
                 continue  # a readout parameter: s_t does not depend on it
-            g = np.asarray(infl[u], dtype=np.float64)
+            g = _f64(infl[u])
             g = np.swapaxes(g, -1, -2) if tr else g
             out[:, entries[t].slice] = g.reshape(n, -1)
         return out
