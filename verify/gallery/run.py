@@ -46,6 +46,9 @@ from verify.text import clean
 
 __all__ = ["Row", "cmd_gallery", "git_commit", "markdown", "parse_checkout", "run_gallery"]
 
+#: the modules the ``gallery`` extra installs (pyproject.toml)
+_GALLERY_EXTRA = ("jax", "jaxlib", "equinox", "flax", "optax")
+
 #: the files of a child's report folder the gallery keeps (the marker and lock are the child's own bookkeeping)
 _KEEP = (".html", ".json", ".xml", ".png", ".svg", ".md", ".csv")
 
@@ -166,7 +169,12 @@ def run_entry(
         return row, {}
     missing = _missing(entry)
     if missing:
-        row.reason = f"needs {', '.join(missing)}, not importable here (pip install -e '.[gallery]')"
+        extra = [m for m in missing if m in _GALLERY_EXTRA]
+        other = [m for m in missing if m not in _GALLERY_EXTRA]
+        how = ([f"pip install -e '.[gallery]' for {', '.join(extra)}"] if extra else []) + (
+            [f"{', '.join(other)}: the repository's own dependencies (see its notes)"] if other else []
+        )
+        row.reason = f"needs {', '.join(missing)}, not importable here ({'; '.join(how)})"
         return row, {}
     out = staging / _slug(repo.name) / _slug(entry.algorithm)
     cmd = [sys.executable, "-m", "verify", "run", "--impl", spec, "--impl-only", "--out", str(out), "-q"]
