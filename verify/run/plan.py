@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
+
 from theory.catalog import Claim
 from verify import stop
 from verify.checks import ClaimPlan, planners, uses
@@ -95,15 +97,80 @@ def claim_timeout(claim_id: str, profile: str, given: float | None = None) -> fl
 
 
 def _recorded(claim: Claim, config: RunConfig, note: str = "") -> ClaimPlan:
-    """The recorded timing of the toolkit's implementation (or the assumed 0.5 s); ``note`` says what else."""
+    """The recorded timing of the toolkit's implementation (or the assumed 0.5 s); ``note`` says what else. Where
+    the claim exercises an online estimator of the user's, the recorded time is scaled by a speed pilot of it
+    against the toolkit's (:func:`speed_ratio`): a batch-1 numpy estimator stepped per draw is often 100x slower,
+    and a plan from the toolkit's timings alone would say seconds for a run of many minutes (issue 37)."""
     sec = RECORDED_SECONDS.get(config.profile, {}).get(claim.id)
     mine = [u for u in uses(claim.id) if u in set(config.impls.user_parts())]
     basis = (
         f"recorded: {config.profile} profile, toolkit's implementation" if sec is not None else "assumed (not recorded)"
     )
-    if mine:
-        basis += f"; the speed of your {', '.join(mine)} is not measured for this claim"
-    return ClaimPlan(claim.id, _ASSUMED if sec is None else sec, basis + note)
+    seconds = _ASSUMED if sec is None else sec
+    ratios = {u: speed_ratio(config, u) for u in mine if u in ESTIMATOR_PARTS}
+    timed = {u: r for u, r in ratios.items() if r is not None}
+    untimed = [u for u in mine if u not in timed]
+    speeds = ", ".join(f"your {u} is {r:.3g}x the toolkit's time per sample (a pilot)" for u, r in timed.items())
+    whole = bool(timed) and not untimed and set(uses(claim.id)) <= set(mine)
+    if whole:  # every part the claim runs is the user's: its time scales with theirs
+        seconds *= max(max(timed.values()), 1.0)
+        basis += f"; x the slowest ratio: {speeds}"
+    elif timed:  # the claim runs the toolkit's parts too: the share of the user's is not known
+        upper = seconds * max(max(timed.values()), 1.0)
+        basis += f"; {speeds}: with the toolkit's other parts, between this and {_fmt_seconds(upper)}"
+    if untimed:
+        basis += f"; the speed of your {', '.join(untimed)} is not measured for this claim"
+    return ClaimPlan(claim.id, seconds, basis + note, measured=whole)
+
+
+#: the parts that are online estimators (their speed is piloted against the toolkit's: :func:`speed_ratio`)
+ESTIMATOR_PARTS = (
+    "rtrl.rtrl", "rtrl.snap", "rtrl.rflo", "rtrl.eprop", "truncation.tbptt", "uoro.uoro", "uoro.preactivation",
+    "uoro.kfrtrl", "uoro.ok",
+)  # fmt: skip
+_RATIOS: dict[tuple[int, str], float | None] = {}
+
+
+def _timed(est: Any, P: Any, th: torch.Tensor, samples: int) -> float:
+    from verify.estimators.base import run_estimator
+
+    t0 = time.perf_counter()
+    run_estimator(est, P, th, torch.Generator().manual_seed(1), samples=samples)
+    return time.perf_counter() - t0
+
+
+def speed_ratio(config: RunConfig, part: str, samples: tuple[int, int] = (32, 256)) -> float | None:
+    """How many times slower the user's online estimator ``part`` is than the toolkit's, per sample: both run
+    ``samples[0]`` and ``samples[1]`` samples of a small problem they both support (the load check's cells) after
+    a warm-up, and the ratio of the marginal seconds per sample is taken (the claims draw thousands of samples: a
+    vectorized estimator's fixed cost does not scale, a batch-1 one stepped per draw does); never below the ratio
+    at ``samples[1]``. None where either cannot be built or run (the plan then says the speed is not measured).
+    Cached per part."""
+    key = (id(config.impls), part)
+    if key in _RATIOS:
+        return _RATIOS[key]
+    from verify.estimators.base import run_estimator
+    from verify.impl import DEFAULT, build
+    from verify.impl.loader import _estimator_args, _supported_problem
+
+    args, kwargs = _estimator_args(part)
+    kwargs = {**kwargs, "order": 1} if part == "rtrl.snap" else kwargs
+    out: float | None = None
+    try:
+        mine, theirs = (build(impls.part(part), part, *args, **kwargs) for impls in (config.impls, DEFAULT))
+        P, th = _supported_problem(mine)
+        small: list[float] = []
+        big: list[float] = []
+        for est in (mine, theirs):
+            run_estimator(est, P, th, torch.Generator().manual_seed(0), samples=2)  # warm-up: imports, jit
+            for m, into in zip(samples, (small, big), strict=True):
+                into.append(min(_timed(est, P, th, m) for _ in range(3)))  # the least of three: less noise
+        marginal = [max(b - a, 1e-6) for a, b in zip(small, big, strict=True)]
+        out = max(marginal[0] / marginal[1], big[0] / max(big[1], 1e-6))
+    except Exception as exc:  # a pilot that cannot run: the plan says the speed is not measured
+        stop.reraise_if_stopped(exc)
+    _RATIOS[key] = out
+    return out
 
 
 def plan_claims(
