@@ -56,7 +56,9 @@ CONTROL_NOT_AS_EXPECTED = "; CONTROL NOT AS EXPECTED: "
 class ClaimPlan:
     """What a claim's check would do, said before it runs: ``draws`` (None: not a sampling check), the estimated
     ``seconds`` and their ``basis`` in words; ``measured``: the seconds come from a pilot of the implementation
-    under test (else from a recorded timing or an assumption); ``pieces``: the pilot of each part of the work."""
+    under test (else from a recorded timing or an assumption); ``pieces``: the pilot of each part of the work;
+    ``upper``: where the estimate is a range (a user's part of unknown share in the claim's work), its upper end
+    (``seconds`` the lower)."""
 
     claim_id: str
     seconds: float
@@ -65,6 +67,7 @@ class ClaimPlan:
     measured: bool = False
     pilot_seconds: float = 0.0
     pieces: tuple[dict[str, Any], ...] = ()
+    upper: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,7 @@ class ClaimPlan:
             "basis": self.basis,
             "pilot_seconds": self.pilot_seconds,
             "pieces": list(self.pieces),
+            **({"upper_seconds": self.upper} if self.upper is not None else {}),
         }
 
 

@@ -111,16 +111,16 @@ def _recorded(claim: Claim, config: RunConfig, note: str = "") -> ClaimPlan:
     timed = {u: r for u, r in ratios.items() if r is not None}
     untimed = [u for u in mine if u not in timed]
     speeds = ", ".join(f"your {u} is {r:.3g}x the toolkit's time per sample (a pilot)" for u, r in timed.items())
-    whole = bool(timed) and not untimed and set(uses(claim.id)) <= set(mine)
-    if whole:  # every part the claim runs is the user's: its time scales with theirs
-        seconds *= max(max(timed.values()), 1.0)
-        basis += f"; x the slowest ratio: {speeds}"
-    elif timed:  # the claim runs the toolkit's parts too: the share of the user's is not known
+    upper = None
+    if timed:  # the share of the claim's work that is the user's sampling is not known: a range
         upper = seconds * max(max(timed.values()), 1.0)
-        basis += f"; {speeds}: with the toolkit's other parts, between this and {_fmt_seconds(upper)}"
+        basis += (
+            f"; {speeds}: between the recorded time (the user's sampling a small share of the work) and "
+            f"{_fmt_seconds(upper)} (all of it)"
+        )
     if untimed:
         basis += f"; the speed of your {', '.join(untimed)} is not measured for this claim"
-    return ClaimPlan(claim.id, seconds, basis + note, measured=whole)
+    return ClaimPlan(claim.id, seconds, basis + note, upper=upper)
 
 
 #: the parts that are online estimators (their speed is piloted against the toolkit's: :func:`speed_ratio`)
@@ -216,7 +216,8 @@ def plan_table(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], workers: in
     rows = [("claim", "kind", "draws", "seconds (est.)", "basis")]
     for p in plans:
         draws = f"{p.draws:,}" if p.draws is not None else "-"
-        rows.append((p.claim_id, kinds.get(p.claim_id, "?"), draws, _fmt_seconds(p.seconds), p.basis))
+        est = _fmt_seconds(p.seconds) + (f" .. {_fmt_seconds(p.upper)}" if p.upper is not None else "")
+        rows.append((p.claim_id, kinds.get(p.claim_id, "?"), draws, est, p.basis))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
 
     def line(r: tuple[str, ...]) -> str:
@@ -225,6 +226,7 @@ def plan_table(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], workers: in
 
     lines = [line(r) for r in rows]
     total = sum(p.seconds for p in plans)
+    top = sum(p.upper if p.upper is not None else p.seconds for p in plans)
     measured = sum(p.seconds for p in plans if p.measured)
     pilots = sum(p.pilot_seconds for p in plans)
     lines.append(
@@ -232,6 +234,12 @@ def plan_table(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], workers: in
         f"implementation under test, the rest recorded or assumed); with {workers} worker(s) the wall time is "
         f"about {_fmt_seconds(max(total / max(workers, 1), max((p.seconds for p in plans), default=0.0)))} "
         f"at best; pilots took {pilots:.1f} s"
+        + (
+            f"; with your estimators' speed ({_fmt_seconds(top)} in all) it may take up to "
+            f"{_fmt_seconds(max(top / max(workers, 1), max((p.upper or p.seconds for p in plans), default=0.0)))}"
+            if top > total
+            else ""
+        )
     )
     return "\n".join(lines)
 
@@ -239,4 +247,5 @@ def plan_table(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], workers: in
 def plan_document(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], info: Mapping[str, Any]) -> dict[str, Any]:
     """The plan as JSON: ``run`` (``info``), ``claims`` (one record per claim) and ``total_seconds``."""
     claims = [{**p.as_dict(), "kind": kinds.get(p.claim_id, "?")} for p in plans]
-    return {"run": dict(info), "claims": claims, "total_seconds": sum(p.seconds for p in plans)}
+    upper = sum(p.upper if p.upper is not None else p.seconds for p in plans)
+    return {"run": dict(info), "claims": claims, "total_seconds": sum(p.seconds for p in plans), "upper_seconds": upper}
