@@ -43,7 +43,7 @@ from verify.report.plots.uoro import (
 )
 from verify.stats.rates import RateFit, decide_rate
 from verify.uoro.cases import problem_case
-from verify.uoro.conformance import gtilde_form, noise_law
+from verify.uoro.conformance import UNDECLARED_LAW, gtilde_form, noise_law
 from verify.uoro.reinforce_link import reinforce_fits
 from verify.uoro.variance import (
     Growth,
@@ -144,7 +144,7 @@ def _against_laws(
     37). Returns the rows and the law it agrees with ("" when none)."""
     meas = relative_variances(est, case, 4000, config.generator(462))
     rad = exact_vs_measured(est, case, config.generator(462), post=post, meas=meas)
-    declared = not law[1].startswith("Algorithm 1's random signs (not declared")
+    declared = law[1] != UNDECLARED_LAW
     if declared and law[0] == "rademacher":
         return rad, "rademacher" if _agrees(rad, alpha) else ""
     gauss = gaussian_vs_measured(case, meas, config.generator(464), post=post)
@@ -186,7 +186,7 @@ def _growth_summary(
         head = (
             f"VARIANCE differs from Algorithm 1's {against} variance: at t={worst['t']} measured relative variance "
             f"{worst['measured']:.3g} vs {worst['exact']:.3g} ({worst['measured'] / worst['exact']:.3g}x, "
-            f"z = {worst['z']:.1f}){'' if law[1].startswith('declared') else ' -- and from the Gaussian variant'}; "
+            f"z = {worst['z']:.1f}){' -- and from the Gaussian variant' if law[1] == UNDECLARED_LAW else ''}; "
         )
     elif by_law == "gaussian" and law[0] == "gaussian":
         head = f"nu standard normal ({law[1]}): compared with Algorithm 1 under Gaussian nu (Monte Carlo); "

@@ -47,6 +47,10 @@ LOCAL_TRUTH = (
     "their trace updates read against Murray 2019 (RFLO) and Bellec et al. 2020 eq. (14) (e-prop); a stand-in "
     "written from the papers reproduces their figures to two digits, and its seeded bugs FAIL the same claims"
 )
+INPUT_DT_FINDING = (
+    "its input gradients are scaled by 1/dt (2x at dt = 0.5, at t = 1 already): the input trace leaves out "
+    "cell.dt; no claim judges input gradients alone, so not a verdict (F2)"
+)
 LOCAL_NOTE = "; symmetric feedback (through the readout V, no random B), as the claims ask; every claim listed."
 
 REPO = Repository(
@@ -111,10 +115,7 @@ REPO = Repository(
             REQUIRES,
             note=MURRAY + LOCAL_NOTE,
             truth=LOCAL_TRUTH,
-            findings=(
-                "its input gradients are scaled by 1/dt (2x at dt = 0.5, at t = 1 already): the input trace leaves "
-                "out cell.dt; no claim judges input gradients alone, so not a verdict (F2)",
-            ),
+            findings=(INPUT_DT_FINDING,),
         ),
         Entry(
             "murray_eprop",
@@ -124,10 +125,7 @@ REPO = Repository(
             REQUIRES,
             note=MURRAY + LOCAL_NOTE,
             truth=LOCAL_TRUTH,
-            findings=(
-                "its input gradients are scaled by 1/dt (2x at dt = 0.5, at t = 1 already): the input trace leaves "
-                "out cell.dt; no claim judges input gradients alone, so not a verdict (F2)",
-            ),
+            findings=(INPUT_DT_FINDING,),
         ),
         Entry(
             "snap0",

@@ -33,6 +33,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,10 +100,8 @@ class Row:
     report: str = ""
 
     def verdicts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for c in self.claims:
-            out[c["verdict"]] = out.get(c["verdict"], 0) + 1
-        return out
+        """How many claims of the row came out each verdict."""
+        return dict(Counter(c["verdict"] for c in self.claims))
 
 
 def _missing(entry: Entry) -> list[str]:

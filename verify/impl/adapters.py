@@ -55,7 +55,15 @@ from verify.estimators.guarantee import Guarantee
 from verify.estimators.uoro import NoiseSource, Rademacher
 from verify.model.problem import Problem
 
-__all__ = ["Batch1", "Batch1State", "Context", "low_precision_seen", "problem_kind", "reset_precision"]
+__all__ = [
+    "Batch1",
+    "Batch1State",
+    "Context",
+    "declared_support",
+    "low_precision_seen",
+    "problem_kind",
+    "reset_precision",
+]
 
 #: the floating dtypes narrower than float64 that a user's code returned in this process since the last reset
 _LOW_PRECISION: set[str] = set()
@@ -78,6 +86,24 @@ def low_precision_seen() -> tuple[str, ...]:
 def reset_precision() -> None:
     """Forget what :func:`low_precision_seen` recorded (before each claim)."""
     _LOW_PRECISION.clear()
+
+
+def declared_support(
+    problem: Problem, name: str, cells: Sequence[str], losses: Sequence[str], runner: str
+) -> str | None:
+    """None when an adapter named ``name`` that declares ``cells`` and ``losses`` can run ``problem``, else the
+    reason: another cell or loss, a batched problem (``runner`` -- "a batch-1 estimator" -- runs unbatched ones),
+    a readout other than the linear one the adapters map."""
+    kind = problem_kind(problem)
+    if kind not in cells:
+        return f"{name} declares cells {', '.join(cells)}; this problem is {kind}"
+    if problem.loss.name not in losses:
+        return f"{name} declares losses {', '.join(losses)}; this problem's loss is {problem.loss.name}"
+    if problem.batch_shape:
+        return f"{runner} runs unbatched problems; this one has batch {problem.batch_shape}"
+    if problem.readout.name != "linear":
+        return f"the adapter maps a linear readout y = V s + c; this problem's readout is {problem.readout.name}"
+    return None
 
 
 def problem_kind(problem: Problem) -> str:
@@ -257,16 +283,7 @@ class Batch1:
     # ------------------------------------------------------------ capabilities
     def supports(self, problem: Problem) -> str | None:
         """None when this adapter can run ``problem``, else the reason (cells, losses, unbatched only)."""
-        kind = problem_kind(problem)
-        if kind not in self.cells:
-            return f"{self.name} declares cells {', '.join(self.cells)}; this problem is {kind}"
-        if problem.loss.name not in self.losses:
-            return f"{self.name} declares losses {', '.join(self.losses)}; this problem's loss is {problem.loss.name}"
-        if problem.batch_shape:
-            return f"a batch-1 estimator runs unbatched problems; this one has batch {problem.batch_shape}"
-        if problem.readout.name != "linear":
-            return f"the adapter maps a linear readout y = V s + c; this problem's readout is {problem.readout.name}"
-        return None
+        return declared_support(problem, self.name, self.cells, self.losses, "a batch-1 estimator")
 
     # ------------------------------------------------------------ noise hook
     def noise_shape(self, problem: Problem) -> tuple[int, ...]:

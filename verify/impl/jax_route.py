@@ -60,7 +60,7 @@ import torch.utils.dlpack
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.guarantee import Guarantee
 from verify.estimators.uoro import NoiseSource, Rademacher
-from verify.impl.adapters import _Layout, problem_kind
+from verify.impl.adapters import _Layout, declared_support
 from verify.model.problem import Problem
 
 __all__ = ["INSTALL_HINT", "JAX_MODULES", "X64_HINT", "JaxState", "JaxStep", "missing_extra", "to_jax", "to_torch"]
@@ -285,16 +285,7 @@ class JaxStep:
     # ------------------------------------------------------------ capabilities (Batch1's)
     def supports(self, problem: Problem) -> str | None:
         """None when this adapter can run ``problem``, else the reason (cells, losses, unbatched, linear readout)."""
-        kind = problem_kind(problem)
-        if kind not in self.cells:
-            return f"{self._name} declares cells {', '.join(self.cells)}; this problem is {kind}"
-        if problem.loss.name not in self.losses:
-            return f"{self._name} declares losses {', '.join(self.losses)}; this problem's loss is {problem.loss.name}"
-        if problem.batch_shape:
-            return f"a per-sample JAX step runs unbatched problems; this one has batch {problem.batch_shape}"
-        if problem.readout.name != "linear":
-            return f"the adapter maps a linear readout y = V s + c; this problem's readout is {problem.readout.name}"
-        return None
+        return declared_support(problem, self._name, self.cells, self.losses, "a per-sample JAX step")
 
     def _require(self, problem: Problem) -> None:
         why = self.supports(problem)

@@ -128,7 +128,8 @@ ESTIMATOR_PARTS = (
     "rtrl.rtrl", "rtrl.snap", "rtrl.rflo", "rtrl.eprop", "truncation.tbptt", "uoro.uoro", "uoro.preactivation",
     "uoro.kfrtrl", "uoro.ok",
 )  # fmt: skip
-_RATIOS: dict[tuple[int, str], float | None] = {}
+#: part name -> (the part object piloted, its ratio): a pilot per part object, not per claim
+_RATIOS: dict[str, tuple[Any, float | None]] = {}
 
 
 def _timed(est: Any, P: Any, th: torch.Tensor, samples: int) -> float:
@@ -146,9 +147,10 @@ def speed_ratio(config: RunConfig, part: str, samples: tuple[int, int] = (32, 25
     vectorized estimator's fixed cost does not scale, a batch-1 one stepped per draw does); never below the ratio
     at ``samples[1]``. None where either cannot be built or run (the plan then says the speed is not measured).
     Cached per part."""
-    key = (id(config.impls), part)
-    if key in _RATIOS:
-        return _RATIOS[key]
+    obj = config.impls.part(part)
+    cached = _RATIOS.get(part)
+    if cached is not None and cached[0] is obj:  # the same object (held here: its id cannot be reused)
+        return cached[1]
     from verify.estimators.base import run_estimator
     from verify.impl import DEFAULT, build
     from verify.impl.loader import _estimator_args, _supported_problem
@@ -157,7 +159,7 @@ def speed_ratio(config: RunConfig, part: str, samples: tuple[int, int] = (32, 25
     kwargs = {**kwargs, "order": 1} if part == "rtrl.snap" else kwargs
     out: float | None = None
     try:
-        mine, theirs = (build(impls.part(part), part, *args, **kwargs) for impls in (config.impls, DEFAULT))
+        mine, theirs = (build(p, part, *args, **kwargs) for p in (obj, DEFAULT.part(part)))
         P, th = _supported_problem(mine)
         small: list[float] = []
         big: list[float] = []
@@ -169,7 +171,7 @@ def speed_ratio(config: RunConfig, part: str, samples: tuple[int, int] = (32, 25
         out = max(marginal[0] / marginal[1], big[0] / max(big[1], 1e-6))
     except Exception as exc:  # a pilot that cannot run: the plan says the speed is not measured
         stop.reraise_if_stopped(exc)
-    _RATIOS[key] = out
+    _RATIOS[part] = (obj, out)
     return out
 
 

@@ -29,6 +29,7 @@ from verify.uoro.cases import Case, jacobians
 __all__ = [
     "CONFORMANCE",
     "CONFORMANCE_BUDGET",
+    "UNDECLARED_LAW",
     "conformance_runs",
     "formula_conformance",
     "gtilde_form",
@@ -197,6 +198,10 @@ def gtilde_form(est: Any, case: Case, gen: torch.Generator) -> tuple[str | None,
     return form, "found under tabulated noise"
 
 
+#: how :func:`noise_law` says that ν's law is neither declared nor known from the noise source (then assumed)
+UNDECLARED_LAW = "Algorithm 1's random signs (not declared otherwise)"
+
+
 def noise_law(est: Any) -> tuple[str, str]:
     """ν's law of the UORO ``est``: ``("gaussian" | "rademacher", how it is known)``: declared (``noise_law =
     "gaussian"``), else its noise source (:class:`~verify.estimators.uoro.Gaussian`), else Algorithm 1's signs."""
@@ -207,7 +212,7 @@ def noise_law(est: Any) -> tuple[str, str]:
         return "gaussian", "its noise source is Gaussian"
     if isinstance(est, UORO) and type(est.noise) is Rademacher:  # the toolkit's own Algorithm 1 (a control too)
         return "rademacher", "its noise source is Rademacher"
-    return "rademacher", "Algorithm 1's random signs (not declared otherwise)"
+    return "rademacher", UNDECLARED_LAW
 
 
 def variant_in_expectation(est: Any, case: Case) -> tuple[bool, str]:
