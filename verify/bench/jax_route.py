@@ -12,12 +12,17 @@ two give the same estimates (same noise, so equal up to round-off).
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 import torch
 
-from verify.bench._timing import machine, median_us
+from verify.bench._timing import machine, median_us, refuse_foreign_json
 from verify.estimators.base import run_estimator
+from verify.files import write_file_atomic
 from verify.model.builders import random_problem
+
+TOOL = "verify.bench.jax_route"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--T", type=int, default=8)
     ap.add_argument("--samples", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file (its own only)")
     a = ap.parse_args(argv)
+    if a.json is not None:
+        refuse_foreign_json(a.json, TOOL)
     from verify.examples.jax_uoro import NAMES, uoro_init, uoro_step  # jax: an optional extra
     from verify.impl.jax_route import JaxStep
 
@@ -49,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {vec.name}: {us_vec:.2f} us per sample-step")
     print(f"  {loop.name}: {us_loop:.2f} us per sample-step")
     print(f"  ratio loop / vmap: {us_loop / us_vec:.1f}x; max |difference| of the estimates: {diff:.1e}")
+    if a.json is not None:
+        doc = {
+            "tool": TOOL, "machine": machine(), "n": a.n, "T": a.T, "samples": a.samples, "repeats": a.repeats,
+            "us_per_sample_step": {"vmap": us_vec, "loop": us_loop}, "ratio": us_loop / us_vec, "max_difference": diff,
+        }  # fmt: skip
+        write_file_atomic(a.json, (json.dumps(doc, indent=1) + "\n").encode())
     return 0
 
 
