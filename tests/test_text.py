@@ -192,3 +192,11 @@ def test_clean_tree_cleans_keys_and_values_and_copies() -> None:
     assert data == before  # the input is not changed
     assert out["list"] is not data["list"] and isinstance(out["list"][5], tuple)
     assert clean_tree("x\x1b") == "x\\x1b" and clean_tree(7) == 7
+
+
+def test_bound_words_read_true_on_both_sides() -> None:
+    from verify.text import bound_words
+
+    assert bound_words(3e-16, 1e-12) == "<= 1e-12"
+    assert bound_words(3e-3, 1e-12) == "> 1e-12 allowed"
+    assert bound_words(2.5, 2.0, ".2f") == "> 2.00 allowed"

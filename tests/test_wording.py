@@ -248,6 +248,12 @@ RULES: tuple[Rule, ...] = (
         "'witnesses attain lam' only with a witness/lam ratio of ~1",
     ),
     Rule(
+        "parenthesised-bound",
+        rf"(?P<a>{NUM}) \(<= (?P<b>{NUM})\)",
+        lambda r, m: m is not None and at_most(m["a"], m["b"]),
+        "'A (<= B)' only where A <= B (a FAIL says '(> B allowed)', never a false inequality)",
+    ),
+    Rule(
         "no-python-repr",
         r"(?<![\w\]])[\[{]'",
         lambda r, m: False,
@@ -339,6 +345,10 @@ CASES: dict[str, tuple[CheckResult, CheckResult]] = {
     "witnesses-attain": (
         _r("linear witnesses attain lam (ratio 1.000000)", P),
         _r("linear witnesses attain lam (ratio 0.521930)"),
+    ),
+    "parenthesised-bound": (
+        _r("largest relative error 3.1e-03 (> 1e-12 allowed)"),
+        _r("largest relative error 3.1e-03 (<= 1e-12)"),
     ),
     "no-python-repr": (
         _r("FAILED: multiplier-error slope -0.000 does not reach -0.9"),

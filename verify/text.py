@@ -130,3 +130,12 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 
 def _item(v: Any) -> Any:
     return v if type(v) in _SCALARS else clean_tree(v)
+
+
+def bound_words(value: float, limit: float, spec: str = ".0e") -> str:
+    """``"<= 1e-12"`` when ``value <= limit``, else ``"> 1e-12 allowed"``: a summary that reads true either way.
+
+    A FAIL's summary must not print ``3e-03 (<= 1e-12)``, which states something false; ``limit``
+    is formatted with ``spec``.
+    """
+    return f"<= {limit:{spec}}" if value <= limit else f"> {limit:{spec}} allowed"

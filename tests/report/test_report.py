@@ -223,3 +223,7 @@ def test_findings_are_listed_next_to_the_summary_whatever_the_verdict() -> None:
     # a statistic just below its threshold is never printed as equal to it
     assert _stat_line({"statistic": 0.01998, "threshold": 0.02, "comparison": "<"}) == "0.01998 < 0.02"
     assert _stat_line({"statistic": 1e-16, "threshold": 1e-14}) == "1.00e-16 <= 1.00e-14"
+    # a comparison that does not hold reads true: what holds, and what was allowed or required
+    assert _stat_line({"statistic": 0.36, "threshold": 3.2e-14}) == "0.36 > 3.20e-14 allowed"
+    assert _stat_line({"statistic": 0.1, "threshold": 0.5, "comparison": ">="}) == "0.1 < 0.5 required"
+    assert _stat_line({"statistic": -3.0, "threshold": 2.0, "comparison": "|z| <="}) == "-3 |z| > 2 allowed"

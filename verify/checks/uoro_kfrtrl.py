@@ -34,6 +34,7 @@ from verify.impl.capabilities import cover
 from verify.impl.mutants import get as get_mutant
 from verify.report.plots.kfrtrl import kfrtrl_variance_figure
 from verify.report.plots.uoro import sequential_looks_figure
+from verify.text import bound_words
 from verify.uoro.cases import Case, problem_case
 from verify.uoro.kfrtrl import enumeration_rows, ratio_slope, variance_ratios
 from verify.uoro.unbiased import unbiased_runs
@@ -99,7 +100,10 @@ def _unbiased_summary(
         enum_s = f"exact enumeration not run ({why})"
     else:
         worst = max(max(r["gradient_error"], r["influence_error"] or 0.0) for r in rows)
-        enum_s = f"exact enumeration on {len(rows)} problem(s): largest relative error {worst:.1e} (<= {EXACT:.0e})"
+        enum_s = (
+            f"exact enumeration on {len(rows)} problem(s): largest relative error {worst:.1e} "
+            f"({bound_words(worst, EXACT)})"
+        )
         if bad:
             enum_s += "; not exact: " + "; ".join(_row(r) for r in bad[:3])
     stat_s = "; ".join(

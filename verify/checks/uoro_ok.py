@@ -37,6 +37,7 @@ from verify.impl.capabilities import cover
 from verify.impl.mutants import get as get_mutant
 from verify.oracles.bptt import per_step_gradients
 from verify.report.plots.kfrtrl import ok_variance_figure
+from verify.text import bound_words
 from verify.uoro.cases import Case, problem_case
 from verify.uoro.kfrtrl import variance_ratios
 from verify.uoro.ok import HOOKS, exact_mean_rows, pooled_ratio, step_variance_rows
@@ -108,7 +109,7 @@ def check_ok_unbiased(config: RunConfig) -> CheckResult:
     worst = max(r["gradient_error"] for r in rows)
     summary = (
         f"exact expectation of OK (r = 1, 2) over every outcome of its uniforms on {len(kept)} problem(s): largest "
-        f"relative error to exact float64 RTRL {worst:.1e} (<= {EXACT:.0e})"
+        f"relative error to exact float64 RTRL {worst:.1e} ({bound_words(worst, EXACT)})"
     )
     if bad:
         summary += "; not exact: " + "; ".join(map(_row, bad[:3]))

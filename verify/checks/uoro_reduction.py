@@ -35,6 +35,7 @@ from verify.config import RunConfig
 from verify.impl import build
 from verify.impl.mutants import get
 from verify.report.plots.uoro import variance_reduction_figure
+from verify.text import bound_words
 from verify.uoro.cases import problem_case
 from verify.uoro.framework import Measured, Setup, measure, reduction_setup
 from verify.verdict import CheckResult, Control, Verdict
@@ -142,7 +143,7 @@ def check_variance_reduction(config: RunConfig) -> CheckResult:
         f"(z = {nums['z_vs_greedy']:.1f}; needed > {nums['z_reduction_bound']:.2f}); framework: tr(B)tr(I) = "
         f"{tr['trB_trI']:.4g} -> tr(B^1/2)^2 = {tr['trBhalf_sq']:.4g} (x{tr['trBhalf_sq'] / tr['trB_trI']:.3f}), "
         f"identities to {setup.identity_error:.1e} (budget {IDENTITY_BUDGET:g}); unbiased: max |z| "
-        f"{nums['z_bias']:.2f} <= {nums['z_bias_bound']:.2f}"
+        f"{nums['z_bias']:.2f} {bound_words(nums['z_bias'], nums['z_bias_bound'], '.2f')}"
     )
     levels = {
         "optimal alpha, Q0 = I: tr(B)tr(I) + c": setup.predicted["optimal alpha, Q0 = I"],

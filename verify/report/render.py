@@ -69,7 +69,34 @@ def _stat_line(rec: Mapping[str, Any]) -> str:
     a, b = fmt(stat), fmt(thr)
     if a == b and isinstance(stat, float) and isinstance(thr, float) and stat != thr:
         a, b = f"{stat:.6g}", f"{thr:.6g}"  # 0.01998 < 0.02 must not read "0.02 < 0.02"
+    negated = _NEGATED.get(cmp)
+    if negated is not None and _violates(stat, thr, cmp):
+        # a FAIL must not print a false statement ("0.36 <= 3.20e-14"): it says what holds and what was allowed
+        return f"{a} {negated[0]} {b} {negated[1]}"
     return f"{a} {cmp} {b}"
+
+
+#: a comparison that does not hold, worded so the line reads true: (the negated operator, what the threshold was)
+_NEGATED: dict[str, tuple[str, str]] = {
+    "<=": (">", "allowed"),
+    "<": (">=", "allowed"),
+    ">=": ("<", "required"),
+    ">": ("<=", "required"),
+    "|z| <=": ("|z| >", "allowed"),
+}
+
+
+def _violates(stat: object, thr: object, cmp: str) -> bool:
+    """Whether ``stat cmp thr`` is false for two real numbers (anything else: not decided here, False)."""
+    if isinstance(stat, bool) or isinstance(thr, bool) or not isinstance(stat, (int, float)):
+        return False
+    if not isinstance(thr, (int, float)):
+        return False
+    s, t = float(stat), float(thr)
+    if s != s or t != t:
+        return False
+    holds = {"<=": s <= t, "<": s < t, ">=": s >= t, ">": s > t, "|z| <=": abs(s) <= t}[cmp]
+    return not holds
 
 
 def findings(claims: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
