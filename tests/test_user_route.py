@@ -174,7 +174,11 @@ def _fields(b: Batch1) -> dict[str, object]:
     [
         ("MyNumpyUORORho0Lag", "uoro.variance-matches-algorithm-1", "VARIANCE ANOMALY"),
         ("MyNumpyUORORho1One", "uoro.variance-matches-algorithm-1", "rho1 = 1 (E q ratio"),
-        ("MyNumpyUORORho1One", "uoro.algorithm-1-conformance", "matches neither"),
+        (
+            "MyNumpyUORORho1One",
+            "uoro.algorithm-1-conformance",
+            "the normalizers differ (first at t = 1: rho1 = 1 where",
+        ),
         ("MyNumpyUOROBernoulli", "uoro.exact-expectation", "BIASED"),
     ],
 )

@@ -100,7 +100,10 @@ def _conformance_summary(
     )
     if worst_in:
         summary += f"; over budget: {worst_in}"
-    if bad_form:
+    why = next((f"{r['problem']} rank {r['rank']}: {r['normalizers']}" for r in f_rows if r.get("normalizers")), None)
+    if why is not None:
+        summary += f"; where s~, theta~ first differ ({why})"
+    elif bad_form:
         summary += f"; g~ matches neither Algorithm 1's nor the post-update form on {', '.join(bad_form)}"
     if missing:
         summary += f"; not declared by the implementation under test: {', '.join(missing)}"

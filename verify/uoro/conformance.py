@@ -36,6 +36,7 @@ __all__ = [
     "noise_law",
     "noise_law_tests",
     "num_or_zero",
+    "update_structure",
     "variant_in_expectation",
     "worst_row",
 ]
@@ -113,9 +114,9 @@ def _one_draw_per_step(est: Any, hook: Any, P: Problem) -> tuple[int, tuple[int,
 
 def _worst_errors(
     est: Any, case: Case, nus: torch.Tensor, shape: tuple[int, ...], jac: StepJacobians, samples: int
-) -> tuple[dict[str, float], bool]:
-    """Run ``est`` on the tabulated ν; the worst relative errors against Algorithm 1 given ν, and whether the
-    factors s̃, θ̃ were exposed at every step."""
+) -> tuple[dict[str, float], bool, str | None]:
+    """Run ``est`` on the tabulated ν; the worst relative errors against Algorithm 1 given ν, whether the
+    factors s̃, θ̃ were exposed at every step, and (where they deviate) why (:func:`update_structure`)."""
     P, th = case.problem, case.theta
     T = P.T
     tab_est = tabulated(est, nus.reshape(T, samples, *shape))
@@ -123,6 +124,8 @@ def _worst_errors(
     ref = algorithm1_reference(jac, nus)
     worst = {"g": 0.0, "g_post": 0.0, "s_tilde": 0.0, "theta_tilde": 0.0}
     exposed = True
+    prev: tuple[torch.Tensor, torch.Tensor] | None = None
+    normalizers: str | None = None
     for t in range(1, T + 1):
         state, g = tab_est.step(P, th, state, t, torch.Generator().manual_seed(0))
         worst["g"] = max(worst["g"], _rel_err(g, ref.g[t - 1]))
@@ -131,9 +134,98 @@ def _worst_errors(
         if f is None:
             exposed = False
             continue
-        worst["s_tilde"] = max(worst["s_tilde"], _rel_err(f[0], ref.s_tilde[t - 1]))
-        worst["theta_tilde"] = max(worst["theta_tilde"], _rel_err(f[1], ref.theta_tilde[t - 1]))
-    return worst, exposed
+        err_s, err_th = _rel_err(f[0], ref.s_tilde[t - 1]), _rel_err(f[1], ref.theta_tilde[t - 1])
+        worst["s_tilde"] = max(worst["s_tilde"], err_s)
+        worst["theta_tilde"] = max(worst["theta_tilde"], err_th)
+        if normalizers is None and max(err_s, err_th) > CONFORMANCE_BUDGET:  # the first step that deviates
+            normalizers = update_structure(prev, f, nus[t - 1], jac.J_s[t - 1], jac.J_th[t - 1], t)
+        prev = (f[0].to(torch.float64), f[1].to(torch.float64))
+    return worst, exposed, normalizers
+
+
+#: relative residual under which a factor counts as lying in the span of Algorithm 1's two update terms
+STRUCTURE_RESIDUAL = 1e-9
+
+
+def _coefficients(cols: Sequence[torch.Tensor], target: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """Least-squares coefficients of ``target`` (M, r, k) in the columns ``cols`` (each (M, r, k)), per (sample,
+    pair), and the worst relative residual."""
+    A = torch.stack(list(cols), dim=-1)  # (M, r, k, c)
+    sol = torch.linalg.lstsq(A, target.unsqueeze(-1)).solution  # (M, r, c, 1)
+    fit = (A @ sol).squeeze(-1)
+    return sol.squeeze(-1), _rel_err(fit, target)
+
+
+def update_structure(
+    prev: tuple[torch.Tensor, torch.Tensor] | None,
+    now: tuple[torch.Tensor, torch.Tensor],
+    nu: torch.Tensor,
+    J_s: torch.Tensor,
+    J_th: torch.Tensor,
+    t: int,
+) -> str:
+    r"""Why the estimator's s̃_t, θ̃_t differ from Algorithm 1's at their first deviating step ``t``: its own update.
+
+    From the estimator's own s̃_{t-1}, θ̃_{t-1} (``prev``; zeros at t = 1) and ν, Algorithm 1 (Tallec & Ollivier
+    2017, eq. (5)-(6)) forms :math:`\tilde s_t = \rho_0 J_s\tilde s_{t-1} + \rho_1\nu` and
+    :math:`\tilde\theta_t = \tilde\theta_{t-1}/\rho_0 + \nu^\top J_\theta/\rho_1`. The estimator's factors are
+    fitted in those two terms (least squares per sample and pair). In the span, with coefficients (a, b) for s̃
+    and (c, d) for θ̃: a·c = 1 and b·d = 1 is Algorithm 1's update with other normalizers (the order is right;
+    still unbiased: s̃ θ̃ᵀ keeps its expectation), anything else is named. Out of the span: the update itself
+    differs.
+    """
+    s_now, th_now = now[0].to(torch.float64), now[1].to(torch.float64)
+    s_prev = torch.zeros_like(s_now) if prev is None else prev[0]
+    th_prev = torch.zeros_like(th_now) if prev is None else prev[1]
+    a_col, b_col = s_prev @ J_s.T, nu
+    c_col, d_col = th_prev, nu @ J_th
+    first = prev is None or float(s_prev.abs().max()) == 0.0
+    if first:  # s~_0 = 0, theta~_0 = 0: only the nu terms
+        (xs, rs), (xt, rt) = _coefficients([b_col], s_now), _coefficients([d_col], th_now)
+        xs, xt = torch.cat([torch.ones_like(xs), xs], -1), torch.cat([torch.ones_like(xt), xt], -1)
+    else:
+        (xs, rs), (xt, rt) = _coefficients([a_col, b_col], s_now), _coefficients([c_col, d_col], th_now)
+    if max(rs, rt) > STRUCTURE_RESIDUAL:
+        which = " and ".join(q for q, r in (("s~", rs), ("theta~", rt)) if r > STRUCTURE_RESIDUAL)
+        return (
+            f"at t = {t} its {which} is not of Algorithm 1's form (s~ = rho0 J s~ + rho1 nu, theta~ = theta~/rho0 + "
+            f"nu^T dF/dtheta / rho1) from its own previous factors: relative residual {max(rs, rt):.1e}"
+        )
+    eps = 1e-7
+    n_th, n_s = torch.linalg.vector_norm(c_col, dim=-1), torch.linalg.vector_norm(a_col, dim=-1)
+    n_nu, n_g = torch.linalg.vector_norm(b_col, dim=-1), torch.linalg.vector_norm(d_col, dim=-1)
+    rho0 = torch.sqrt(n_th / (n_s + eps)) + eps
+    rho1 = torch.sqrt(n_g / (n_nu + eps)) + eps
+    prod0, prod1 = xs[..., 0] * xt[..., 0], xs[..., 1] * xt[..., 1]
+    consistent = bool(((prod1 - 1).abs() <= 1e-8).all()) and (first or bool(((prod0 - 1).abs() <= 1e-8).all()))
+    k = int(torch.argmax(((xs[..., 1] / rho1 - 1).abs() + (prod1 - 1).abs()).flatten()))
+    rules = [("rho1", 1, rho1)] if first else [("rho0", 0, rho0), ("rho1", 1, rho1)]
+    if consistent:
+        said = ", ".join(
+            f"{name} = {float(xs[..., i].flatten()[k]):.6g} where Algorithm 1's is {float(want.flatten()[k]):.6g}"
+            + _relation(float(xs[..., i].flatten()[k]), float(want.flatten()[k]))
+            for name, i, want in rules
+            if abs(float(xs[..., i].flatten()[k]) / float(want.flatten()[k]) - 1) > STRUCTURE_RESIDUAL
+        )
+        return (
+            f"the order of Algorithm 1's update is right; the normalizers differ (first at t = {t}: {said}); s~ and "
+            "theta~ use the same rho0, rho1, so s~ theta~^T keeps its expectation"
+        )
+    said = "; ".join(
+        f"{name}: s~ x {float(xs[..., i].flatten()[k]):.6g}, theta~ / {1 / float(xt[..., i].flatten()[k]):.6g} "
+        f"(Algorithm 1: {float(want.flatten()[k]):.6g} in both)"
+        for name, i, want in rules
+    )
+    return f"at t = {t} s~ and theta~ are scaled by normalizers that do not cancel, so s~ theta~^T is rescaled ({said})"
+
+
+def _relation(got: float, want: float) -> str:
+    """How a normalizer found relates to Algorithm 1's: its reciprocal, a small difference (ε), or neither."""
+    if abs(got * want - 1) <= 1e-6:
+        return " (its reciprocal)"
+    if abs(got / want - 1) <= 1e-2:
+        return " (a small difference: eps placed otherwise?)"
+    return ""
 
 
 def formula_conformance(
@@ -156,7 +248,7 @@ def formula_conformance(
     hook = require_noise_hook(est, CONFORMANCE)
     r, shape = _one_draw_per_step(est, hook, P)
     nus = _rademacher(P.T, samples, r, P.n, gen)
-    worst, exposed = _worst_errors(est, case, nus, shape, jac, samples)
+    worst, exposed, normalizers = _worst_errors(est, case, nus, shape, jac, samples)
     if worst["g"] <= CONFORMANCE_BUDGET:
         form = "algorithm-1"
     elif worst["g_post"] <= CONFORMANCE_BUDGET:
@@ -170,6 +262,7 @@ def formula_conformance(
         "form": form,
         "factors_exposed": exposed,
         "rank": r,
+        "normalizers": normalizers,
     }
     return out
 
@@ -246,9 +339,8 @@ def conformance_runs(
             w = formula_conformance(est, case, gen, jac=jac)
             exp = [w[k] for k in ("g", "s_tilde", "theta_tilde") if not math.isnan(w[k])]
             ok = w["form"] != "neither" and all(v <= CONFORMANCE_BUDGET for v in exp)
-            f_rows.append(
-                {"problem": case.label, "rank": r, **{f"rel_err_{k}": w[k] for k in w if k != "rank"}, "ok": ok}
-            )
+            errs = {f"rel_err_{k}": w[k] for k in w if k not in ("rank", "normalizers")}
+            f_rows.append({"problem": case.label, "rank": r, **errs, "normalizers": w["normalizers"], "ok": ok})
     ok = not any(r["rejected"] for r in law_rows) and all(r["ok"] for r in f_rows)
     return ok, law_rows, f_rows
 
