@@ -43,6 +43,7 @@ state; ``s_0`` is given (``ctx.s0``), not zero.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -69,12 +70,26 @@ __all__ = [
 _LOW_PRECISION: set[str] = set()
 
 
+_NARROW_TORCH = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
 def _f64(value: Any) -> np.ndarray:
     """``value`` as a float64 array; a float32/float16 (or bfloat16) input is recorded (:func:`low_precision_seen`):
     its round-off, not a bug, may be what an exact claim then measures."""
+    if type(value) is np.ndarray:  # the hot path (every sample, every step): no dtype names built
+        kind, size = value.dtype.kind, value.dtype.itemsize
+        if kind == "f" and size == 8:
+            return value
+        if kind == "f" and size < 8:
+            _LOW_PRECISION.add(str(value.dtype))
+        return np.asarray(value, dtype=np.float64)
     dtype = getattr(value, "dtype", None)
-    if dtype is not None and str(dtype) in ("float32", "float16", "bfloat16", "torch.float32", "torch.float16"):
-        _LOW_PRECISION.add(str(dtype).replace("torch.", ""))
+    if isinstance(value, torch.Tensor):  # bfloat16 has no numpy dtype: converted by torch
+        if dtype in _NARROW_TORCH:
+            _LOW_PRECISION.add(_NARROW_TORCH[value.dtype])
+        return np.asarray(value.detach().to("cpu", torch.float64).numpy())
+    if dtype is not None and str(dtype) in ("float32", "float16", "bfloat16"):  # jax, cupy ... arrays
+        _LOW_PRECISION.add(str(dtype))
     return np.asarray(value, dtype=np.float64)
 
 
@@ -144,8 +159,10 @@ class Context:
             raise InvalidArgument("ctx.noise()", "a second call in one step", "one draw of ν per step (noise hook)")
         else:
             self.drawn, out = True, np.array(self.nu, dtype=np.float64)
+        if not shape:
+            return out
         want = tuple(int(v) for s in shape for v in (s if isinstance(s, tuple | list) else (s,)))
-        if want and int(np.prod(want)) != out.size:
+        if want and math.prod(want) != out.size:
             raise InvalidArgument("noise(shape)", want, f"one draw of the noise hook has {out.size} values")
         return out.reshape(want) if want else out
 
@@ -155,6 +172,7 @@ class _Layout:
     """User name <-> a slice of θ: (user name, toolkit entry name, transposed)."""
 
     entries: tuple[tuple[str, str, bool], ...]
+    _cache: dict[int, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def build(names: Mapping[str, str] | None, problem: Problem) -> _Layout:
@@ -191,17 +209,28 @@ class _Layout:
                 raise InvalidArgument(what, f"array of {arr.size} values", f"a dict of your names or p = {problem.p}")
             return arr
         out = np.empty(problem.p)
-        entries = {e.name: e for e in problem.layout.entries}
-        for u, t, tr in self.entries:
-            if u not in grads:
+        for u, t, tr, sl, shape in self._slots(problem):
+            g = grads.get(u) if isinstance(grads, dict) else (grads[u] if u in grads else None)
+            if g is None:
                 raise InvalidArgument(what, f"keys {sorted(grads)}", f"the gradient of every parameter, {u!r} missing")
-            g = _f64(grads[u])
+            g = _f64(g)
             g = g.T if tr else g
-            e = entries[t]
-            if tuple(g.shape) != tuple(e.shape):
-                raise InvalidArgument(f"{what}[{u!r}]", f"shape {tuple(g.shape)}", f"{t} has shape {tuple(e.shape)}")
-            out[e.slice] = g.reshape(-1)
+            if g.shape != shape:
+                raise InvalidArgument(f"{what}[{u!r}]", f"shape {tuple(g.shape)}", f"{t} has shape {shape}")
+            out[sl] = g.reshape(-1)
         return out
+
+    def _slots(self, problem: Problem) -> tuple[tuple[str, str, bool, slice, tuple[int, ...]], ...]:
+        """Per entry: (user name, toolkit name, transposed, θ's slice, the toolkit's shape), built once per layout."""
+        key = id(problem.layout)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is problem.layout:
+            cached: tuple[tuple[str, str, bool, slice, tuple[int, ...]], ...] = hit[1]
+            return cached
+        by = {e.name: e for e in problem.layout.entries}
+        slots = tuple((u, t, tr, by[t].slice, tuple(by[t].shape)) for u, t, tr in self.entries)
+        self._cache[key] = (problem.layout, slots)
+        return slots
 
     def columns(self, problem: Problem, infl: Any, what: str) -> np.ndarray:
         """A user's influence ∂s/∂θ (dict name -> (n, *shape), or (n, p)) as (n, p) in θ's layout (readout: 0)."""
@@ -326,8 +355,15 @@ class Batch1:
         th = theta.detach().to("cpu", torch.float64).numpy()
         nu = self._draw_all(problem, state, M, t, rng)
         grads, states, entries = np.empty((M, problem.p)), [], []
-        for m, (obj, ctx) in enumerate(_objects(state.handle, take=True)):
-            self._update_params(obj, ctx, problem, th)
+        objs = _objects(state.handle, take=True)
+        th = th.copy()  # a view of θ's memory would follow an in-place update of θ: compared against a copy
+        same: tuple[Any, bool] = (None, False)  # (the θ the samples held, whether it equals th): once per step
+        for m, (obj, ctx) in enumerate(objs):
+            if ctx.theta is not same[0]:
+                same = (ctx.theta, bool(np.array_equal(ctx.theta, th)))
+            if not same[1]:
+                self._update_params(obj, ctx, problem, th)
+            ctx.theta = th
             ctx.nu, ctx.drawn = (None if nu is None else nu[m]), False
             out = self.step_fn(obj, x.copy(), y.copy())
             if self.noise_hook and not ctx.drawn:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -59,8 +60,8 @@ class ParamLayout:
             offset += entry.size
         return ParamLayout(tuple(entries))
 
-    @property
-    def size(self) -> int:
+    @cached_property
+    def size(self) -> int:  # cached: read per sample and step by the adapters (entries are immutable)
         return sum(e.size for e in self.entries)
 
     @property
