@@ -98,22 +98,35 @@ def claim_timeout(claim_id: str, profile: str, given: float | None = None) -> fl
 
 def _recorded(claim: Claim, config: RunConfig, note: str = "") -> ClaimPlan:
     """The recorded timing of the toolkit's implementation (or the assumed 0.5 s); ``note`` says what else. Where
-    the claim exercises an online estimator of the user's, the recorded time is scaled by a speed pilot of it
-    against the toolkit's (:func:`speed_ratio`): a batch-1 numpy estimator stepped per draw is often 100x slower,
-    and a plan from the toolkit's timings alone would say seconds for a run of many minutes (issue 37)."""
+    the claim exercises an online estimator of the user's, its speed is piloted against the toolkit's
+    (:func:`step_costs`): a batch-1 numpy estimator stepped per draw is often 100x slower, and a plan from the
+    toolkit's timings alone would say seconds for a run of many minutes (issue 37). With the sample-steps the
+    claim draws from that part (:data:`verify.run._sample_steps.SAMPLE_STEPS`, counted on the toolkit's run) the
+    estimate is the recorded time + sample-steps x (the user's cost - the toolkit's) per sample-step; without
+    them, a range: the recorded time .. recorded x the speed ratio (the user's share of the work unknown)."""
+    from verify.run._sample_steps import SAMPLE_STEPS
+
     sec = RECORDED_SECONDS.get(config.profile, {}).get(claim.id)
     mine = [u for u in uses(claim.id) if u in set(config.impls.user_parts())]
     basis = (
         f"recorded: {config.profile} profile, toolkit's implementation" if sec is not None else "assumed (not recorded)"
     )
     seconds = _ASSUMED if sec is None else sec
-    ratios = {u: speed_ratio(config, u) for u in mine if u in ESTIMATOR_PARTS}
-    timed = {u: r for u, r in ratios.items() if r is not None}
-    untimed = [u for u in mine if u not in timed]
-    speeds = ", ".join(f"your {u} is {r:.3g}x the toolkit's time per sample (a pilot)" for u, r in timed.items())
+    costs = {u: step_costs(config, u) for u in mine if u in ESTIMATOR_PARTS}
+    counts = SAMPLE_STEPS.get(config.profile, {}).get(claim.id, {})
+    counted = {u: c for u, c in costs.items() if c is not None and u in counts}
+    ranged = {u: c[0] / c[1] for u, c in costs.items() if c is not None and u not in counts}
+    untimed = [u for u in mine if costs.get(u) is None]
+    for u, (mine_s, theirs_s) in counted.items():
+        seconds += counts[u] * max(mine_s - theirs_s, 0.0)
+        basis += (
+            f"; + {counts[u]:,} sample-steps of your {u} (counted on the toolkit's run) at {mine_s * 1e6:.3g} us each "
+            f"(a pilot; the toolkit's {theirs_s * 1e6:.3g} us)"
+        )
     upper = None
-    if timed:  # the share of the claim's work that is the user's sampling is not known: a range
-        upper = seconds * max(max(timed.values()), 1.0)
+    if ranged:  # the share of the claim's work that is the user's sampling is not known: a range
+        upper = seconds * max(max(ranged.values()), 1.0)
+        speeds = ", ".join(f"your {u} is {r:.3g}x the toolkit's time per sample (a pilot)" for u, r in ranged.items())
         basis += (
             f"; {speeds}: between the recorded time (the user's sampling a small share of the work) and "
             f"{_fmt_seconds(upper)} (all of it)"
@@ -128,8 +141,8 @@ ESTIMATOR_PARTS = (
     "rtrl.rtrl", "rtrl.snap", "rtrl.rflo", "rtrl.eprop", "truncation.tbptt", "uoro.uoro", "uoro.preactivation",
     "uoro.kfrtrl", "uoro.ok",
 )  # fmt: skip
-#: part name -> (the part object piloted, its ratio): a pilot per part object, not per claim
-_RATIOS: dict[str, tuple[Any, float | None]] = {}
+#: part name -> (the part object piloted, its costs per sample-step): a pilot per part object, not per claim
+_RATIOS: dict[str, tuple[Any, tuple[float, float] | None]] = {}
 
 
 def _timed(est: Any, P: Any, th: torch.Tensor, samples: int) -> float:
@@ -140,13 +153,24 @@ def _timed(est: Any, P: Any, th: torch.Tensor, samples: int) -> float:
     return time.perf_counter() - t0
 
 
-def speed_ratio(config: RunConfig, part: str, samples: tuple[int, int] = (32, 256)) -> float | None:
-    """How many times slower the user's online estimator ``part`` is than the toolkit's, per sample: both run
-    ``samples[0]`` and ``samples[1]`` samples of a small problem they both support (the load check's cells) after
-    a warm-up, and the ratio of the marginal seconds per sample is taken (the claims draw thousands of samples: a
-    vectorized estimator's fixed cost does not scale, a batch-1 one stepped per draw does); never below the ratio
-    at ``samples[1]``. None where either cannot be built or run (the plan then says the speed is not measured).
-    Cached per part."""
+def speed_ratio(config: RunConfig, part: str) -> float | None:
+    """How many times slower the user's online estimator ``part`` is than the toolkit's per sample-step
+    (:func:`step_costs`); None where the pilot cannot run."""
+    costs = step_costs(config, part)
+    return None if costs is None else costs[0] / costs[1]
+
+
+#: samples of the pilots: the user's estimator (often stepped per sample) and the toolkit's (vectorized: its
+#: per-sample cost shows only over thousands of samples, under a fixed cost per step)
+PILOT_SAMPLES = {"user": (32, 256), "toolkit": (256, 4096)}
+
+
+def step_costs(config: RunConfig, part: str) -> tuple[float, float] | None:
+    """Marginal seconds per sample-step of the user's online estimator ``part`` and of the toolkit's: each runs
+    two sample counts (:data:`PILOT_SAMPLES`) of a small problem both support (the load check's cells) after a
+    warm-up, the least of three each; the difference over the difference of samples x T (the claims draw thousands
+    of samples: a fixed cost per step does not scale, a per-sample loop does). None where either cannot be built
+    or run (the plan then says the speed is not measured). Cached per part object."""
     obj = config.impls.part(part)
     cached = _RATIOS.get(part)
     if cached is not None and cached[0] is obj:  # the same object (held here: its id cannot be reused)
@@ -157,18 +181,18 @@ def speed_ratio(config: RunConfig, part: str, samples: tuple[int, int] = (32, 25
 
     args, kwargs = _estimator_args(part)
     kwargs = {**kwargs, "order": 1} if part == "rtrl.snap" else kwargs
-    out: float | None = None
+    out: tuple[float, float] | None = None
     try:
         mine, theirs = (build(p, part, *args, **kwargs) for p in (obj, DEFAULT.part(part)))
         P, th = _supported_problem(mine)
-        small: list[float] = []
-        big: list[float] = []
-        for est in (mine, theirs):
-            run_estimator(est, P, th, torch.Generator().manual_seed(0), samples=2)  # warm-up: imports, jit
-            for m, into in zip(samples, (small, big), strict=True):
-                into.append(min(_timed(est, P, th, m) for _ in range(3)))  # the least of three: less noise
-        marginal = [max(b - a, 1e-6) for a, b in zip(small, big, strict=True)]
-        out = max(marginal[0] / marginal[1], big[0] / max(big[1], 1e-6))
+        costs = []
+        with torch_threads(1):  # as the checks run: one torch thread per process
+            for est, (a, b) in ((mine, PILOT_SAMPLES["user"]), (theirs, PILOT_SAMPLES["toolkit"])):
+                run_estimator(est, P, th, torch.Generator().manual_seed(0), samples=2)  # warm-up: imports, jit
+                small, big = (min(_timed(est, P, th, m) for _ in range(3)) for m in (a, b))  # least of three
+                # marginal cost per sample-step; never below a tenth of the average (timing noise at a small slope)
+                costs.append(max((big - small) / ((b - a) * P.T), 0.1 * big / (b * P.T), 1e-9))
+        out = (costs[0], costs[1])
     except Exception as exc:  # a pilot that cannot run: the plan says the speed is not measured
         stop.reraise_if_stopped(exc)
     _RATIOS[part] = (obj, out)
