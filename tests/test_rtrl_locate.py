@@ -29,3 +29,22 @@ def test_locate_is_empty_within_the_budget() -> None:
     P = _problem()
     ref = torch.randn(P.T, P.p, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     assert locate(ref * (1 + 1e-16), ref, P, budget=1e-12) == {}
+
+
+def test_locate_gives_every_blocks_error_at_every_step_for_the_figure() -> None:
+    from verify.checks.rtrl import located_figure
+    from verify.figure_spec import normalize_figure
+    from verify.report.figures import render_png
+
+    P = _problem()
+    ref = torch.randn(P.T, P.p, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    est = ref.clone()
+    block = {e.name: e for e in P.layout.entries}["cell.b"]
+    est[1:, block.slice] += 1e-4
+    where = locate(est, ref, P, budget=1e-10)
+    assert set(where["by_step"]) == {e.name for e in P.layout.entries}
+    assert where["by_step"]["cell.b"][0] == 0.0 and all(v > 1e-10 for v in where["by_step"]["cell.b"][1:])
+    fig = located_figure({"where": where, "problem": "p"})
+    normalize_figure(fig)
+    assert render_png(fig)[:4] == b"\x89PNG"
+    assert fig["x"] == list(range(1, P.T + 1)) and fig["hlines"][0]["y"] == 1e-10 and "t = 2" in fig["caption"]

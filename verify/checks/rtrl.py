@@ -26,6 +26,7 @@ from verify.config import RunConfig
 from verify.impl import build
 from verify.impl.capabilities import Coverage, cover
 from verify.impl.mutants import get as get_mutant
+from verify.report.figures import comparisons_figure
 from verify.report.plots.rtrl import influence_balancing_figures
 from verify.rtrl import influence_balancing as balancing
 from verify.rtrl import online_convergence as online
@@ -96,6 +97,9 @@ def check_exact(config: RunConfig) -> CheckResult:
         )
     stat = max(_num(e_i), e_g)
     thr = b_i if _num(e_i) / b_i >= e_g / b_g else b_g
+    data: dict[str, Any] = {"comparisons": rows, "target": TARGET}
+    if located is not None:  # the error against t per parameter block, beside the error-vs-budget scatter
+        data["figures"] = [*comparisons_figure("rtrl.exact", data), located_figure(located)]
     return result(
         "rtrl.exact",
         config,
@@ -106,8 +110,30 @@ def check_exact(config: RunConfig) -> CheckResult:
         coverage=coverage,
         statistic=stat,
         threshold=min(thr, TARGET),
-        data={"comparisons": rows, "target": TARGET},
+        data=data,
     )
+
+
+def located_figure(row: dict[str, Any]) -> dict[str, Any]:
+    """Where a wrong gradient shows (:func:`verify.rtrl.exact.locate`): per parameter block, the relative error of
+    the per-step gradient against t, with the budget as a line (errors of exactly 0 are not drawn on the log axis;
+    the figure layer says how many)."""
+    w = row["where"]
+    T = len(next(iter(w["by_step"].values())))
+    return {
+        "kind": "line",
+        "title": f"rtrl.exact: where the gradient leaves its budget ({row['problem']})",
+        "x": list(range(1, T + 1)),
+        "series": [{"label": name, "y": errs} for name, errs in w["by_step"].items()],
+        "hlines": [{"y": w["budget"], "label": "budget"}],
+        "xlabel": "step t",
+        "ylabel": "error of dl_t/dtheta in the block / ||reference||",
+        "logy": True,
+        "caption": (
+            f"first over the budget at t = {w['first_step']}, largest in {w['block']}: a block whose line rises "
+            "from there is where the implementation differs."
+        ),
+    }
 
 
 # --------------------------------------------------------------- truncated BPTT

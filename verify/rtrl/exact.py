@@ -110,9 +110,20 @@ def locate(est: torch.Tensor, ref: torch.Tensor, problem: Problem, budget: float
     if over.numel() == 0:
         return {}
     t = int(over[0, 0])
-    blocks = {e.name: float(torch.linalg.vector_norm(diff[t][..., e.slice])) / scale for e in problem.layout.entries}
+    by_step = {
+        e.name: [float(v) / scale for v in torch.linalg.vector_norm(diff[..., e.slice], dim=(1, 2))]
+        for e in problem.layout.entries
+    }
+    blocks = {name: errs[t] for name, errs in by_step.items()}
     worst = max(blocks, key=lambda name: blocks[name])
-    return {"first_step": t + 1, "block": worst, "block_errors": blocks, "step_error": float(per_step[t])}
+    return {
+        "first_step": t + 1,
+        "block": worst,
+        "block_errors": blocks,
+        "step_error": float(per_step[t]),
+        "budget": budget,
+        "by_step": by_step,  # per block, the error at every step t = 1..T (same scale): the figure's lines
+    }
 
 
 def compare_rtrl(rtrl: Callable[[], OnlineEstimator], case: Case) -> dict[str, Any]:
