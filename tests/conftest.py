@@ -20,6 +20,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
+from verify._func import forward_mode_ready
+
 _common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 settings.register_profile("dev", max_examples=30, **_common)
 settings.register_profile("ci", derandomize=True, print_blob=True, **_common)
@@ -27,6 +29,9 @@ settings.register_profile("thorough", max_examples=1000, **_common)
 settings.load_profile(os.environ.get("RNN_VERIFY_HYPOTHESIS_PROFILE", "ci"))
 
 torch.set_default_dtype(torch.float64)
+# tests call torch.func.jacfwd/hessian themselves under filterwarnings = error: torch's forward-mode set-up
+# (a deprecated torch.jit.script inside torch) done once, silently, as the toolkit does before its own forward mode
+forward_mode_ready()
 
 #: under pytest-xdist (``-n``, the default: pyproject's addopts) each worker process runs one test at a time with one
 #: torch thread: the workers share the CPUs, and OpenMP's spinning threads would stall whenever another worker holds

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from scipy import stats
 
+from verify._lazy import scipy_stats as stats
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish, uoro_under_test
 from verify.config import RunConfig

@@ -20,11 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from scipy import stats
-
 from theory.catalog import declared_rate
 from theory.claims.uoro_statistics import NO_BASELINE_RATE
 from theory.rates import Rate
+from verify._lazy import scipy_stats as stats
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish, mutant, uoro_under_test
 from verify.checks.uoro_plans import (

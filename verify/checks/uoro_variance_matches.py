@@ -11,9 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from scipy import stats
-
 from theory.claims.uoro_statistics import VARIANCE_CONTROL_BETA
+from verify._lazy import scipy_stats as stats
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish
 from verify.checks.uoro_plans import plan_variance_matches, variance_setup

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats
 from torch.func import jacrev
 
+from verify._lazy import scipy_stats as stats
 from verify.errors import NotApplicable
 from verify.fpp.objective import (
     FPPObjective,

@@ -16,6 +16,7 @@ import torch
 from torch.func import grad, hessian
 
 from theory.fpp_sgd import bound_coefficients, stationarity_bound
+from verify._func import forward_mode_ready
 from verify.errors import AssumptionViolated, InvalidArgument
 from verify.fpp.kkt import (
     MultiplierFn,
@@ -88,6 +89,7 @@ def per_sample_variance(obj: FPPObjective, x: torch.Tensor, sample_grad: SampleG
 
 
 def _hessian_norm(obj: FPPObjective, x: torch.Tensor) -> float:
+    forward_mode_ready()
     H = hessian(lambda xx: objective(obj, unflatten_variables(obj, xx)))(x)
     return float(torch.linalg.eigvalsh(0.5 * (H + H.T)).abs().max())
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from verify._lazy import scipy_stats as stats
 from verify.fpp.envs import cycle_world_predict_zero_ratio, stochastic_world_reference_losses
 from verify.fpp.reproduction import Reproduction, design_dict, summarize
 from verify.stats.rates import mean_interval

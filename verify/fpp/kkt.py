@@ -37,7 +37,7 @@ from typing import NamedTuple
 import torch
 from torch.func import grad, hessian, jacrev
 
-from verify._func import vjp
+from verify._func import forward_mode_ready, vjp
 from verify._validate import require_positive, require_positive_int
 from verify.errors import InvalidArgument
 from verify.fpp.objective import FPPVariables, flatten_variables, penalty_objective, prediction_loss
@@ -184,6 +184,7 @@ def newton_minimize(
     require_positive("tol", tol)
     require_positive_int("max_iter", max_iter)
     gfun = grad(fun)
+    forward_mode_ready()
     hfun = hessian(fun)
     x = x0.detach().clone()
     f = float(fun(x))

@@ -50,8 +50,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from scipy import stats
 
+from verify._lazy import scipy_stats as stats
 from verify.errors import InvalidArgument
 from verify.estimators.fused import sampler_for
 from verify.estimators.sampling import reference_truths

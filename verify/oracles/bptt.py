@@ -28,21 +28,12 @@ references: :func:`truncated_model_states`, :func:`truncated_model_gradient`,
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import torch
 from torch.func import jacfwd, vmap
 
-from verify._func import vjp
-
-# torch's forward-mode machinery imports a module that calls the deprecated
-# torch.jit.script on first use; import it here once, silently, so that users'
-# test suites running with -W error are not broken by torch's own internals.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import torch._decomp.decompositions_for_jvp
-
+from verify._func import forward_mode_ready, vjp
 from verify._validate import require_memory, require_positive_int, require_reference_dtype
 from verify.errors import InvalidArgument
 from verify.model.problem import Problem
@@ -137,6 +128,7 @@ def influence_jacfwd(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
     theta = _prepare(problem, theta).detach()
     T, n, p, nb = problem.T, problem.n, problem.p, _batch_numel(problem)
     require_memory("problem", 8 * 4 * T * nb * n * p, f"forward-mode influence ({T * nb * n}x{p})")
+    forward_mode_ready()
     J: torch.Tensor = jacfwd(lambda th: problem.rollout(th)[1:])(theta)
     return J.detach()
 

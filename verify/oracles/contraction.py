@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from theory.instances import activation_constants, lstm_condition, rnn_constants
-from theory.truncation import TruncationConstants
 from verify.errors import AssumptionViolated, InvalidArgument
 from verify.model.cells import ElmanCell, LinearCell, LSTMCell
 from verify.model.losses import LinearReadout, SquaredError
 from verify.model.problem import Problem
+
+if TYPE_CHECKING:
+    from theory.truncation import TruncationConstants
 
 __all__ = [
     "ContractionCertificate",
@@ -87,6 +89,8 @@ def contraction_certificate(problem: Problem, theta: torch.Tensor) -> Contractio
     cell = problem.cell
     params = problem.cell_params(theta)
     if isinstance(cell, ElmanCell | LinearCell):
+        from theory.instances import activation_constants  # sympy: imported when a certificate is asked for
+
         act = "identity" if isinstance(cell, LinearCell) else cell.activation
         L_rho = 1.0 if act == "relu" else activation_constants("tanh" if act == "tanh" else "identity").L
         nW = _spectral_norm(params["W"])
@@ -128,6 +132,8 @@ def _lstm_certificate(problem: Problem, theta: torch.Tensor) -> ContractionCerti
     norms = {n: _inf_norm(M) for n, M in (("W_i", Wi), ("W_f", Wf), ("W_o", Wo), ("W_z", Wz))}
     if f_inf >= 1.0:
         return ContractionCertificate(cell.describe(), math.inf, "linf", False, "Prop. 5", 0, f"||f||_inf = {f_inf}")
+    from theory.instances import lstm_condition  # sympy: imported when a certificate is asked for
+
     cond = lstm_condition(norms["W_i"], norms["W_f"], norms["W_o"], norms["W_z"], f_inf, c0_inf, dim=2 * H)
     detail = (
         ", ".join(f"||{n}||_inf = {v:.4g}" for n, v in norms.items())
@@ -223,6 +229,8 @@ def truncation_constants(
     nV = _spectral_norm(r["V"])
     resid = float(torch.linalg.vector_norm((r["c"] - problem.targets[-1]).detach().to(torch.float64)))
     act = "identity" if isinstance(problem.cell, LinearCell) else "tanh"
+    from theory.instances import rnn_constants  # sympy: imported when constants are asked for
+
     try:
         return rnn_constants(nW, nU, Bx, nV, resid, act, trainable)
     except ValueError as exc:  # omega radius not contractive

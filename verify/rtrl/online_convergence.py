@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from verify._func import forward_mode_ready
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.online import RobbinsMonroSGD, run_online
@@ -197,6 +198,7 @@ def stationarity(P: Problem, theta: torch.Tensor, burn_in: int = BURN_IN) -> Sta
     def outputs(w: torch.Tensor) -> torch.Tensor:
         return P.output(w, P.rollout(w)[1:])[burn_in:]  # (T - burn, *B, k)
 
+    forward_mode_ready()
     J = torch.func.jacfwd(outputs)(th).reshape(-1, th.numel())
     with torch.no_grad():
         r = (outputs(th) - P.targets[burn_in:]).reshape(-1)

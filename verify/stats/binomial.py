@@ -12,8 +12,7 @@ bound) and by the statistical tests of the engine itself.
 
 from __future__ import annotations
 
-from scipy import stats
-
+from verify._lazy import scipy_stats as stats
 from verify._validate import require_positive_int, require_probability
 from verify.errors import InvalidArgument
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize, stats
-
+from verify._lazy import scipy_optimize as optimize
+from verify._lazy import scipy_stats as stats
 from verify.errors import InvalidArgument
 
 __all__ = ["min_detectable_effect", "paired_t_power"]

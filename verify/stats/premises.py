@@ -52,7 +52,8 @@ import math
 from typing import NamedTuple
 
 import torch
-from scipy import stats
+
+from verify._lazy import scipy_stats as stats
 
 __all__ = [
     "Reservoir",

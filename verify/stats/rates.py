@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy import stats
 
 from theory.rates import Rate
+from verify._lazy import scipy_stats as stats
 from verify._validate import require_probability
 from verify.errors import InvalidArgument
 

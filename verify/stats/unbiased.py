@@ -114,8 +114,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import torch
-from scipy import stats
 
+from verify._lazy import scipy_stats as stats
 from verify._validate import (
     MAX_SEED,
     require_finite,

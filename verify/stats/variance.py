@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from scipy import stats
 
+from verify._lazy import scipy_stats as stats
 from verify._validate import require_probability
 from verify.errors import InvalidArgument
 from verify.stats.moments import Moments

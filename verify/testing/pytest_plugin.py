@@ -70,8 +70,9 @@ pytest loads this plugin in every test session of every project where rnn-verify
 installed, also those that never use it; so the module imports only the standard
 library and pytest at load time, and the toolkit (torch, the catalog, the checks)
 inside the hooks and fixtures that need it. These are the only imports inside functions
-of the package besides optional third-party ones (matplotlib, dask); none dodges an
-import cycle (``python -m verify.bench.house --list``).
+of the package besides optional third-party ones (matplotlib, dask) and those that keep
+the start paths at torch's cost (issue 42: the sympy derivations of ``theory``, torch's
+forward-mode set-up); none dodges an import cycle (``python -m verify.bench.house --list``).
 """
 
 from __future__ import annotations

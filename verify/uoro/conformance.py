@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from scipy import stats
 
+from verify._lazy import scipy_stats as stats
 from verify.errors import NotApplicable
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.noise import factors, require_noise_hook, tabulated

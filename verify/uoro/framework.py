@@ -49,8 +49,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 import torch
-from scipy.optimize import minimize
 
+from verify._lazy import scipy_optimize
 from verify.errors import InvalidArgument
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.estimators.framework import FORMS, step_terms
@@ -195,7 +195,9 @@ def optimal_alpha(terms: FrameworkTerms, C: Array, form: str) -> Array:
         E = K * np.exp(x[:, None] - x[None, :])
         return float(E.sum()), E.sum(1) - E.sum(0)
 
-    res = minimize(f, np.zeros(len(K)), jac=True, method="L-BFGS-B", options={"gtol": 1e-11, "maxiter": 5000})
+    res = scipy_optimize.minimize(
+        f, np.zeros(len(K)), jac=True, method="L-BFGS-B", options={"gtol": 1e-11, "maxiter": 5000}
+    )
     x = res.x - res.x.mean()
     out: Array = np.exp(x / 2)
     return out

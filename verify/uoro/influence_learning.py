@@ -32,7 +32,6 @@ from typing import Any, NamedTuple, cast
 
 import torch
 
-from theory.influence_balancing import equilibrium_derivative
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.noise import NoiseHook, tabulated
@@ -94,6 +93,8 @@ def learning_setup(full: bool) -> LearningSetup:
 
 def optimum_theta(n: int, p: int) -> float:
     r""":math:`\theta^* = 1/(4p - 2n)`: the equilibrium :math:`s^1 = (4p - 2n)\theta` hits the target 1 (eq. (9))."""
+    from theory.influence_balancing import equilibrium_derivative  # sympy: imported on first use
+
     d = equilibrium_derivative(n, p)
     if d == 0:
         raise InvalidArgument("p", p, f"4p - 2n = 0 for n={n}: θ has no influence on s¹ at equilibrium")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from scipy import stats
 
+from verify._lazy import scipy_stats as stats
 from verify.errors import AssumptionViolated
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.oracles.algorithm1 import (

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from scipy import stats
 
+from verify._lazy import scipy_stats as stats
 from verify.estimators.ok import optimal_variance
 from verify.oracles.bptt import per_step_gradients
 from verify.uoro.cases import Case
