@@ -20,6 +20,7 @@ sweep                  what                                                     
 ``uoro-anbn``          UORO §4 Fig. 4, 5, a^n b^n(1, 32), UORO vs TBPTT-1/2/16        12 (ci 8)
 ``uoro-ib-truncation``  UORO §4 influence balancing, block TBPTT-k across k and eta       50
                        ("requires a truncation above 200"; one scale)
+``rflo-fig2``          Murray 2019 Fig. 2, periodic output, RFLO vs BPTT, N = 30      5 (full 4, ci 2)
 ``rtrl-sec71``         RTRL convergence §7.1 Fig. 1-2: linear RNN, RTRL vs TBPTT(k)    1680 (ci 40)
 ``rtrl-sec72``         RTRL convergence §7.2 Fig. 3-8: Elman ReLU/tanh, RTRL vs TBPTT   2520 (ci 60)
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
@@ -46,6 +47,7 @@ from theory.catalog import GATE_ALPHA, all_claims, gate_budget
 from verify._validate import MAX_SEED
 from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
+from verify.checks.rflo_periodic import judge_periodic_sweep
 from verify.checks.rtrl_sec7 import judge_sec7
 from verify.checks.uoro_char import judge_char_sweep
 from verify.checks.uoro_truncation import judge_truncation_sweep
@@ -53,6 +55,7 @@ from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, stochasticworld_design, updates_designs
 from verify.rtrl import sec7
+from verify.rtrl.rflo_periodic import SIZES as RFLO_SIZES
 from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
@@ -265,6 +268,27 @@ def _ib_truncation(opts: SweepOptions) -> SweepPlan:
     settings = {"scale": "paper", "seed": opts.seed, "n": grid.n, "p": grid.p, "ks": list(grid.ks),
                 "etas": list(grid.etas), "steps": grid.steps}  # fmt: skip
     return SweepPlan("uoro-ib-truncation", tuple(cells), merge, settings=settings)
+
+
+def _rflo_fig2(opts: SweepOptions) -> SweepPlan:
+    """``rflo-fig2``: Murray 2019 Fig. 2, one cell per period (every learner and realization batched in it), judged by
+    :func:`verify.checks.rflo_periodic.judge_periodic_sweep`; ``--scale paper``, ``full`` (reduced) or ``ci``."""
+    if opts.scale not in RFLO_SIZES:
+        raise InvalidArgument("--scale", opts.scale, f"rflo-fig2 takes one of {tuple(RFLO_SIZES)}")
+    sc = RFLO_SIZES[opts.scale]
+    cells = [SweepCell("rtrl.rflo-periodic-run", {"period": p, "scale": opts.scale, "seed": opts.seed},
+                       label=f"Murray Fig. 2 periodic output T={p}tau ({sc.realizations} realizations x {sc.trials} "
+                       "trials)") for p in sc.periods]  # fmt: skip
+    by_key = {c.key: p for c, p in zip(cells, sc.periods, strict=True)}
+    claim = "rtrl.rflo-periodic-sweep"
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+        return [_judged(claim, lambda: judge_periodic_sweep(claim, opts.scale, sc, values, errors))]
+
+    settings = {"scale": opts.scale, "seed": opts.seed, "periods": list(sc.periods), "n": sc.n, "tau": sc.tau,
+                "realizations": sc.realizations, "trials": sc.trials, "eta": sc.eta}  # fmt: skip
+    return SweepPlan("rflo-fig2", tuple(cells), merge, settings=settings)
 
 
 def _sec7(section: str) -> Callable[[SweepOptions], SweepPlan]:
@@ -720,6 +744,11 @@ _DEFS = (
         "uoro-ib-truncation",
         "UORO §4 influence balancing: block TBPTT-k across k and eta ('requires a truncation above 200')",
         _ib_truncation,
+    ),
+    SweepDefinition(
+        "rflo-fig2",
+        "Murray 2019 Fig. 2: periodic output task, N = 30 leaky units, RFLO vs BPTT, readout alignment",
+        _rflo_fig2,
     ),
     SweepDefinition(
         "rtrl-sec71",
