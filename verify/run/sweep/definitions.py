@@ -18,6 +18,7 @@ sweep                  what                                                     
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           65
 ``uoro-brackets``      UORO §4 Fig. 3b, distant brackets, UORO vs TBPTT-4, GRU/LSTM   8 (ci 8)
 ``uoro-anbn``          UORO §4 Fig. 4, 5, a^n b^n(1, 32), UORO vs TBPTT-1/2/16        12 (ci 8)
+``uoro-anbn-t``        UORO §3, §4 Fig. 4(b), 5: UORO-T (T = 2, 16) vs UORO on a^n b^n   22 (ci 22)
 ``uoro-ib-truncation``  UORO §4 influence balancing, block TBPTT-k across k and eta       50
                        ("requires a truncation above 200"; one scale)
 ``rflo-fig2``          Murray 2019 Fig. 2, periodic output, RFLO vs BPTT, N = 30      5 (full 4, ci 2)
@@ -50,6 +51,7 @@ from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.checks.rflo_periodic import judge_periodic_sweep
 from verify.checks.rtrl_sec7 import judge_sec7
 from verify.checks.uoro_char import judge_char_sweep
+from verify.checks.uoro_t import judge_uorot_sweep
 from verify.checks.uoro_truncation import judge_truncation_sweep
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
@@ -60,7 +62,7 @@ from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
 from verify.stats.binomial import clopper_pearson
-from verify.uoro.char_reproduction import char_design
+from verify.uoro.char_reproduction import char_design, uorot_design
 from verify.uoro.influence_truncation import truncation_grid
 from verify.verdict import CheckResult, Verdict
 
@@ -241,6 +243,23 @@ def _char_sweep(name: str, task: str, claim_id: str) -> Callable[[SweepOptions],
         return SweepPlan(name, tuple(cells), merge, settings=settings)
 
     return build
+
+
+def _uorot(opts: SweepOptions) -> SweepPlan:
+    """``uoro-anbn-t``: UORO-T against UORO on aⁿbⁿ(1, 32) (:func:`verify.uoro.char_reproduction.uorot_design`),
+    judged by :func:`verify.checks.uoro_t.judge_uorot_sweep`; ``--scale ci`` (reduced) or ``paper``."""
+    design = uorot_design(opts.scale, opts.seed)
+    cells = [SweepCell("uoro.char-run", s.params(), label=s.label()) for s in design.specs]
+    by_key = {c.key: s.label() for c, s in zip(cells, design.specs, strict=True)}
+    claim = "uoro.anbn-uorot-sweep"
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+        return [_judged(claim, lambda: judge_uorot_sweep(claim, design, values, errors))]
+
+    settings = {"scale": opts.scale, "seed": opts.seed, "runs": len(cells), "chars": design.specs[0].chars,
+                "hidden": design.specs[0].hidden}  # fmt: skip
+    return SweepPlan("uoro-anbn-t", tuple(cells), merge, settings=settings)
 
 
 def _ib_truncation(opts: SweepOptions) -> SweepPlan:
@@ -739,6 +758,11 @@ _DEFS = (
         "uoro-anbn",
         "UORO §4 Fig. 4, 5: a^n b^n (1, 32), UORO vs TBPTT, GRU and LSTM",
         _char_sweep("uoro-anbn", "anbn", "uoro.anbn-sweep"),
+    ),
+    SweepDefinition(
+        "uoro-anbn-t",
+        "UORO §3, §4 Fig. 4(b), 5: UORO-T (T = 2, 16) against UORO on a^n b^n (1, 32), GRU and LSTM, three seeds",
+        _uorot,
     ),
     SweepDefinition(
         "uoro-ib-truncation",
