@@ -91,8 +91,9 @@ def not_judged(scale: str, sc: PeriodicScale) -> list[str]:
         "Fig. 2(a): the learning curves' shapes and speeds",
     ]
     if scale != "paper":
-        out.insert(0, f"the paper's training length: {sc.trials} trials per run here, fewer than the 10 000 of the "
-                      f"paper scale; periods {', '.join(str(p) for p in sc.periods)} tau")  # fmt: skip
+        out.insert(0, f"the paper's training length: {sc.trials} trials per run here, fewer than the 10 000 of "
+                      "--scale paper (the authors' example's count; the paper's is not in the caption); periods "
+                      f"{', '.join(str(p) for p in sc.periods)} tau")  # fmt: skip
     return out
 
 

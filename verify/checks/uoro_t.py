@@ -62,26 +62,8 @@ def judge_uorot_sweep(
                            reason="\n".join(f"{k}: {e}" for k, e in errors.items()) or ", ".join(missing))  # fmt: skip
     runs = {(s.cell, s.seed, s.truncation): values[s.label()] for s in design.runs()}
     pairs = sorted({(c, k) for c, k, _ in runs})
-    criteria: list[dict[str, Any]] = []
-    for (c, k, T), v in runs.items():
-        if T > 1:
-            criteria.append({"criterion": "L: learned context", "run": f"{c} uoro-{T} seed {k}",
-                             "ok": learned_context(v, design.margin), "value": v["final_bpc"],
-                             "level": v["unigram"] - design.margin})  # fmt: skip
-    early: dict[int, dict[str, Any]] = {}
-    for T in (2, 16):
-        wins = sum(runs[(c, k, T)]["early_bpc"] < runs[(c, k, 1)]["early_bpc"] for c, k in pairs)
-        p = _sign_p(wins, len(pairs))
-        early[T] = {"wins": wins, "pairs": len(pairs), "p": p}
-        criteria.append({"criterion": f"E: UORO-{T}'s early loss below UORO's (sign test)", "run": f"T={T}",
-                         "ok": p <= ALPHA, "value": float(wins), "level": float(len(pairs))})  # fmt: skip
-    controls = []
-    for s in design.controls():
-        v = values[s.label()]
-        detail = f"final {v['final_bpc']:.3f} vs unigram {v['unigram']:.3f} - {design.margin:g}"
-        observed = "PASS" if learned_context(v, design.margin) else "FAIL"
-        name = f"{s.label()}: UORO-{s.truncation} fed the shuffled stream, judged by (L)"
-        controls.append(Control(name, "FAIL", observed, detail))
+    criteria, early = _criteria(design, runs, pairs)
+    controls = _controls(design, values)
     ok = all(c["ok"] for c in criteria) and all(c.ok for c in controls)
     bad = [f"{c['criterion']} ({c['run']}): {c['value']:.3f} vs {c['level']:.3f}" for c in criteria if not c["ok"]]
     bad += [f"control {c.name} came out {c.observed}" for c in controls if not c.ok]
@@ -130,3 +112,35 @@ def judge_uorot_sweep(
             ],
         },
     )
+
+
+def _criteria(
+    design: CharDesign, runs: Mapping[tuple[str, int, int], Mapping[str, Any]], pairs: list[tuple[str, int]]
+) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    """(L) for every UORO-T run and (E) for T = 2 and 16 (the module); E's counts by T."""
+    criteria: list[dict[str, Any]] = []
+    for (c, k, T), v in runs.items():
+        if T > 1:
+            criteria.append({"criterion": "L: learned context", "run": f"{c} uoro-{T} seed {k}",
+                             "ok": learned_context(v, design.margin), "value": v["final_bpc"],
+                             "level": v["unigram"] - design.margin})  # fmt: skip
+    early: dict[int, dict[str, Any]] = {}
+    for T in (2, 16):
+        wins = sum(runs[(c, k, T)]["early_bpc"] < runs[(c, k, 1)]["early_bpc"] for c, k in pairs)
+        p = _sign_p(wins, len(pairs))
+        early[T] = {"wins": wins, "pairs": len(pairs), "p": p}
+        criteria.append({"criterion": f"E: UORO-{T}'s early loss below UORO's (sign test)", "run": f"T={T}",
+                         "ok": p <= ALPHA, "value": float(wins), "level": float(len(pairs))})  # fmt: skip
+    return criteria, early
+
+
+def _controls(design: CharDesign, values: Mapping[str, Mapping[str, Any]]) -> list[Control]:
+    """UORO-T fed the shuffled stream, judged by (L): each must FAIL."""
+    controls = []
+    for s in design.controls():
+        v = values[s.label()]
+        detail = f"final {v['final_bpc']:.3f} vs unigram {v['unigram']:.3f} - {design.margin:g}"
+        observed = "PASS" if learned_context(v, design.margin) else "FAIL"
+        name = f"{s.label()}: UORO-{s.truncation} fed the shuffled stream, judged by (L)"
+        controls.append(Control(name, "FAIL", observed, detail))
+    return controls
