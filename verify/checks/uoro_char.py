@@ -54,8 +54,8 @@ def not_judged(design: CharDesign) -> list[str]:
         return out
     out = ["§4: UORO reaches the entropy rate (judged at the paper's scale: below the 'does not count' level)",
            "§4: UORO reaches it after about 3 times TBPTT-16's characters (the speed)",
-           "Fig. 4(b), Fig. 5: UORO-T (UORO with truncation 2 and 16; this harness runs UORO with "
-           "truncation 1)"]  # fmt: skip
+           "Fig. 4(b), Fig. 5: UORO-T (UORO with truncation 2 and 16; this sweep runs UORO with truncation 1, "
+           "the uoro-anbn-t sweep judges UORO-T)"]  # fmt: skip
     if design.scale != "paper":
         out.insert(0, "§4, Fig. 5: UORO below the 'does not count' level (the paper's end levels; judged at the "
                    "paper's scale only)")  # fmt: skip

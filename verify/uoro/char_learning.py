@@ -13,7 +13,11 @@ and the plotted loss is the moving average
 Learners (:class:`CharLearnerSpec`):
 
 * ``uoro``: the toolkit's :class:`~verify.estimators.uoro.UORO` (Algorithm 1), θ updated after
-  every character with its estimate g̃ (the paper's UORO with truncation 1).
+  every character with its estimate g̃ (the paper's UORO with truncation 1); with ``truncation`` T > 1,
+  UORO-T (§3, "Multi-step UORO": Algorithm 1 applied to :math:`F^T`, the last T steps backpropagated
+  exactly; :class:`~verify.estimators.uoro.UORO` with ``block=T``): one step of :math:`F^T` is a block of T
+  characters whose loss is the sum of their losses, so θ is updated once per block with the sum of the block's
+  per-character estimates (their sum is the estimate of that step of :math:`F^T`), as TBPTT-T is below.
 * ``tbptt``: truncated BPTT as in the authors' code (github.com/ctallec/uoro, ``uoro.lua`` with
   ``--off``): the stream is cut into consecutive windows of T characters; the summed loss of a
   window is backpropagated to its first state (held fixed) and θ is updated once per window. (The
@@ -106,8 +110,6 @@ class CharLearnerSpec:
         require_positive_int("hidden", self.hidden)
         require_positive_int("truncation", self.truncation)
         require_positive_int("chars", self.chars)
-        if self.learner == "uoro" and self.truncation != 1:
-            raise InvalidArgument("truncation", self.truncation, "this learner runs UORO with truncation 1 only")
         for key in ("gamma", "alpha"):
             val = getattr(self, key)
             if isinstance(val, bool) or not isinstance(val, (int, float)) or not (val >= 0 and math.isfinite(val)):
@@ -126,7 +128,7 @@ class CharLearnerSpec:
         return cls(**q)
 
     def label(self) -> str:
-        who = "uoro" if self.learner == "uoro" else f"tbptt-{self.truncation}"
+        who = f"{self.learner}-{self.truncation}" if self.learner == "tbptt" or self.truncation > 1 else "uoro"
         ctl = " [shuffled control]" if self.feed == "shuffled" else ""
         return f"{self.task} {self.cell}-{self.hidden} {who} {self.chars} chars seed {self.seed}{ctl}"
 
@@ -164,7 +166,8 @@ def run_char_learner(spec: CharLearnerSpec, *, final_fraction: float = 0.2, poin
     """Run ``spec`` online; the per-character losses summarised as JSON.
 
     Returns ``final_bpc`` (mean loss in bits over the last ``final_fraction`` of the stream, with its
-    standard error ``final_se`` from 20 batch means), ``curve`` (the §4 moving average at ``points``
+    standard error ``final_se`` from 20 batch means), ``early_bpc`` (the same over the first ``final_fraction``),
+    ``curve`` (the §4 moving average at ``points``
     log-spaced characters), ``cumulative_bpc``, the task's reference levels (``entropy_rate``,
     ``memoryless_rate``, ``unigram``) and ``wall_time``.
     """
@@ -179,7 +182,7 @@ def run_char_learner(spec: CharLearnerSpec, *, final_fraction: float = 0.2, poin
     theta = problem.init_theta(gen)
     opt = PaperAdam(gamma=spec.gamma, alpha=spec.alpha)
     if spec.learner == "uoro":
-        losses = _run_uoro(problem, theta, opt, gen)
+        losses = _run_uoro(problem, theta, opt, gen, spec.truncation)
     else:
         losses = _run_tbptt(problem, theta, opt, spec.truncation)
     bits = losses / LN2
@@ -196,6 +199,7 @@ def run_char_learner(spec: CharLearnerSpec, *, final_fraction: float = 0.2, poin
         "final_bpc": float(tail.mean()),
         "final_se": float(means.std(ddof=1) / math.sqrt(len(means))),
         "final_chars": len(tail),
+        "early_bpc": float(bits[: max(20, int(final_fraction * len(bits)))].mean()),
         "cumulative_bpc": float(bits.mean()),
         "curve": {"chars": at, "bpc": [float(ma[i - 1]) for i in at]},
         "entropy_rate": task.entropy_rate(),
@@ -205,17 +209,25 @@ def run_char_learner(spec: CharLearnerSpec, *, final_fraction: float = 0.2, poin
     }
 
 
-def _run_uoro(problem: Problem, theta: torch.Tensor, opt: PaperAdam, gen: torch.Generator) -> np.ndarray:
-    """UORO (Algorithm 1) with an Adam step after every character; ℓ_t at θ_t (the θ that read x_t)."""
-    est = UORO()
+def _run_uoro(
+    problem: Problem, theta: torch.Tensor, opt: PaperAdam, gen: torch.Generator, block: int = 1
+) -> np.ndarray:
+    """UORO (Algorithm 1) with an Adam step after every character (``block`` = 1), or UORO-T (§3: Algorithm 1 on
+    :math:`F^T`, ``block`` = T) with an Adam step after every block of T characters with the block's summed
+    estimate; ℓ_t at the θ that read x_t."""
+    est = UORO(block=block)
     state = est.init(problem, theta, gen, samples=1)
     opt_state = opt.init(theta)
     out = np.empty(problem.T)
+    acc = torch.zeros_like(theta)
     for t in range(1, problem.T + 1):
         state, g = est.step(problem, theta, state, t, gen)
         with torch.no_grad():
             out[t - 1] = float(problem.step_loss(theta, state.s[0], problem.targets[t - 1]))
-        theta, opt_state = opt.update(theta, g[0], opt_state, t)
+        acc += g[0]
+        if t % block == 0 or t == problem.T:  # the end of a step of F^T (a trailing partial block too)
+            theta, opt_state = opt.update(theta, acc, opt_state, t)
+            acc = torch.zeros_like(theta)
     return out
 
 

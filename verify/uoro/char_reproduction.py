@@ -16,12 +16,13 @@ the shuffled stream (:mod:`verify.uoro.char_learning`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from verify.errors import InvalidArgument
 from verify.uoro.char_learning import CharLearnerSpec
 
-__all__ = ["CHAR_SCALES", "PAPER_FIG5", "CharDesign", "char_design"]
+__all__ = ["CHAR_SCALES", "PAPER_FIG5", "UOROT_SEEDS", "CharDesign", "char_design", "uorot_design", "uorot_paper_cost"]
 
 CHAR_SCALES = ("ci", "paper")
 
@@ -95,3 +96,31 @@ def char_design(task: str, scale: str, seed: int = 0) -> CharDesign:
                                     truncation=T, chars=chars, gamma=gamma, alpha=alpha, feed=feed, seed=seed)
                 )  # fmt: skip
     return CharDesign(task, scale, seed, tuple(specs), main_truncation=truncs[-1])
+
+
+#: seeds of the UORO-T design (each (cell, seed) pair is one paired comparison of UORO-T with UORO)
+UOROT_SEEDS = 3
+#: UORO-T's cost per character relative to UORO's (measured at 16 units, GRU, one thread: 0.68 ms for T = 2,
+#: 1.7 ms for T = 16 against 0.65 ms for T = 1: each step of a block backpropagates through the block so far)
+UOROT_COST = {1: 1.0, 2: 1.05, 16: 2.6}
+
+
+def uorot_design(scale: str, seed: int = 0) -> CharDesign:
+    """UORO-T on aⁿbⁿ(1, 32) (§3 "Multi-step UORO"; §4, Fig. 4(b), Fig. 5's UORO-T rows): UORO-1, UORO-2 and
+    UORO-16 on GRU and LSTM, :data:`UOROT_SEEDS` seeds each (the same stream and initialisation per seed), and the
+    shuffled-stream control of UORO-2 and UORO-16 per cell; the sizes of :func:`char_design`'s aⁿbⁿ at ``scale``."""
+    base = char_design("anbn", scale, seed)
+    ref = base.specs[0]
+    specs: list[CharLearnerSpec] = []
+    for cell in ("gru", "lstm"):
+        for k in range(UOROT_SEEDS):
+            for T in (1, 2, 16):
+                specs.append(dataclasses.replace(ref, cell=cell, learner="uoro", truncation=T, seed=seed + k))
+        for T in (2, 16):
+            specs.append(dataclasses.replace(ref, cell=cell, learner="uoro", truncation=T, feed="shuffled", seed=seed))
+    return CharDesign("anbn", scale, seed, tuple(specs), main_truncation=16)
+
+
+def uorot_paper_cost(design: CharDesign) -> float:
+    """Estimated CPU core-hours of ``design`` at 64 units (:data:`MS_PER_CHAR_64` times :data:`UOROT_COST`)."""
+    return sum(s.chars * MS_PER_CHAR_64["uoro"] * UOROT_COST[s.truncation] / 1e3 for s in design.specs) / 3600

@@ -18,8 +18,10 @@ sweep                  what                                                     
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           65
 ``uoro-brackets``      UORO §4 Fig. 3b, distant brackets, UORO vs TBPTT-4, GRU/LSTM   8 (ci 8)
 ``uoro-anbn``          UORO §4 Fig. 4, 5, a^n b^n(1, 32), UORO vs TBPTT-1/2/16        12 (ci 8)
+``uoro-anbn-t``        UORO §3, §4 Fig. 4(b), 5: UORO-T (T = 2, 16) vs UORO on a^n b^n   22 (ci 22)
 ``uoro-ib-truncation``  UORO §4 influence balancing, block TBPTT-k across k and eta       50
                        ("requires a truncation above 200"; one scale)
+``rflo-fig2``          Murray 2019 Fig. 2, periodic output, RFLO vs BPTT, N = 30      5 (full 4, ci 2)
 ``rtrl-sec71``         RTRL convergence §7.1 Fig. 1-2: linear RNN, RTRL vs TBPTT(k)    1680 (ci 40)
 ``rtrl-sec72``         RTRL convergence §7.2 Fig. 3-8: Elman ReLU/tanh, RTRL vs TBPTT   2520 (ci 60)
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
@@ -46,18 +48,21 @@ from theory.catalog import GATE_ALPHA, all_claims, gate_budget
 from verify._validate import MAX_SEED
 from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
+from verify.checks.rflo_periodic import judge_periodic_sweep
 from verify.checks.rtrl_sec7 import judge_sec7
 from verify.checks.uoro_char import judge_char_sweep
+from verify.checks.uoro_t import judge_uorot_sweep
 from verify.checks.uoro_truncation import judge_truncation_sweep
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, stochasticworld_design, updates_designs
 from verify.rtrl import sec7
+from verify.rtrl.rflo_periodic import SIZES as RFLO_SIZES
 from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.driver import CellOutcome, SweepPlan, failed_cells_text
 from verify.stats.binomial import clopper_pearson
-from verify.uoro.char_reproduction import char_design
+from verify.uoro.char_reproduction import char_design, uorot_design
 from verify.uoro.influence_truncation import truncation_grid
 from verify.verdict import CheckResult, Verdict
 
@@ -240,6 +245,23 @@ def _char_sweep(name: str, task: str, claim_id: str) -> Callable[[SweepOptions],
     return build
 
 
+def _uorot(opts: SweepOptions) -> SweepPlan:
+    """``uoro-anbn-t``: UORO-T against UORO on aⁿbⁿ(1, 32) (:func:`verify.uoro.char_reproduction.uorot_design`),
+    judged by :func:`verify.checks.uoro_t.judge_uorot_sweep`; ``--scale ci`` (reduced) or ``paper``."""
+    design = uorot_design(opts.scale, opts.seed)
+    cells = [SweepCell("uoro.char-run", s.params(), label=s.label()) for s in design.specs]
+    by_key = {c.key: s.label() for c, s in zip(cells, design.specs, strict=True)}
+    claim = "uoro.anbn-uorot-sweep"
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+        return [_judged(claim, lambda: judge_uorot_sweep(claim, design, values, errors))]
+
+    settings = {"scale": opts.scale, "seed": opts.seed, "runs": len(cells), "chars": design.specs[0].chars,
+                "hidden": design.specs[0].hidden}  # fmt: skip
+    return SweepPlan("uoro-anbn-t", tuple(cells), merge, settings=settings)
+
+
 def _ib_truncation(opts: SweepOptions) -> SweepPlan:
     """``uoro-ib-truncation``: UORO §4's "TBPTT requires a truncation above 200", one deterministic cell per (k, eta)
     and the sign-flipped control at the largest k, judged by
@@ -265,6 +287,27 @@ def _ib_truncation(opts: SweepOptions) -> SweepPlan:
     settings = {"scale": "paper", "seed": opts.seed, "n": grid.n, "p": grid.p, "ks": list(grid.ks),
                 "etas": list(grid.etas), "steps": grid.steps}  # fmt: skip
     return SweepPlan("uoro-ib-truncation", tuple(cells), merge, settings=settings)
+
+
+def _rflo_fig2(opts: SweepOptions) -> SweepPlan:
+    """``rflo-fig2``: Murray 2019 Fig. 2, one cell per period (every learner and realization batched in it), judged by
+    :func:`verify.checks.rflo_periodic.judge_periodic_sweep`; ``--scale paper``, ``full`` (reduced) or ``ci``."""
+    if opts.scale not in RFLO_SIZES:
+        raise InvalidArgument("--scale", opts.scale, f"rflo-fig2 takes one of {tuple(RFLO_SIZES)}")
+    sc = RFLO_SIZES[opts.scale]
+    cells = [SweepCell("rtrl.rflo-periodic-run", {"period": p, "scale": opts.scale, "seed": opts.seed},
+                       label=f"Murray Fig. 2 periodic output T={p}tau ({sc.realizations} realizations x {sc.trials} "
+                       "trials)") for p in sc.periods]  # fmt: skip
+    by_key = {c.key: p for c, p in zip(cells, sc.periods, strict=True)}
+    claim = "rtrl.rflo-periodic-sweep"
+
+    def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
+        values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
+        return [_judged(claim, lambda: judge_periodic_sweep(claim, opts.scale, sc, values, errors))]
+
+    settings = {"scale": opts.scale, "seed": opts.seed, "periods": list(sc.periods), "n": sc.n, "tau": sc.tau,
+                "realizations": sc.realizations, "trials": sc.trials, "eta": sc.eta}  # fmt: skip
+    return SweepPlan("rflo-fig2", tuple(cells), merge, settings=settings)
 
 
 def _sec7(section: str) -> Callable[[SweepOptions], SweepPlan]:
@@ -717,9 +760,19 @@ _DEFS = (
         _char_sweep("uoro-anbn", "anbn", "uoro.anbn-sweep"),
     ),
     SweepDefinition(
+        "uoro-anbn-t",
+        "UORO §3, §4 Fig. 4(b), 5: UORO-T (T = 2, 16) against UORO on a^n b^n (1, 32), GRU and LSTM, three seeds",
+        _uorot,
+    ),
+    SweepDefinition(
         "uoro-ib-truncation",
         "UORO §4 influence balancing: block TBPTT-k across k and eta ('requires a truncation above 200')",
         _ib_truncation,
+    ),
+    SweepDefinition(
+        "rflo-fig2",
+        "Murray 2019 Fig. 2: periodic output task, N = 30 leaky units, RFLO vs BPTT, readout alignment",
+        _rflo_fig2,
     ),
     SweepDefinition(
         "rtrl-sec71",

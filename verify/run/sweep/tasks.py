@@ -12,6 +12,8 @@
   (:func:`verify.uoro.char_learning.run_char_learner`).
 * ``uoro.ib-truncation-run`` -- one run of UORO §4's influence balancing learned by block TBPTT-k
   (:func:`verify.uoro.influence_truncation.block_tbptt_run`).
+* ``rtrl.rflo-periodic-run`` -- one period of Murray 2019 Fig. 2's periodic output task, every learner and
+  realization (:func:`verify.rtrl.rflo_periodic.run_period`).
 * ``rtrl.sec7-run`` -- one run of the RTRL convergence paper's §7.1-7.2 sweeps
   (:func:`verify.rtrl.sec7.run_cell`).
 * ``sweep.selftest`` -- a small deterministic torch computation that takes
@@ -37,6 +39,7 @@ from verify.fpp.reproduction import Block, run_block
 from verify.impl import Implementations
 from verify.impl.loader import load_implementations
 from verify.impl.mutants import get as get_mutant
+from verify.rtrl.rflo_periodic import run_period
 from verify.rtrl.sec7 import Run, run_cell
 from verify.run.check import implementations_from_params, run_check
 from verify.run.plan import plan_claims
@@ -50,6 +53,7 @@ __all__ = [
     "fpp_online_block",
     "load_impls_task",
     "plan_task",
+    "rtrl_rflo_periodic_run",
     "rtrl_sec7_run",
     "sec7_learner",
     "selftest",
@@ -141,6 +145,11 @@ def sec7_learner(run: Run) -> OnlineEstimator:
     return get_mutant("rtrl.no-immediate-term").impl.rtrl()  # type: ignore[no-any-return]
 
 
+def rtrl_rflo_periodic_run(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"period", "scale", "seed"}`` -> one period of Murray 2019 Fig. 2 (every learner and realization)."""
+    return run_period(int(params["period"]), str(params["scale"]), int(params["seed"]))
+
+
 def rtrl_sec7_run(params: dict[str, Any]) -> dict[str, Any]:
     """One run (learner, eta0, schedule, k, seed) of the RTRL convergence paper's §7.1-7.2 sweeps."""
     return run_cell(Run.from_params(params), sec7_learner)
@@ -165,6 +174,7 @@ BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "impl.load": load_impls_task,
     "run.plan": plan_task,
     "fpp.online-block": fpp_online_block,
+    "rtrl.rflo-periodic-run": rtrl_rflo_periodic_run,
     "rtrl.sec7-run": rtrl_sec7_run,
     "sweep.selftest": selftest,
     "uoro.char-run": uoro_char_run,
