@@ -120,8 +120,7 @@ def roundoff_hint(statistic: float | None, threshold: float | None, judged: str)
     if not FLOAT32_LOW <= statistic <= upper:
         return ""
     return (
-        f"error {statistic:.2g} ~ float32 round-off (unit 6.0e-08; the float32 budget of this check would be "
-        f"{upper:.2g}): does the implementation compute in float32? declare dtype='float32' (Batch1(..., "
-        "dtype='float32') or a dtype attribute) or run with --dtype float32 to judge it against the predicted "
-        "float32 budget"
+        f"error {statistic:.2g} ~ float32 round-off: does the implementation compute in float32? declare "
+        f"dtype='float32' or run with --dtype float32 (unit round-off 6.0e-08; the float32 budget of this check "
+        f"would be {upper:.2g}; Batch1(..., dtype='float32') or a dtype attribute on the part)"
     )

@@ -74,7 +74,9 @@ def run_check(claim: Claim, config: RunConfig) -> CheckResult:
     res = _run_check(claim, config)
     low = low_precision_seen()
     if res.verdict is Verdict.FAIL:
-        res = replace(res, summary=res.summary + _precision_note(claim, config, res, low))
+        note = _precision_note(claim, config, res, low)
+        # the round-off hint first (the terminal shows a summary's beginning), the other notes after it
+        res = replace(res, summary=f"{note[2:]}; {res.summary}" if note.startswith("; error ") else res.summary + note)
     return replace(res, implementation=config.impls.describe(uses(claim.id)))
 
 
@@ -85,9 +87,8 @@ def _precision_note(claim: Claim, config: RunConfig, res: CheckResult, low: tupl
     returned = f"the implementation under test returned {'/'.join(low)} arrays" if low else ""
     if asked == torch.float32 and res.dtype == "float64":
         hint = precision.roundoff_hint(res.statistic, res.threshold, "float64")
-        return (
-            "; NOTE: float32 was declared, but this claim's check judges at float64 (it has no float32 budget)"
-            + ("; " + hint.split(":")[0] if hint else "")
+        return "; NOTE: float32 was declared, but this claim's check judges at float64 (it has no float32 budget)" + (
+            "; " + hint.split(":")[0] if hint else ""
         )
     hint = precision.roundoff_hint(res.statistic, res.threshold, res.dtype)
     if hint:
