@@ -122,12 +122,22 @@ def test_rtrl_exact_verdicts(name: str, dtype: str, verdict: str, words: str) ->
         assert "float32 round-off" not in res.summary  # bugs are not excused as round-off
 
 
-def test_float64_code_judged_at_float32_passes_and_says_so() -> None:
-    """The toolkit's own (float64) RTRL with --dtype float32: its errors (~1e-15) are far below the float32 budget;
-    the result carries dtype float32 (what it certifies)."""
-    res = run_check(all_claims()["rtrl.exact"], RunConfig(dtype="float32"))
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "rtrl.exact",  # ~3 s on a quiet machine
+        pytest.param("uoro.exact-expectation", marks=pytest.mark.slow),  # every cell, rank 2, UORO-T: ~10 s
+        "uoro.algorithm-1-conformance",
+    ],
+)
+def test_float64_code_judged_at_float32_passes_and_says_so(claim: str) -> None:
+    """The toolkit's own (float64) estimators with --dtype float32: their errors (~1e-15) are far below the float32
+    budget, so they PASS; the result carries dtype float32 (what it certifies), and the controls still come out
+    as expected (the float32 budget still tells the mutants apart)."""
+    res = run_check(all_claims()[claim], RunConfig(dtype="float32"))
     assert res.verdict is Verdict.PASS, res.summary
     assert res.dtype == "float32" and res.statistic is not None and res.statistic < 1e-12
+    assert res.controls and all(c.ok for c in res.controls)
 
 
 def test_float32_budget_is_the_float64_one_with_the_unit_replaced() -> None:
