@@ -91,7 +91,7 @@ def test_a_claim_without_a_float32_budget_says_so() -> None:
     claim = all_claims()["rtrl.online-convergence"]
     res = CheckResult(claim.id, Verdict.FAIL, "x", statistic=1e-7, threshold=1e-12, dtype="float64")
     note = _precision_note(claim, RunConfig(dtype="float32"), res, ())
-    assert "float32 was declared, but this claim's check judges at float64" in note
+    assert "float32 was asked for (declared, or --dtype float32), but this claim's check judges at float64" in note
 
 
 # ----------------------------------------------------------------- the claims (fast, in-process)

@@ -20,7 +20,8 @@ budget of that precision -- the same model, with the float32 rounding unit in pl
   rounding unit replaced, so a float32 budget is :math:`(u_{32}+u_{64})/(2u_{64}) \approx 2.7\cdot10^{8}` times
   the float64 budget of the same problem. The DESIGN targets (1e-11 for RTRL vs BPTT ...) are float64 targets
   and are not applied at float32.
-* **statistical claims**: the draws are handed to the unbiasedness tests as float32 (:func:`as_judged`), whose
+* **statistical claims**: the draws are handed to the unbiasedness tests as float32
+  (:func:`verify.uoro.unbiased.family_sampler`, :func:`verify.estimators.alignment.axis_sweep`), whose
   round-off model (:mod:`verify.stats.roundoff`) then allows :math:`\kappa\,u_{32}` of the draws' magnitude per
   coordinate, "u = the coarsest dtype the sampler returned".
 
@@ -36,12 +37,11 @@ from typing import Any
 import torch
 
 from verify.errors import InvalidArgument
-from verify.oracles.budget import pair_unit
+from verify.oracles.budget import pair_unit, unit_roundoff
 
 __all__ = [
     "DTYPES",
     "FLOAT32_LOW",
-    "as_judged",
     "declared_dtype",
     "judged_dtype",
     "pair_unit",
@@ -51,10 +51,6 @@ __all__ = [
 
 #: the precisions an implementation may declare, and what they are judged by
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
-
-
-def _unit(dtype: torch.dtype) -> float:
-    return float(torch.finfo(dtype).eps) / 2.0
 
 
 def validate_dtype(name: str, value: Any) -> str | None:
@@ -93,16 +89,10 @@ def judged_dtype(run_dtype: str, parts: Iterable[Any]) -> torch.dtype:
     return torch.float32 if "float32" in names else torch.float64
 
 
-def as_judged(draws: torch.Tensor, judged: torch.dtype) -> torch.Tensor:
-    """The draws as the unbiasedness tests receive them: rounded to float32 where the code is judged at float32
-    (the round-off model of :mod:`verify.stats.roundoff` reads its unit from the draws' dtype); unchanged else."""
-    return draws.to(torch.float32) if judged == torch.float32 and draws.dtype == torch.float64 else draws
-
-
 #: the smallest relative error a float32 computation of these quantities is taken to show: u₃₂/16. Below it an
 #: error is not float32 round-off (one rounding of the result alone is up to u₃₂; the magnitudes summed into
 #: a result are at least the result, so its error is rarely far below a unit)
-FLOAT32_LOW = _unit(torch.float32) / 16.0
+FLOAT32_LOW = unit_roundoff(torch.float32) / 16.0
 
 
 def roundoff_hint(statistic: float | None, threshold: float | None, judged: str) -> str:
@@ -113,7 +103,7 @@ def roundoff_hint(statistic: float | None, threshold: float | None, judged: str)
     in the rounding unit). "" otherwise."""
     if judged != "float64" or statistic is None or threshold is None:
         return ""
-    u32, u64 = _unit(torch.float32), _unit(torch.float64)
+    u32, u64 = unit_roundoff(torch.float32), unit_roundoff(torch.float64)
     if not (0.0 < threshold < u32) or not (statistic == statistic):  # NaN
         return ""
     upper = threshold * (u32 + u64) / (2.0 * u64)
@@ -121,6 +111,6 @@ def roundoff_hint(statistic: float | None, threshold: float | None, judged: str)
         return ""
     return (
         f"error {statistic:.2g} ~ float32 round-off: does the implementation compute in float32? declare "
-        f"dtype='float32' or run with --dtype float32 (unit round-off 6.0e-08; the float32 budget of this check "
+        f"dtype='float32' or run with --dtype float32 (unit round-off {u32:.1e}; the float32 budget of this check "
         f"would be {upper:.2g}; Batch1(..., dtype='float32') or a dtype attribute on the part)"
     )

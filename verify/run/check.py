@@ -87,8 +87,9 @@ def _precision_note(claim: Claim, config: RunConfig, res: CheckResult, low: tupl
     returned = f"the implementation under test returned {'/'.join(low)} arrays" if low else ""
     if asked == torch.float32 and res.dtype == "float64":
         hint = precision.roundoff_hint(res.statistic, res.threshold, "float64")
-        return "; NOTE: float32 was declared, but this claim's check judges at float64 (it has no float32 budget)" + (
-            "; " + hint.split(":")[0] if hint else ""
+        return (
+            "; NOTE: float32 was asked for (declared, or --dtype float32), but this claim's check judges at float64 "
+            "(it has no float32 budget)" + ("; " + hint.split(":")[0] if hint else "")
         )
     hint = precision.roundoff_hint(res.statistic, res.threshold, res.dtype)
     if hint:
