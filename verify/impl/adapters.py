@@ -33,6 +33,8 @@ toolkit's state holds a key per sample; each step works on a deep copy, so the c
 holds). What it declares (:meth:`Batch1.supports`): the cells and losses you name, unbatched problems
 only, and the noise hook only where you route ν through ``ctx.noise``. A problem it cannot run is
 left out of a claim with that reason (:mod:`verify.impl.capabilities`), never a crash inside your code.
+Code that computes in float32 declares ``dtype="float32"``: the claims then judge it against the predicted
+float32 round-off budget (:mod:`verify.impl.precision`), not float64's.
 
 The toolkit's problems: state :math:`s_t = \phi(W s_{t-1} + U x_t + b)` (Elman; W n×n, U n×d, b n),
 output :math:`y_t = V s_t + c` (V k×n, c k), loss :math:`\ell_t = \tfrac12\|y_t - \hat y_t\|^2`
