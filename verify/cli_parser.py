@@ -196,7 +196,11 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     run.add_argument("--strict-device", action="store_true", help="make --device cuda without CUDA an error (exit 2)")
     run.add_argument(
-        "--dtype", choices=("float64", "float32"), default="float64", help="dtype where a check lets you choose"
+        "--dtype",
+        choices=("float64", "float32"),
+        default="float64",
+        help="the precision the implementation under test computes in: float32 judges it against predicted float32 "
+        "round-off budgets (as a part's dtype='float32' declaration does; verify.impl.precision)",
     )
     out = run.add_mutually_exclusive_group()
     out.add_argument(

@@ -31,8 +31,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
+from verify.impl import precision
 from verify.impl.capabilities import Coverage
 from verify.verdict import CheckResult, Control, Verdict
 
@@ -41,7 +44,9 @@ __all__ = [
     "CheckFn",
     "ClaimPlan",
     "PlanFn",
+    "judged_dtype",
     "planners",
+    "precision_name",
     "register",
     "registry",
     "result",
@@ -131,6 +136,18 @@ def uses(claim_id: str) -> tuple[str, ...]:
     """The parts of the implementation under test (``family.field``) the check of ``claim_id`` exercises."""
     registry()
     return _USES.get(claim_id, ())
+
+
+def judged_dtype(config: RunConfig, claim_id: str) -> torch.dtype:
+    """The precision the check of ``claim_id`` judges the implementation under test by: float32 where the run says
+    ``--dtype float32`` or a part the claim exercises (:func:`uses`) declares ``dtype="float32"``, else float64
+    (:mod:`verify.impl.precision`)."""
+    return precision.judged_dtype(config.dtype, (config.impls.part(u) for u in uses(claim_id)))
+
+
+def precision_name(dtype: torch.dtype) -> str:
+    """``"float32"`` / ``"float64"``: the name a result's ``dtype`` carries."""
+    return str(dtype).replace("torch.", "")
 
 
 def _controls_text(bad: Sequence[Control]) -> str:

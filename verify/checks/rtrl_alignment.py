@@ -22,12 +22,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import torch
+
 from verify.checks import register, result
 from verify.config import RunConfig
 from verify.estimators.alignment import AXES, AlignmentRow, GridPoint, alignment_figures, axis_sweep, rows_as_dicts
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.guarantee import Guarantee, guarantee_of, with_guarantee
-from verify.impl import build
+from verify.impl import build, precision
 from verify.impl.capabilities import build_orders
 from verify.impl.mutants import get as get_mutant
 from verify.verdict import CheckResult, Control
@@ -88,21 +90,48 @@ def estimators(
     return out
 
 
-def _sweep(ests: Mapping[str, OnlineEstimator], config: RunConfig) -> list[AlignmentRow]:
+#: the part under test each estimator label is built from (its declared precision is the label's)
+PARTS = {
+    "RTRL": "rtrl.rtrl",
+    "UORO": "uoro.uoro",
+    "KF-RTRL": "uoro.kfrtrl",
+    "SnAp-1": "rtrl.snap",
+    "SnAp-2": "rtrl.snap",
+    "RFLO": "rtrl.rflo",
+    "e-prop": "rtrl.eprop",
+}
+
+
+def precisions(config: RunConfig) -> dict[str, torch.dtype]:
+    """Each estimator's judged precision: float32 where its part declares it or the run says ``--dtype float32``
+    (:mod:`verify.impl.precision`)."""
+    return {label: precision.judged_dtype(config.dtype, (config.impls.part(part),)) for label, part in PARTS.items()}
+
+
+def _sweep(
+    ests: Mapping[str, OnlineEstimator], config: RunConfig, judged: Mapping[str, torch.dtype] | None = None
+) -> list[AlignmentRow]:
     axes, problems, samples = GRID["full" if config.full else "ci"]
     unbiased = sum(guarantee_of(e).kind == "unbiased" for e in ests.values())
     return axis_sweep(
         ests, center=CENTER, axes=axes, problems=problems, samples=samples, seed=config.seed * 10_000 + 27,
-        test_alpha=ALPHA / max(unbiased, 1), beta=BETA,
+        test_alpha=ALPHA / max(unbiased, 1), beta=BETA, precisions=judged,
     )  # fmt: skip
 
 
 def decide(rows: list[AlignmentRow]) -> list[str]:
-    """What breaks a declaration: ``exact`` rows above :data:`EXACT`, ``unbiased`` rows with a detected bias."""
+    """What breaks a declaration: ``exact`` rows above :data:`EXACT` (judged at float32: above their predicted
+    float32 budget, :func:`~verify.estimators.alignment.float32_budget`), ``unbiased`` rows with a detected bias."""
     bad = []
     for r in rows:
         where = f"{r.estimator} at n = {r.n}, T = {r.T}, radius = {r.radius:g}, density = {r.density:g}"
-        if r.guarantee == "exact" and r.max_bias > EXACT:
+        if r.guarantee == "exact" and r.precision == "float32":
+            if r.budget_ratio > 1.0:
+                bad.append(
+                    f"{where}: declared exact, bias {r.max_bias:.1e} > its float32 budget "
+                    f"({r.budget_ratio:.2g} x the budget)"
+                )
+        elif r.guarantee == "exact" and r.max_bias > EXACT:
             bad.append(f"{where}: declared exact, bias {r.max_bias:.1e} > {EXACT:.0e}")
         if r.guarantee == "unbiased" and r.failed:
             bad.append(f"{where}: declared unbiased, bias detected on {r.failed}/{r.problems} problems")
@@ -153,7 +182,8 @@ def check_bias_alignment(config: RunConfig) -> CheckResult:
     impls = config.impls
     assumed: list[str] = []
     left_out: list[tuple[str, str]] = []
-    rows = _sweep(estimators(impls.rtrl, impls.uoro, assumed, left_out), config)
+    judged = precisions(config)
+    rows = _sweep(estimators(impls.rtrl, impls.uoro, assumed, left_out), config, judged)
     bad = decide(rows)
     controls: list[Control] = []
     if config.option("controls", True):
@@ -172,6 +202,9 @@ def check_bias_alignment(config: RunConfig) -> CheckResult:
         summary += "; left out (not implemented by the implementation under test): " + ", ".join(
             f"{label} ({why})" for label, why in left_out
         )
+    f32 = sorted(label for label, dt in judged.items() if dt == torch.float32 and label in {r.estimator for r in rows})
+    if f32:
+        summary += "; judged at float32 (declared or --dtype float32): " + ", ".join(f32)
     if bad:
         summary = "declaration broken: " + "; ".join(bad[:3]) + f" ({len(bad)} in all); " + summary
     decided = [r for r in rows if r.guarantee in ("exact", "unbiased")]
@@ -182,9 +215,10 @@ def check_bias_alignment(config: RunConfig) -> CheckResult:
         not bad,
         summary,
         controls=controls,
-        statistic=max((r.max_bias for r in rows if r.guarantee == "exact"), default=0.0),
+        statistic=max((r.max_bias for r in rows if r.guarantee == "exact" and r.precision == "float64"), default=0.0),
         threshold=EXACT,
         alpha=ALPHA,
+        dtype="float32" if f32 else "float64",
         data={
             "rows": rows_as_dicts(rows),
             "broken": bad,

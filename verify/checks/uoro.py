@@ -15,7 +15,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from verify.checks import register, result
+import torch
+
+from verify.checks import judged_dtype, precision_name, register, result
 from verify.config import RunConfig
 from verify.errors import NotApplicable
 from verify.estimators.enumerate import Enumerable
@@ -85,11 +87,11 @@ def suite(config: RunConfig, missing: list[str] | None = None) -> list[Enumerati
     return enumeration_suite(variants, config.generator(salt=61), 5 if config.full else 4, limits)
 
 
-def _control(name: str, base: EnumerationCase, refs: References) -> Control:
+def _control(name: str, base: EnumerationCase, refs: References, dtype: torch.dtype) -> Control:
     """Mutant ``name`` on the first case: a biased one must miss the exact equality, an unbiased one stay within
     its round-off budget (its normalizers may inflate the magnitudes that cancel, so the 1e-12 target is not
     asked of it: e.g. a stale rho0 = eps at the second step)."""
-    r = compare_enumeration(build(get_mutant(name).part, "control"), base, refs)
+    r = compare_enumeration(build(get_mutant(name).part, "control"), base, refs, dtype)
     ok_flag = r["passed"] if name in NEGATIVE else r["within_budget"]
     return Control(
         f"mutant {name}" + (" (unbiased: invisible to an expectation check)" if name in POSITIVE else ""),
@@ -123,9 +125,14 @@ def _summary(rows: list[dict[str, Any]], controls: list[Control], missing: list[
     summary = head + (
         f"{len(rows)} enumerations (UORO, rank 2, UORO-T, preactivation; up to "
         f"{max(int(r['patterns']) for r in rows)} patterns); worst relative error {stat:.2e} "
-        f"({worst['case']}) vs threshold {thr:.1e} (round-off budget, and the design target 1e-12 unless the "
-        f"patterns cancel by more than {CANCELLING:.0e}); "
-        f"{sum(c.ok for c in controls[: len(NEGATIVE)])}/{len(NEGATIVE)} biased mutants caught, "
+        f"({worst['case']}) vs threshold {thr:.1e} "
+        + (
+            "(the predicted float32 round-off budget: judged at float32); "
+            if worst.get("dtype") == "float32"
+            else f"(round-off budget, and the design target 1e-12 unless the patterns cancel by more than "
+            f"{CANCELLING:.0e}); "
+        )
+        + f"{sum(c.ok for c in controls[: len(NEGATIVE)])}/{len(NEGATIVE)} biased mutants caught, "
         f"{len(POSITIVE)} unbiased normalizer mutants pass as they must"
     )
     if missing:
@@ -147,6 +154,7 @@ def check_exact_expectation(config: RunConfig) -> CheckResult:
     previous-step ρ₀ and ρ₁ ≡ 1 must PASS (unbiased: invisible to this check).
     """
     t0 = time.perf_counter()
+    dtype = judged_dtype(config, "uoro.exact-expectation")
     missing: list[str] = []
     cases = suite(config, missing)
     if not cases:
@@ -156,10 +164,12 @@ def check_exact_expectation(config: RunConfig) -> CheckResult:
     for c in cases:
         if id(c.problem) not in refs:
             refs[id(c.problem)] = References.of(c.problem, c.theta)
-    rows = [compare_enumeration(c.estimator, c, refs[id(c.problem)]) for c in cases]
+    rows = [compare_enumeration(c.estimator, c, refs[id(c.problem)], dtype) for c in cases]
     base = cases[0]  # elman-tanh, plain UORO
     controls_on = bool(config.option("controls", True))
-    controls = [_control(name, base, refs[id(base.problem)]) for name in (NEGATIVE + POSITIVE if controls_on else ())]
+    controls = [
+        _control(name, base, refs[id(base.problem)], dtype) for name in (NEGATIVE + POSITIVE if controls_on else ())
+    ]
     ok = all(bool(r["passed"]) for r in rows)
     worst = max(rows, key=_ratio)
     stat = max(float(worst["gradient_error"]), float(worst["influence_error"]))
@@ -175,5 +185,6 @@ def check_exact_expectation(config: RunConfig) -> CheckResult:
         statistic=stat,
         threshold=thr,
         samples_used=sum(int(r["patterns"]) for r in rows),
-        data={"enumerations": rows, "target": TARGET},
+        dtype=precision_name(dtype),
+        data={"enumerations": rows, "target": TARGET if dtype == torch.float64 else None},
     )

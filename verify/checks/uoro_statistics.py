@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from verify.checks import register
+from verify.checks import judged_dtype, precision_name, register
 from verify.checks.uoro_common import (
     alpha_of,
     combine,
@@ -63,8 +63,10 @@ _Run = tuple[Case, OnlineEstimator, Sequence[int], Sequence[int] | None]
 def _unbiased_control(
     est: OnlineEstimator, case: Case, steps: Sequence[int], opts: TestOptions, config: RunConfig, salt: int, name: str
 ) -> Control:
-    """Negative control: the mutant estimator ``est`` must FAIL the sequential test (20 000 draws at most)."""
-    res = unbiased_family(est, case, steps, opts, config.generator(salt), 20_000)
+    """Negative control: the mutant estimator ``est`` must FAIL the sequential test (20 000 draws at most), with the
+    round-off allowance of the precision the claim judges at (:func:`verify.checks.judged_dtype`)."""
+    dtype = judged_dtype(config, "uoro.unbiased-statistical")
+    res = unbiased_family(est, case, steps, opts, config.generator(salt), 20_000, dtype=dtype)
     return Control(f"mutant {name}", "FAIL", res.verdict.value, res.summary())
 
 
@@ -118,7 +120,8 @@ def _unbiased_claim(
     """Shared driver: one sequential family test per (problem, estimator) with α, β split over the runs."""
     opts = options(config, split=len(runs))
     first = int(config.option("first", 1000))
-    results = unbiased_runs(runs, opts, config.generator(salt=401), max_samples(config), first)
+    dtype = judged_dtype(config, claim_id)
+    results = unbiased_runs(runs, opts, config.generator(salt=401), max_samples(config), first, dtype)
     verdict = combine([r.verdict for _, r in results])
     controls = [control()] if controls_on(config) else []
     used = sum(r.samples_used for _, r in results)
@@ -146,6 +149,7 @@ def _unbiased_claim(
         delta=opts.delta,
         samples_planned=planned,
         samples_used=used,
+        dtype=precision_name(dtype),
     )
 
 

@@ -66,6 +66,7 @@ from verify.estimators.snap import sparse_elman_problem
 from verify.figure_spec import Figure
 from verify.model.builders import leaky_problem
 from verify.model.problem import Problem
+from verify.oracles.budget import conditioning, pair_unit, roundoff_budget
 from verify.stats.rates import mean_interval
 from verify.stats.unbiased import QuantityResult, TestOptions, fixed_sample_test
 
@@ -78,6 +79,7 @@ __all__ = [
     "alignment_sweep",
     "axis_sweep",
     "cosine_range",
+    "float32_budget",
     "measure_alignment",
     "rows_as_dicts",
 ]
@@ -135,6 +137,12 @@ class AlignmentRow:
     failed: int = 0
     axis: str = ""
     max_bias: float = 0.0  #: the largest per-problem bias (deterministic: exact; stochastic: ‖ḡ − g‖/‖g‖)
+    #: the precision the estimator was judged at (float32: its draws tested with float32 round-off, its
+    #: deterministic bias against the predicted float32 budget -- :mod:`verify.impl.precision`)
+    precision: str = "float64"
+    #: judged at float32, deterministic: the largest per-problem bias / its predicted float32 budget
+    #: (:func:`float32_budget`); NaN otherwise
+    budget_ratio: float = math.nan
 
 
 def _exact_gradient(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
@@ -144,6 +152,14 @@ def _exact_gradient(problem: Problem, theta: torch.Tensor) -> torch.Tensor:
             "problem", problem.describe(), "the exact gradient is zero: bias relative to it is undefined"
         )
     return g
+
+
+def float32_budget(problem: Problem, theta: torch.Tensor) -> float:
+    r"""The predicted round-off budget of :math:`\|\hat g - g\|/\|g\|` for the summed sequence gradient of an
+    estimator computing in float32 against float64 RTRL: :math:`C\,u\,m\,T\,\kappa` with the pair unit
+    :math:`(u_{32}+u_{64})/2` (:func:`verify.oracles.budget.pair_unit`) and κ of the total gradient."""
+    cond = conditioning(problem, theta, with_influence=False)
+    return roundoff_budget(pair_unit(torch.float32), cond.depth, cond.steps, cond.kappa_grad)
 
 
 def _draws(estimator: OnlineEstimator, problem: Problem, theta: torch.Tensor, samples: int, seed: int) -> torch.Tensor:
@@ -221,6 +237,7 @@ def _sweep(
     level: float,
     test_alpha: float,
     beta: float,
+    precisions: Mapping[str, torch.dtype] | None = None,
 ) -> list[AlignmentRow]:
     problems = require_positive_int("problems", problems)
     samples = require_positive_int("samples", samples, minimum=2)
@@ -244,6 +261,7 @@ def _sweep(
     rows: list[AlignmentRow] = []
     for label, est in estimators.items():
         M = samples if stochastic[label] else 1
+        f32 = (precisions or {}).get(label, torch.float64) == torch.float32
         measured = {
             pt: [
                 _Measured(g, _draws(est, P, th, M, seed + i))
@@ -255,8 +273,8 @@ def _sweep(
         if stochastic[label]:
             order = [(pt, i) for pt in unique for i in range(problems)]
             opts = TestOptions(alpha=test_alpha, beta=beta)  # no event floor declared: flat directions prove nothing
-            res = fixed_sample_test(
-                [measured[pt][i].draws for pt, i in order],
+            res = fixed_sample_test(  # float32 draws: the test's round-off model takes u32 (verify.stats.roundoff)
+                [measured[pt][i].draws.to(torch.float32 if f32 else torch.float64) for pt, i in order],
                 [measured[pt][i].g for pt, i in order],
                 options=opts,
                 generator=torch.Generator().manual_seed(seed),
@@ -269,6 +287,7 @@ def _sweep(
             biases = [float((m.draws.mean(0) - m.g).norm() / m.g.norm()) for m in ms]
             cosines = [_cos(m.draws.mean(0), m.g) for m in ms]
             noise = max(_mc_noise(m.draws) / float(m.g.norm()) for m in ms)
+            ratio = math.nan
             if stochastic[label]:
                 qs = tests[pt]
                 radii = [q.radius / float(m.g.norm()) for q, m in zip(qs, ms, strict=True)]
@@ -281,6 +300,8 @@ def _sweep(
             else:
                 b, c = _interval(biases, level, lo=0.0), _interval(cosines, level, lo=-1.0, hi=1.0)
                 failed, interval = 0, "t over problems"
+                if f32:
+                    ratio = max(x / float32_budget(P, th) for x, (P, th) in zip(biases, cases[pt], strict=True))
             rows.append(
                 AlignmentRow(
                     label,
@@ -299,6 +320,8 @@ def _sweep(
                     failed=failed,
                     axis=axis,
                     max_bias=max(biases),
+                    precision="float32" if f32 else "float64",
+                    budget_ratio=ratio,
                 )
             )
     return rows
@@ -337,18 +360,20 @@ def alignment_sweep(
     level: float = 0.95,
     test_alpha: float = 1e-3,
     beta: float = 1e-3,
+    precisions: Mapping[str, torch.dtype] | None = None,
 ) -> list[AlignmentRow]:
     """Bias and alignment of each estimator over the product grid ns × Ts × radii × densities; one row each.
 
     ``cell``: ``"leaky"`` (leaky rate units, leak ``alpha``, dense W: :func:`~verify.model.builders.leaky_problem`)
     or ``"elman"`` (tanh Elman, W with off-diagonal density ``density``: every estimator here is defined on it,
     KF-RTRL included). ``samples``: draws per problem of an estimator declared ``unbiased`` (deterministic ones
-    run once); ``test_alpha``, ``beta``: the error rates of its unbiasedness test over the whole sweep.
+    run once); ``test_alpha``, ``beta``: the error rates of its unbiasedness test over the whole sweep;
+    ``precisions``: estimator label -> the precision it is judged at (float32: :attr:`AlignmentRow.precision`).
     """
     points = [("", GridPoint(n, T, float(r), float(dn))) for n in ns for T in Ts for r in radii for dn in densities]
     return _sweep(
         estimators, points, cell=cell, alpha=alpha, problems=problems, samples=samples, seed=seed, level=level,
-        test_alpha=test_alpha, beta=beta,
+        test_alpha=test_alpha, beta=beta, precisions=precisions,
     )  # fmt: skip
 
 
@@ -365,6 +390,7 @@ def axis_sweep(
     level: float = 0.95,
     test_alpha: float = 1e-3,
     beta: float = 1e-3,
+    precisions: Mapping[str, torch.dtype] | None = None,
 ) -> list[AlignmentRow]:
     """One axis at a time around ``center``: for each ``axes[name]`` value, the centre with that coordinate
     replaced; rows tagged with ``axis`` (a grid point shared by several axes is measured once)."""
@@ -382,7 +408,7 @@ def axis_sweep(
             points.append((name, pt))
     return _sweep(
         estimators, points, cell=cell, alpha=alpha, problems=problems, samples=samples, seed=seed, level=level,
-        test_alpha=test_alpha, beta=beta,
+        test_alpha=test_alpha, beta=beta, precisions=precisions,
     )  # fmt: skip
 
 

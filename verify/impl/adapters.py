@@ -33,6 +33,8 @@ toolkit's state holds a key per sample; each step works on a deep copy, so the c
 holds). What it declares (:meth:`Batch1.supports`): the cells and losses you name, unbatched problems
 only, and the noise hook only where you route ν through ``ctx.noise``. A problem it cannot run is
 left out of a claim with that reason (:mod:`verify.impl.capabilities`), never a crash inside your code.
+Code that computes in float32 declares ``dtype="float32"``: the claims then judge it against the predicted
+float32 round-off budget (:mod:`verify.impl.precision`), not float64's.
 
 The toolkit's problems: state :math:`s_t = \phi(W s_{t-1} + U x_t + b)` (Elman; W n×n, U n×d, b n),
 output :math:`y_t = V s_t + c` (V k×n, c k), loss :math:`\ell_t = \tfrac12\|y_t - \hat y_t\|^2`
@@ -54,6 +56,7 @@ import torch
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.guarantee import Guarantee
 from verify.estimators.uoro import NoiseSource, Rademacher
+from verify.impl.precision import validate_dtype
 from verify.model.problem import Problem
 
 __all__ = [
@@ -273,7 +276,9 @@ class Batch1:
     the updated s̃_t, θ̃_t), ``random_start=True`` that ``make`` starts s̃₀, θ̃₀ at random (from ``ctx.rng``: the
     claims that need tabulated noise are then SKIPPED with that reason), ``noise_law="gaussian"`` that ν is standard
     normal (a variant, unbiased; the variance claims compare with it) and ``guarantee`` what the estimator
-    promises (:class:`~verify.estimators.Guarantee`).
+    promises (:class:`~verify.estimators.Guarantee`). ``dtype="float32"`` declares that the code computes in
+    float32: the claims judge it against the predicted float32 round-off budget instead of float64's
+    (:mod:`verify.impl.precision`; None, the default: float64 unless the run says ``--dtype float32``).
     """
 
     make: Callable[[Context], Any]
@@ -293,10 +298,12 @@ class Batch1:
     guarantee: Guarantee | None = None
     name: str = "batch-1 adapter"
     expectation: Callable[[Any, list[np.ndarray], list[np.ndarray]], Sequence[Any]] | None = None
+    dtype: str | None = None
 
     def __post_init__(self) -> None:
         if not callable(self.make) or not callable(self.step_fn):
             raise InvalidArgument("Batch1(make, step_fn)", (self.make, self.step_fn), "two callables")
+        object.__setattr__(self, "dtype", validate_dtype("Batch1(dtype=...)", self.dtype))
         if self.gtilde not in (None, "pre", "post"):
             raise InvalidArgument("gtilde", self.gtilde, "'pre' (Algorithm 1), 'post' or None")
         if self.influence is None:  # no estimate of ds/dtheta: the claims test gradients only
@@ -492,4 +499,5 @@ _FIELDS = (
     "guarantee",
     "name",
     "expectation",
+    "dtype",
 )

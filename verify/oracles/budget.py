@@ -147,6 +147,7 @@ __all__ = [
     "conditioning",
     "effective_memory",
     "loss_magnitudes",
+    "pair_unit",
     "preactivation_uoro_magnitudes",
     "projected_gd_roundoff",
     "rounding_unit",
@@ -168,6 +169,15 @@ C_PAIR = 2.0
 def unit_roundoff(dtype: torch.dtype) -> float:
     """Rounding unit u = eps/2 of a floating dtype."""
     return float(torch.finfo(dtype).eps) / 2.0
+
+
+def pair_unit(candidate: torch.dtype, reference: torch.dtype = torch.float64) -> float:
+    r"""The rounding unit per side of a comparison of a ``candidate`` computation with a ``reference``:
+    :math:`(u_{cand} + u_{ref})/2`, so that the pair budget :math:`C\,u\,m\,T\,\kappa` with C = :data:`C_PAIR` = 2
+    carries :math:`u_{cand} + u_{ref}` -- each side its own rounding (a user's float32 code against the float64
+    reference: :mod:`verify.impl.precision`). Equal dtypes give that dtype's unit: the float64 budgets are
+    unchanged."""
+    return (unit_roundoff(candidate) + unit_roundoff(reference)) / 2.0
 
 
 @dataclass(frozen=True)

@@ -26,17 +26,19 @@ from verify.oracles.bptt import (
     tbptt_gradient,
     truncated_model_gradient,
 )
-from verify.oracles.budget import conditioning
+from verify.oracles.budget import Conditioning, conditioning, pair_unit, roundoff_budget
 
 __all__ = [
     "TARGET",
     "Case",
     "SuiteSetup",
+    "budgets",
     "compare_rtrl",
     "compare_truncated",
     "gradient_budgets",
     "relative_error",
     "suite",
+    "target",
 ]
 
 #: DESIGN.md target for RTRL vs BPTT (relative)
@@ -126,17 +128,36 @@ def locate(est: torch.Tensor, ref: torch.Tensor, problem: Problem, budget: float
     }
 
 
-def compare_rtrl(rtrl: Callable[[], OnlineEstimator], case: Case) -> dict[str, Any]:
-    """RTRL built by ``rtrl()`` against the float64 references on one case (influence only where it exposes one);
-    where the gradients leave their budget, :func:`locate` says at which step first and in which parameter block."""
+def target(dtype: torch.dtype = torch.float64) -> float:
+    """The DESIGN target of the judged precision: :data:`TARGET` for float64; none (inf) for float32, judged by its
+    predicted budget alone (:mod:`verify.impl.precision`)."""
+    return TARGET if dtype == torch.float64 else math.inf
+
+
+def budgets(cond: Conditioning, dtype: torch.dtype = torch.float64) -> tuple[float, float]:
+    r"""The predicted round-off budgets (influence, gradient) of an implementation computing in ``dtype`` against the
+    float64 reference: :math:`C\,u\,m\,T\,\kappa` with u = :func:`~verify.oracles.budget.pair_unit` (float64:
+    the usual float64 budgets)."""
+    u = pair_unit(dtype)
+    return (
+        roundoff_budget(u, cond.depth, cond.steps, cond.kappa_influence),
+        roundoff_budget(u, cond.depth, cond.steps, cond.kappa_grad),
+    )
+
+
+def compare_rtrl(rtrl: Callable[[], OnlineEstimator], case: Case, dtype: torch.dtype = torch.float64) -> dict[str, Any]:
+    """RTRL built by ``rtrl()`` against the float64 references on one case (influence only where it exposes one),
+    judged by the budget of an implementation computing in ``dtype`` (:func:`budgets`, :func:`target`); where the
+    gradients leave their budget, :func:`locate` says at which step first and in which parameter block."""
     I_est, G_est = _run_rtrl(rtrl(), case)
     cond = conditioning(case.problem, case.theta)
     G_ref = per_step_gradients(case.problem, case.theta)
     e_g = relative_error(G_est, G_ref)
-    b_i, b_g = cond.influence_budget(), cond.gradient_budget()
+    b_i, b_g = budgets(cond, dtype)
+    goal = target(dtype)
     e_i = math.nan if I_est is None else relative_error(I_est, influence_matrices(case.problem, case.theta))
-    ok = (I_est is None or e_i <= min(b_i, TARGET)) and e_g <= min(b_g, TARGET)
-    where = {} if e_g <= min(b_g, TARGET) else locate(G_est, G_ref, case.problem, min(b_g, TARGET))
+    ok = (I_est is None or e_i <= min(b_i, goal)) and e_g <= min(b_g, goal)
+    where = {} if e_g <= min(b_g, goal) else locate(G_est, G_ref, case.problem, min(b_g, goal))
     return {
         "where": where,
         "problem": case.label,
@@ -184,6 +205,12 @@ def compare_truncated(
     }
 
 
-def gradient_budgets(cases: list[Case]) -> list[float]:
-    """The predicted round-off budget of each case's gradients (:mod:`verify.oracles.budget`, no influence)."""
-    return [conditioning(c.problem, c.theta, with_influence=False).gradient_budget() for c in cases]
+def gradient_budgets(cases: list[Case], dtype: torch.dtype = torch.float64) -> list[float]:
+    """The predicted round-off budget of each case's gradients (:mod:`verify.oracles.budget`, no influence), for an
+    implementation computing in ``dtype`` against the float64 reference."""
+    u = pair_unit(dtype)
+    out = []
+    for c in cases:
+        cond = conditioning(c.problem, c.theta, with_influence=False)
+        out.append(roundoff_budget(u, cond.depth, cond.steps, cond.kappa_grad))
+    return out

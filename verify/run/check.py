@@ -35,7 +35,7 @@ from verify import stop
 from verify.checks import registry, uses
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated, ContractViolation, ImplementationError, InvalidArgument, NotApplicable
-from verify.impl import Implementations
+from verify.impl import Implementations, precision
 from verify.impl.adapters import low_precision_seen, reset_precision
 from verify.impl.loader import load_implementations
 from verify.selection import select_claims as _select_claims
@@ -66,20 +66,41 @@ def select_claims(patterns: Sequence[str] | None = None, profile: str | None = N
 
 
 def run_check(claim: Claim, config: RunConfig) -> CheckResult:
-    """Run one claim's check; never raises for a failing or crashing check. A FAIL of a claim during which the
-    implementation under test returned float32 (or narrower) arrays says so: its round-off, ~1e-7, is above the
-    float64 budgets of the exact claims (issue 37)."""
+    """Run one claim's check; never raises for a failing or crashing check. A FAIL whose error sits at float32
+    round-off while the claim judged at float64 says so, and how to declare the precision
+    (:func:`verify.impl.precision.roundoff_hint`); a FAIL of a claim during which the implementation under test
+    returned float32 (or narrower) arrays says that too (issue 37)."""
     reset_precision()
     res = _run_check(claim, config)
     low = low_precision_seen()
-    if res.verdict is Verdict.FAIL and low:
-        res = replace(
-            res,
-            summary=f"{res.summary}; NOTE: the implementation under test returned {'/'.join(low)} arrays: its "
-            "round-off (float32: ~1e-7 relative) is above the float64 budgets rnn-verify judges exact claims by; "
-            "compute in float64 to check the algorithm",
-        )
+    if res.verdict is Verdict.FAIL:
+        note = _precision_note(claim, config, res, low)
+        # the round-off hint first (the terminal shows a summary's beginning), the other notes after it
+        res = replace(res, summary=f"{note[2:]}; {res.summary}" if note.startswith("; error ") else res.summary + note)
     return replace(res, implementation=config.impls.describe(uses(claim.id)))
+
+
+def _precision_note(claim: Claim, config: RunConfig, res: CheckResult, low: tuple[str, ...]) -> str:
+    """What a FAIL's summary adds about precision: the round-off hint, the low-precision arrays seen, or that the
+    claim was asked to judge at float32 but judges at float64 (a check without a float32 budget yet)."""
+    asked = precision.judged_dtype(config.dtype, (config.impls.part(u) for u in uses(claim.id)))
+    returned = f"the implementation under test returned {'/'.join(low)} arrays" if low else ""
+    if asked == torch.float32 and res.dtype == "float64":
+        hint = precision.roundoff_hint(res.statistic, res.threshold, "float64")
+        return (
+            "; NOTE: float32 was asked for (declared, or --dtype float32), but this claim's check judges at float64 "
+            "(it has no float32 budget)" + ("; " + hint.split(":")[0] if hint else "")
+        )
+    hint = precision.roundoff_hint(res.statistic, res.threshold, res.dtype)
+    if hint:
+        return f"; {hint}" + (f" ({returned})" if returned else "")
+    if low and res.dtype == "float64":
+        return (
+            f"; NOTE: {returned}: its round-off (float32: ~1e-7 relative) is above the float64 budgets rnn-verify "
+            "judges exact claims by; compute in float64, or declare dtype='float32' (--dtype float32) to be judged "
+            "against the predicted float32 budget"
+        )
+    return ""
 
 
 def _run_check(claim: Claim, config: RunConfig) -> CheckResult:

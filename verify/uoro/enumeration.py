@@ -18,7 +18,7 @@ from verify.estimators.enumerate import Enumerable, EnumeratedExpectation, enume
 from verify.model.builders import random_problem
 from verify.model.problem import Problem
 from verify.oracles.bptt import influence_matrices, per_step_gradients
-from verify.oracles.budget import conditioning, roundoff_budget, unit_roundoff
+from verify.oracles.budget import conditioning, pair_unit, roundoff_budget, unit_roundoff
 
 __all__ = [
     "MAX_PATTERNS",
@@ -39,8 +39,9 @@ CANCELLING = 1e3
 
 
 def row_thresholds(r: dict[str, Any]) -> tuple[float, float]:
-    """(gradient, influence) thresholds a row of :func:`compare_enumeration` was judged by."""
-    cancel = float(r["kappa_noise"]) > CANCELLING
+    """(gradient, influence) thresholds a row of :func:`compare_enumeration` was judged by (judged at float32: the
+    budgets alone, the 1e-12 target being float64's)."""
+    cancel = float(r["kappa_noise"]) > CANCELLING or r.get("dtype", "float64") != "float64"
     g, i = float(r["gradient_budget"]), float(r["influence_budget"])
     return (g, i) if cancel else (min(g, TARGET), min(i, TARGET))
 
@@ -124,10 +125,17 @@ class References:
 
 
 def _budgets(
-    E: EnumeratedExpectation, G: torch.Tensor, I_at: torch.Tensor, P: Problem, steps: int, refs: References
+    E: EnumeratedExpectation,
+    G: torch.Tensor,
+    I_at: torch.Tensor,
+    P: Problem,
+    steps: int,
+    refs: References,
+    dtype: torch.dtype = torch.float64,
 ) -> tuple[float, ...]:
-    """(gradient budget, influence budget, cancellation κ of the gradients, of the influence)."""
-    u = unit_roundoff(P.dtype)
+    """(gradient budget, influence budget, cancellation κ of the gradients, of the influence); an estimator computing
+    in ``dtype`` against the float64 references: the rounding unit :func:`~verify.oracles.budget.pair_unit`."""
+    u = max(unit_roundoff(P.dtype), pair_unit(dtype))
     depth = P.n + P.cell.input_size + P.readout.output_size + E.coordinates
     k_g = float(torch.linalg.vector_norm(E.gradients_abs)) / max(float(torch.linalg.vector_norm(G)), 1e-300)
     k_i = (
@@ -140,9 +148,12 @@ def _budgets(
     return b_g, b_i, k_g, k_i
 
 
-def compare_enumeration(est: Enumerable, case: EnumerationCase, refs: References) -> dict[str, Any]:
+def compare_enumeration(
+    est: Enumerable, case: EnumerationCase, refs: References, dtype: torch.dtype = torch.float64
+) -> dict[str, Any]:
     """Enumerate ``est`` on ``case``; relative errors of E g̃ and E s̃⊗θ̃ against ``refs``, their budgets, and whether
-    they are within the budgets (``within_budget``) and the 1e-12 target as well (``passed``)."""
+    they are within the budgets (``within_budget``) and the 1e-12 target as well (``passed``). ``dtype``: the
+    precision the estimator is judged at (float32: its budgets, :mod:`verify.impl.precision`; no target)."""
     P, th, limit = case.problem, case.theta, case.limit
     steps = enumerable_steps(est, P, limit)
     E = enumerate_expectation(est, P, th, steps=steps, max_patterns=limit)
@@ -150,14 +161,14 @@ def compare_enumeration(est: Enumerable, case: EnumerationCase, refs: References
     I_ref = refs.influence
     zero = torch.zeros_like(I_ref[0])
     I_at = torch.stack([I_ref[s - 1] if s > 0 else zero for s in E.influence_steps])
-    b_g, b_i, k_g, k_i = _budgets(E, G, I_at, P, steps, refs)
+    b_g, b_i, k_g, k_i = _budgets(E, G, I_at, P, steps, refs, dtype)
     e_g = _rel(E.gradients, G)
     e_i = 0.0 if E.influence is None else _rel(E.influence, I_at)
     within = e_g <= b_g and e_i <= b_i
     # DESIGN "Numerical policy": exactness is judged against the predicted budget; the 1e-12 target is for
     # well-conditioned sums. An unbiased estimator whose patterns cancel strongly (kappa_noise >> 1: e.g. a
     # normalizer of another step) may exceed the target within its budget -- no evidence of bias, not a FAIL
-    ok = within and (max(e_g, e_i) <= TARGET or max(k_g, k_i) > CANCELLING)
+    ok = within and (max(e_g, e_i) <= TARGET or max(k_g, k_i) > CANCELLING or dtype != torch.float64)
     return {
         "case": case.label,
         "estimator": est.name,
@@ -171,6 +182,7 @@ def compare_enumeration(est: Enumerable, case: EnumerationCase, refs: References
         "influence_compared": E.influence is not None,
         "within_budget": within,
         "passed": ok,
+        "dtype": str(dtype).replace("torch.", ""),
     }
 
 

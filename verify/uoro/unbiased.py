@@ -48,12 +48,19 @@ def declared_options(opts: TestOptions, est: object) -> TestOptions:
 
 
 def family_sampler(
-    est: OnlineEstimator, case: Case, steps: Sequence[int], influence_steps: Sequence[int] | None = None
+    est: OnlineEstimator,
+    case: Case,
+    steps: Sequence[int],
+    influence_steps: Sequence[int] | None = None,
+    dtype: torch.dtype = torch.float64,
 ) -> tuple[Sampler, list[torch.Tensor], list[str]]:
     """The sampler of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) on ``case``, their float64
     references and names: what :func:`unbiased_family` tests (and a plan's pilot draws).
 
-    The influence is drawn only where the estimator has ``influence_estimate`` (optional).
+    The influence is drawn only where the estimator has ``influence_estimate`` (optional). ``dtype``: the precision
+    the estimator is judged at; float32 hands the draws over as float32, so that the test's round-off model
+    allows float32 round-off (:mod:`verify.stats.roundoff`: u is the coarsest dtype the sampler returned;
+    :mod:`verify.impl.precision`).
     """
     P, th = case.problem, case.theta
     isteps = tuple(steps if influence_steps is None else influence_steps)
@@ -67,9 +74,11 @@ def family_sampler(
     k = len(allsteps)
     idx = [allsteps.index(t) for t in steps] + [k] + [k + 1 + allsteps.index(t) for t in isteps]
 
+    low = dtype == torch.float32
+
     def sampler(m: int, rng: torch.Generator) -> list[torch.Tensor]:
         out = both(m, rng)  # one run of the estimator yields every quantity
-        return [out[i] for i in idx]
+        return [out[i].to(torch.float32) if low else out[i] for i in idx]
 
     return sampler, [truths_all[i] for i in idx], [names_all[i] for i in idx]
 
@@ -84,12 +93,14 @@ def unbiased_family(
     *,
     influence_steps: Sequence[int] | None = None,
     first: int = 1000,
+    dtype: torch.dtype = torch.float64,
 ) -> UnbiasednessResult:
     """Sequential test of g̃_t (``steps``), Σ_t g̃_t and s̃_t ⊗ θ̃_t (``influence_steps``) for one problem.
 
-    The influence is tested only where the estimator has ``influence_estimate`` (optional).
+    The influence is tested only where the estimator has ``influence_estimate`` (optional); ``dtype``: the
+    precision the estimator is judged at (:func:`family_sampler`).
     """
-    sampler, refs, names = family_sampler(est, case, steps, influence_steps)
+    sampler, refs, names = family_sampler(est, case, steps, influence_steps, dtype)
     return sequential_test(
         sampler,
         refs,
@@ -109,13 +120,16 @@ def unbiased_runs(
     gen: torch.Generator,
     max_samples: int,
     first: int = 1000,
+    dtype: torch.dtype = torch.float64,
 ) -> list[tuple[str, UnbiasednessResult]]:
     """:func:`unbiased_family` for each (problem, estimator, gradient steps, influence steps) of ``runs`` in turn,
     drawing from ``gen``; labelled "<estimator> on <problem>". Stops at the first FAIL (a bias detected: the claim
     fails, the remaining problems add nothing)."""
     results: list[tuple[str, UnbiasednessResult]] = []
     for case, est, steps, isteps in runs:
-        res = unbiased_family(est, case, steps, opts, gen, max_samples, influence_steps=isteps, first=first)
+        res = unbiased_family(
+            est, case, steps, opts, gen, max_samples, influence_steps=isteps, first=first, dtype=dtype
+        )
         results.append((f"{getattr(est, 'name', 'estimator')} on {case.label}", res))
         if res.verdict is Verdict.FAIL:
             break
