@@ -176,6 +176,8 @@ class FunctionalStep:
     VMAP_LABEL = "vmap"
     #: what the adapter is, in the reasons of :meth:`supports`
     RUNNER = "a per-sample step"
+    #: the label without ``name=``
+    DEFAULT_NAME = "adapter"
 
     def __init__(
         self,
@@ -194,9 +196,10 @@ class FunctionalStep:
         random_start: bool = False,
         noise_law: str | None = None,
         guarantee: Guarantee | None = None,
-        name: str = "adapter",
+        name: str | None = None,
         vmap: bool = True,
     ) -> None:
+        self._library()
         if not callable(init) or not callable(step):
             raise InvalidArgument(f"{type(self).__name__}(init, step)", (init, step), "two callables")
         if gtilde not in (None, "pre", "post"):
@@ -206,7 +209,7 @@ class FunctionalStep:
         self.state, self.influence, self.factors = state, influence, factors
         self.noise_hook, self.noise = bool(noise_hook), noise if noise is not None else Rademacher()
         self.gtilde, self.random_start, self.noise_law, self.guarantee = gtilde, random_start, noise_law, guarantee
-        self._name = name
+        self._name = self.DEFAULT_NAME if name is None else name
         self._mode: dict[str, str] = {"how": self.VMAP_LABEL if vmap else "per-sample loop (vmap=False)"}
         self._cache: dict[Any, Any] = {}
         if influence is None:  # no estimate of ds/dtheta: the claims test gradients only
@@ -219,6 +222,9 @@ class FunctionalStep:
 
     # ------------------------------------------------------------ what a subclass gives
     ops: ArrayOps
+
+    def _library(self) -> None:
+        """Import the array library (a missing one: the ModuleNotFoundError the loader words), at construction."""
 
     def _to(self, t: torch.Tensor) -> Any:
         """A torch tensor as the library's array (float64)."""

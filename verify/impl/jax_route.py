@@ -48,7 +48,7 @@ b)` (Elman; W n×n, U n×d, b n), output :math:`y_t = V s_t + c`, loss :math:`\e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -56,8 +56,6 @@ import torch
 import torch.utils.dlpack
 
 from verify.errors import InvalidArgument
-from verify.estimators.guarantee import Guarantee
-from verify.estimators.uoro import NoiseSource
 from verify.impl.functional import ArrayOps, FunctionalStep, Plan, StepState
 from verify.model.problem import Problem
 
@@ -182,32 +180,11 @@ class JaxStep(FunctionalStep):
 
     VMAP_LABEL = "jax.vmap+jit"
     RUNNER = "a per-sample JAX step"
+    DEFAULT_NAME = "jax adapter"
     ops = _JaxOps()
 
-    def __init__(
-        self,
-        init: Callable[[Any, Any, Any], Any],
-        step: Callable[[Any, Any, Any, Any, Any], tuple[Any, Any]],
-        *,
-        names: Mapping[str, str] | None = None,
-        cells: Sequence[str] = ("elman-tanh",),
-        losses: Sequence[str] = ("squared-error",),
-        state: Callable[[Any], Any] | None = None,
-        influence: Callable[[Any], Any] | None = None,
-        factors: Callable[[Any], tuple[Any, Any]] | None = None,
-        noise_hook: bool = False,
-        noise: NoiseSource | None = None,
-        gtilde: str | None = None,
-        random_start: bool = False,
-        noise_law: str | None = None,
-        guarantee: Guarantee | None = None,
-        name: str = "jax adapter",
-        vmap: bool = True,
-    ) -> None:
+    def _library(self) -> None:
         _jax()  # a missing jax is a ModuleNotFoundError the loader words (missing_extra)
-        super().__init__(init, step, names=names, cells=cells, losses=losses, state=state, influence=influence,
-                         factors=factors, noise_hook=noise_hook, noise=noise, gtilde=gtilde, random_start=random_start,
-                         noise_law=noise_law, guarantee=guarantee, name=name, vmap=vmap)  # fmt: skip
 
     def _to(self, t: torch.Tensor) -> Any:
         return to_jax(t.to(torch.float64) if t.is_floating_point() else t)

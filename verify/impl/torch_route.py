@@ -49,15 +49,13 @@ bfloat16) carry leaf, gradient, state or factor is refused in one line naming it
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
 
 from verify.errors import InvalidArgument
-from verify.estimators.guarantee import Guarantee
-from verify.estimators.uoro import NoiseSource
 from verify.impl.functional import ArrayOps, FunctionalStep, StepState
 from verify.model.problem import Problem
 
@@ -134,31 +132,8 @@ class TorchStep(FunctionalStep):
 
     VMAP_LABEL = "torch.func.vmap"
     RUNNER = "a per-sample torch step"
+    DEFAULT_NAME = "torch adapter"
     ops = _TorchOps()
-
-    def __init__(
-        self,
-        init: Callable[[Any, Any], Any],
-        step: Callable[[Any, Any, Any, Any, Any], tuple[Any, Any]],
-        *,
-        names: Mapping[str, str] | None = None,
-        cells: Sequence[str] = ("elman-tanh",),
-        losses: Sequence[str] = ("squared-error",),
-        state: Callable[[Any], Any] | None = None,
-        influence: Callable[[Any], Any] | None = None,
-        factors: Callable[[Any], tuple[Any, Any]] | None = None,
-        noise_hook: bool = False,
-        noise: NoiseSource | None = None,
-        gtilde: str | None = None,
-        random_start: bool = False,
-        noise_law: str | None = None,
-        guarantee: Guarantee | None = None,
-        name: str = "torch adapter",
-        vmap: bool = True,
-    ) -> None:
-        super().__init__(init, step, names=names, cells=cells, losses=losses, state=state, influence=influence,
-                         factors=factors, noise_hook=noise_hook, noise=noise, gtilde=gtilde, random_start=random_start,
-                         noise_law=noise_law, guarantee=guarantee, name=name, vmap=vmap)  # fmt: skip
 
     def _to(self, t: torch.Tensor) -> Any:
         t = t.detach()
