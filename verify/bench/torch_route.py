@@ -12,13 +12,11 @@ the same estimates (same noise, so equal up to round-off).
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import torch
 
-from verify.bench._timing import machine, median_us, refuse_foreign_json
+from verify.bench._timing import machine, median_us, route_args
 from verify.estimators.base import run_estimator
 from verify.estimators.uoro import UORO
 from verify.files import write_file_atomic
@@ -28,15 +26,7 @@ TOOL = "verify.bench.torch_route"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--n", type=int, default=4)
-    ap.add_argument("--T", type=int, default=8)
-    ap.add_argument("--samples", type=int, default=256)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file (its own only)")
-    a = ap.parse_args(argv)
-    if a.json is not None:
-        refuse_foreign_json(a.json, TOOL)
+    a = route_args(__doc__, TOOL, 256, argv)
     from verify.examples.torch_uoro import NAMES, uoro_init, uoro_step
     from verify.impl.torch_route import TorchStep
 
