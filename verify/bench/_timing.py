@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import statistics
@@ -56,3 +57,18 @@ def median_us(fn: object, repeats: int, steps: int) -> float:
         fn()  # type: ignore[operator]
         times.append(time.perf_counter() - t0)
     return statistics.median(times[1:]) / steps * 1e6
+
+
+def route_args(doc: str | None, tool: str, samples: int, argv: list[str] | None) -> argparse.Namespace:
+    """The arguments of a route benchmark (``verify.bench.jax_route``, ``verify.bench.torch_route``): ``--n``,
+    ``--T``, ``--samples`` (default ``samples``), ``--repeats``, ``--json`` (a file of another tool refused)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    ap.add_argument("--n", type=int, default=4)
+    ap.add_argument("--T", type=int, default=8)
+    ap.add_argument("--samples", type=int, default=samples)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file (its own only)")
+    a = ap.parse_args(argv)
+    if a.json is not None:
+        refuse_foreign_json(a.json, tool)
+    return a

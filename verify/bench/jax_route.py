@@ -11,13 +11,11 @@ two give the same estimates (same noise, so equal up to round-off).
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import torch
 
-from verify.bench._timing import machine, median_us, refuse_foreign_json
+from verify.bench._timing import machine, median_us, route_args
 from verify.estimators.base import run_estimator
 from verify.files import write_file_atomic
 from verify.model.builders import random_problem
@@ -26,15 +24,7 @@ TOOL = "verify.bench.jax_route"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--n", type=int, default=4)
-    ap.add_argument("--T", type=int, default=8)
-    ap.add_argument("--samples", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file (its own only)")
-    a = ap.parse_args(argv)
-    if a.json is not None:
-        refuse_foreign_json(a.json, TOOL)
+    a = route_args(__doc__, TOOL, 64, argv)
     from verify.examples.jax_uoro import NAMES, uoro_init, uoro_step  # jax: an optional extra
     from verify.impl.jax_route import JaxStep
 

@@ -48,19 +48,15 @@ b)` (Elman; W n×n, U n×d, b n), output :math:`y_t = V s_t + c`, loss :math:`\e
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 import torch.utils.dlpack
 
-from verify.errors import InvalidArgument, NotApplicable
-from verify.estimators.guarantee import Guarantee
-from verify.estimators.uoro import NoiseSource, Rademacher
-from verify.impl.adapters import _Layout, declared_support
+from verify.errors import InvalidArgument
+from verify.impl.functional import ArrayOps, FunctionalStep, Plan, StepState
 from verify.model.problem import Problem
 
 __all__ = ["INSTALL_HINT", "JAX_MODULES", "X64_HINT", "JaxState", "JaxStep", "missing_extra", "to_jax", "to_torch"]
@@ -120,106 +116,56 @@ def to_torch(a: Any, problem: Problem) -> torch.Tensor:
     return out.to(problem.device, problem.dtype)
 
 
-class JaxState(NamedTuple):
-    """The adapter's state: the samples' carries flattened (M, K), the state s_t, the last draw ν."""
-
-    carry: torch.Tensor  #: (M, K): every leaf of each sample's carry, raveled and concatenated (float64)
-    s: torch.Tensor  #: (M, n): ``state(carry)`` where given, else the exact rollout's
-    nu: torch.Tensor  #: (M, n): the last draw handed out (zeros before the first, or without the noise hook)
+JaxState = StepState  #: the adapter's state (:class:`verify.impl.functional.StepState`)
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """θ's layout in the user's terms (static, hashable): per entry (user, start, stop, toolkit shape, transposed),
-    in θ's order, and the sizes n, p."""
+class _JaxOps(ArrayOps):
+    """:class:`~verify.impl.functional.ArrayOps` in ``jax.numpy`` (float64 casts: the x64 switch is checked)."""
 
-    entries: tuple[tuple[str, int, int, tuple[int, ...], bool], ...]
-    n: int
-    p: int
+    def asarray(self, x: Any) -> Any:
+        return _jax().numpy.asarray(x)
 
-    @staticmethod
-    def build(names: Mapping[str, str] | None, problem: Problem) -> _Plan:
-        lay = _Layout.build(names, problem)
-        by = {e.name: e for e in problem.layout.entries}
-        rows = [(u, by[t].slice.start, by[t].slice.stop, tuple(by[t].shape), tr) for u, t, tr in lay.entries]
-        return _Plan(tuple(sorted(rows, key=lambda r: r[1])), problem.n, problem.p)
+    def f64(self, x: Any, what: str) -> Any:
+        return x.astype(_jax().numpy.float64)
 
-    def to_user(self, theta: Any) -> dict[str, Any]:
-        return {u: (theta[a:b].reshape(sh).T if tr else theta[a:b].reshape(sh)) for u, a, b, sh, tr in self.entries}
+    def T(self, x: Any) -> Any:
+        return x.T
 
-    def to_flat(self, g: Any, what: str) -> Any:
-        jnp = _jax().numpy
-        if not isinstance(g, Mapping):
-            arr = jnp.asarray(g)
-            if arr.size != self.p:
-                raise InvalidArgument(what, f"array of {arr.size} values", f"a dict of your names or p = {self.p}")
-            return arr.reshape(-1).astype(jnp.float64)
-        parts = []
-        for u, _a, _b, sh, tr in self.entries:
-            if u not in g:
-                raise InvalidArgument(what, f"keys {sorted(g)}", f"the gradient of every parameter, {u!r} missing")
-            v = jnp.asarray(g[u])
-            want = sh[::-1] if tr else sh
-            if tuple(v.shape) != tuple(want):
-                raise InvalidArgument(f"{what}[{u!r}]", f"shape {tuple(v.shape)}", f"shape {tuple(want)}")
-            parts.append((v.T if tr else v).reshape(-1))
-        return jnp.concatenate(parts).astype(jnp.float64)
+    def swap(self, x: Any) -> Any:
+        return _jax().numpy.swapaxes(x, -1, -2)
 
-    def columns(self, infl: Any, what: str) -> Any:
-        """∂s/∂θ (dict name -> (n, *shape), readout names absent; or (n, p)) as (n, p) in θ's layout."""
-        jnp = _jax().numpy
-        if not isinstance(infl, Mapping):
-            arr = jnp.asarray(infl)
-            if tuple(arr.shape) != (self.n, self.p):
-                raise InvalidArgument(what, f"shape {tuple(arr.shape)}", f"(n, p) = ({self.n}, {self.p}) or a dict")
-            return arr.astype(jnp.float64)
-        parts = []
-        for u, a, b, _sh, tr in self.entries:
-            if u not in infl:  # a readout parameter: s_t does not depend on it
-                parts.append(jnp.zeros((self.n, b - a)))
-                continue
-            v = jnp.asarray(infl[u])
-            parts.append((jnp.swapaxes(v, -1, -2) if tr else v).reshape(self.n, b - a))
-        return jnp.concatenate(parts, axis=1).astype(jnp.float64)
+    def concat(self, xs: list[Any], axis: int = 0) -> Any:
+        return _jax().numpy.concatenate(xs, axis=axis)
 
+    def zeros(self, shape: tuple[int, ...]) -> Any:
+        return _jax().numpy.zeros(shape)
 
-class _Carry:
-    """A carry pytree <-> one flat float64 vector (K,): the treedef, leaf shapes and dtypes (from ``eval_shape``)."""
+    def stack(self, xs: list[Any]) -> Any:
+        return _jax().numpy.stack(xs)
 
-    def __init__(self, shaped: Any) -> None:
+    def flatten(self, tree: Any) -> tuple[list[Any], Any]:
+        leaves, treedef = _jax().tree_util.tree_flatten(tree)
+        return list(leaves), treedef
+
+    def unflatten(self, treedef: Any, leaves: list[Any]) -> Any:
+        return _jax().tree_util.tree_unflatten(treedef, leaves)
+
+    def check_leaf(self, leaf: Any) -> None:
         jax = _jax()
-        leaves, self.treedef = jax.tree_util.tree_flatten(shaped)
-        for leaf in leaves:
-            if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
-                raise InvalidArgument(
-                    "init(params, s0, key) carry",
-                    f"a leaf of dtype {leaf.dtype}",
-                    "arrays only (the adapter hands step() a fresh key every step; keep keys out of the carry)",
-                )
-            if leaf.dtype == jax.numpy.float32:
-                raise InvalidArgument("init(params, s0, key) carry", "a float32 leaf", "float64 arrays: " + X64_HINT)
-        self.shapes = [tuple(leaf.shape) for leaf in leaves]
-        self.dtypes = [leaf.dtype for leaf in leaves]
-        self.size = int(sum(int(np.prod(s)) for s in self.shapes))
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            raise InvalidArgument(
+                "init(params, s0, key) carry",
+                f"a leaf of dtype {leaf.dtype}",
+                "arrays only (the adapter hands step() a fresh key every step; keep keys out of the carry)",
+            )
+        if leaf.dtype == jax.numpy.float32:
+            raise InvalidArgument("init(params, s0, key) carry", "a float32 leaf", "float64 arrays: " + X64_HINT)
 
-    def flat(self, carry: Any) -> Any:
-        jax = _jax()
-        leaves = jax.tree_util.tree_leaves(carry)
-        if not leaves:
-            return jax.numpy.zeros((0,))
-        return jax.numpy.concatenate([jax.numpy.ravel(x).astype(jax.numpy.float64) for x in leaves])
-
-    def tree(self, flat: Any) -> Any:
-        jax = _jax()
-        leaves, i = [], 0
-        for shape, dt in zip(self.shapes, self.dtypes, strict=True):
-            k = int(np.prod(shape))
-            leaves.append(flat[i : i + k].reshape(shape).astype(dt))
-            i += k
-        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+    def cast(self, x: Any, dtype: Any) -> Any:
+        return x.astype(dtype)
 
 
-class JaxStep:
+class JaxStep(FunctionalStep):
     """Pure per-sample JAX functions under the toolkit's online-estimator contract (see the module docstring).
 
     ``init(params, s0, key) -> carry`` and ``step(params, carry, x, y, r) -> (carry, gradient)`` work on one
@@ -229,188 +175,46 @@ class JaxStep:
     (n, p)); ``factors(carry)`` UORO's (s̃, θ̃) (θ̃ a dict or flat). ``names``, ``cells``, ``losses``, ``gtilde``,
     ``random_start``, ``noise_law``, ``guarantee``, ``name``: as for :class:`~verify.impl.adapters.Batch1`.
     ``vmap=False`` steps the samples one by one, eagerly (what the adapter falls back to when ``jax.vmap`` /
-    ``jax.jit`` cannot trace ``step``).
+    ``jax.jit`` cannot trace ``step``). The shared machinery: :class:`verify.impl.functional.FunctionalStep`.
     """
 
-    def __init__(
-        self,
-        init: Callable[[Any, Any, Any], Any],
-        step: Callable[[Any, Any, Any, Any, Any], tuple[Any, Any]],
-        *,
-        names: Mapping[str, str] | None = None,
-        cells: Sequence[str] = ("elman-tanh",),
-        losses: Sequence[str] = ("squared-error",),
-        state: Callable[[Any], Any] | None = None,
-        influence: Callable[[Any], Any] | None = None,
-        factors: Callable[[Any], tuple[Any, Any]] | None = None,
-        noise_hook: bool = False,
-        noise: NoiseSource | None = None,
-        gtilde: str | None = None,
-        random_start: bool = False,
-        noise_law: str | None = None,
-        guarantee: Guarantee | None = None,
-        name: str = "jax adapter",
-        vmap: bool = True,
-    ) -> None:
+    VMAP_LABEL = "jax.vmap+jit"
+    RUNNER = "a per-sample JAX step"
+    DEFAULT_NAME = "jax adapter"
+    ops = _JaxOps()
+
+    def _library(self) -> None:
         _jax()  # a missing jax is a ModuleNotFoundError the loader words (missing_extra)
-        if not callable(init) or not callable(step):
-            raise InvalidArgument("JaxStep(init, step)", (init, step), "two callables")
-        if gtilde not in (None, "pre", "post"):
-            raise InvalidArgument("gtilde", gtilde, "'pre' (Algorithm 1), 'post' or None")
-        self._init, self._step = init, step
-        self.names, self.cells, self.losses = names, tuple(cells), tuple(losses)
-        self.state, self.influence, self.factors = state, influence, factors
-        self.noise_hook, self.noise = bool(noise_hook), noise if noise is not None else Rademacher()
-        self.gtilde, self.random_start, self.noise_law, self.guarantee = gtilde, random_start, noise_law, guarantee
-        self._name = name
-        self._mode: dict[str, str] = {"how": "jax.vmap+jit" if vmap else "per-sample loop (vmap=False)"}
-        self._cache: dict[Any, Any] = {}
-        if influence is None:  # no estimate of ds/dtheta: the claims test gradients only
-            object.__setattr__(self, "influence_estimate", None)
-        if factors is None:
-            object.__setattr__(self, "uoro_factors", None)
-        if not self.noise_hook:  # no hook: the claims that need tabulated noise are SKIPPED, with the reason
-            for m in ("noise_shape", "noise_draws", "with_noise"):
-                object.__setattr__(self, m, None)
 
-    @property
-    def name(self) -> str:
-        """The label, with how the samples are stepped (``jax.vmap+jit`` or the per-sample loop and why)."""
-        return f"{self._name} [{self._mode['how']}]"
+    def _to(self, t: torch.Tensor) -> Any:
+        return to_jax(t.to(torch.float64) if t.is_floating_point() else t)
 
-    @property
-    def vectorized(self) -> bool:
-        return self._mode["how"] == "jax.vmap+jit"
+    def _back(self, a: Any, problem: Problem) -> torch.Tensor:
+        return to_torch(a, problem)
 
-    # ------------------------------------------------------------ capabilities (Batch1's)
-    def supports(self, problem: Problem) -> str | None:
-        """None when this adapter can run ``problem``, else the reason (cells, losses, unbatched, linear readout)."""
-        return declared_support(problem, self._name, self.cells, self.losses, "a per-sample JAX step")
+    def _batched(self, fn: Callable[..., Any], axes: tuple[int | None, ...]) -> Callable[..., Any]:
+        jax = _jax()
+        return jax.jit(jax.vmap(fn, in_axes=axes))  # type: ignore[no-any-return]
 
-    def _require(self, problem: Problem) -> None:
-        why = self.supports(problem)
-        if why is not None:
-            raise NotApplicable(self._name, why)
+    def _precision(self) -> None:
         require_x64()
 
-    # ------------------------------------------------------------ noise hook (Batch1's)
-    def noise_shape(self, problem: Problem) -> tuple[int, ...]:
-        return (problem.n,)
-
-    def noise_draws(self, steps: int) -> int:
-        return steps
-
-    def with_noise(self, noise: NoiseSource) -> JaxStep:
-        out = copy.copy(self)
-        out.noise = noise
-        return out
-
-    # ------------------------------------------------------------ the compiled pieces
-    def _compiled(self, problem: Problem) -> tuple[_Plan, _Carry, dict[str, Any]]:
-        """The plan, the carry's shape and the (lazily) jitted functions for ``problem``'s shapes."""
-        plan = _Plan.build(self.names, problem)
-        key = (plan, tuple(problem.s0.shape), tuple(problem.inputs.shape[1:]), tuple(problem.targets.shape[1:]))
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit  # type: ignore[no-any-return]
+    def _shape(self, plan: Plan, problem: Problem) -> Any:
         jax = _jax()
-        jnp = jax.numpy
-        theta0 = jnp.zeros(problem.p)
-        s0 = jnp.zeros(problem.s0.shape)
+        theta0, s0 = jax.numpy.zeros(problem.p), jax.numpy.zeros(problem.s0.shape)
         try:
-            shaped = jax.eval_shape(lambda th, s, k: self._init(plan.to_user(th), s, k), theta0, s0, _key(0))
+            return jax.eval_shape(lambda th, s, k: self._init(plan.to_user(th, self.ops), s, k), theta0, s0, _key(0))
         except Exception:  # not traceable: learn the shapes from one eager call
-            shaped = self._init(plan.to_user(theta0), s0, _key(0))
-        carry = _Carry(shaped)
-        n = problem.n
+            return self._init(plan.to_user(theta0, self.ops), s0, _key(0))
 
-        def init_one(theta: Any, s0: Any, seed: Any) -> Any:
-            return carry.flat(self._init(plan.to_user(theta), s0, _key(seed)))
+    def _call_init(self, params: Any, s0: Any, r: Any) -> Any:
+        return self._init(params, s0, r)
 
-        def step_one(theta: Any, flat: Any, x: Any, y: Any, r: Any) -> tuple[Any, Any, Any]:
-            new, grad = self._step(plan.to_user(theta), carry.tree(flat), x, y, r if self.noise_hook else _key(r))
-            s = jnp.zeros(n) if self.state is None else jnp.ravel(self.state(new)).astype(jnp.float64)
-            return carry.flat(new), plan.to_flat(grad, "the gradient step() returned"), s
+    def _seed_arg(self, seed: Any) -> Any:
+        return _key(seed)
 
-        def factors_one(flat: Any) -> tuple[Any, Any]:
-            assert self.factors is not None
-            st, tt = self.factors(carry.tree(flat))
-            return jnp.ravel(st).astype(jnp.float64), plan.to_flat(tt, "factors(carry)[1]")
-
-        def influence_one(flat: Any) -> Any:
-            assert self.influence is not None
-            return plan.columns(self.influence(carry.tree(flat)), "influence(carry)")
-
-        fns = {
-            "init": (jax.jit(jax.vmap(init_one, in_axes=(None, None, 0))), init_one, (None, None, 0)),
-            "step": (jax.jit(jax.vmap(step_one, in_axes=(None, 0, None, None, 0))), step_one, (None, 0, None, None, 0)),
-            "factors": (jax.jit(jax.vmap(factors_one)), factors_one, (0,)),
-            "influence": (jax.jit(jax.vmap(influence_one)), influence_one, (0,)),
-        }
-        out = (plan, carry, fns)
-        self._cache[key] = out
-        return out
-
-    def _call(self, fns: dict[str, Any], what: str, *args: Any) -> Any:
-        """``fns[what]`` over the samples: vmapped and jitted, else (and from then on) a loop of eager calls."""
-        batched, one, axes = fns[what]
-        if self.vectorized:
-            try:
-                return batched(*args)
-            except Exception as exc:  # not traceable: the loop below tells whether the code works
-                reason = f"jax.vmap/jit could not trace it: {type(exc).__name__}"
-        else:
-            reason = ""
-        jax = _jax()
-        M = next(int(a.shape[0]) for a, ax in zip(args, axes, strict=True) if ax == 0)
-        outs = [one(*[a[m] if ax == 0 else a for a, ax in zip(args, axes, strict=True)]) for m in range(M)]
-        if reason:  # the loop worked where the vmap did not: say so once, in the name
-            self._mode["how"] = f"per-sample loop: {reason}"
-        return jax.tree_util.tree_map(lambda *xs: jax.numpy.stack(xs), *outs)
-
-    # ------------------------------------------------------------ the contract
-    def init(self, problem: Problem, theta: torch.Tensor, rng: torch.Generator, *, samples: int = 1) -> JaxState:
-        self._require(problem)
-        _plan, carry, fns = self._compiled(problem)
-        seeds = torch.randint(0, 2**62, (samples,), generator=rng)
-        flat = self._call(
-            fns, "init", to_jax(theta.to(torch.float64)), to_jax(problem.s0.to(torch.float64)), to_jax(seeds)
-        )
-        s = problem.s0.expand(samples, *problem.s0.shape).clone()
-        return JaxState(to_torch(flat, problem).reshape(samples, carry.size), s, torch.zeros_like(s))
-
-    def step(
-        self, problem: Problem, theta: torch.Tensor, state: JaxState, t: int, rng: torch.Generator
-    ) -> tuple[JaxState, torch.Tensor]:
-        self._require(problem)
-        _plan, _carry, fns = self._compiled(problem)
-        M = int(state.carry.shape[0])
-        if self.noise_hook:
-            nu = self.noise.draw(rng, (M, problem.n), problem.dtype, problem.device, t - 1, state.nu)
-            r = to_jax(nu.to(torch.float64))
-        else:
-            nu, r = state.nu, to_jax(torch.randint(0, 2**62, (M,), generator=rng))
-        x, y = problem.inputs[t - 1].to(torch.float64), problem.targets[t - 1].to(torch.float64)
-        flat, grads, s = self._call(
-            fns, "step", to_jax(theta.to(torch.float64)), to_jax(state.carry), to_jax(x), to_jax(y), r
-        )
-        if self.state is None:
-            with torch.no_grad():
-                s_t = problem.transition(theta.detach(), state.s, problem.inputs[t - 1])
-        else:
-            s_t = to_torch(s, problem).reshape(state.s.shape)
-        return JaxState(to_torch(flat, problem), s_t, nu.to(problem.dtype)), to_torch(grads, problem)
-
-    # ------------------------------------------------------------ optional views
-    def influence_estimate(self, problem: Problem, state: JaxState) -> torch.Tensor:
-        _plan, _carry, fns = self._compiled(problem)
-        return to_torch(self._call(fns, "influence", to_jax(state.carry)), problem)
-
-    def uoro_factors(self, problem: Problem, state: JaxState) -> tuple[torch.Tensor, torch.Tensor]:
-        _plan, _carry, fns = self._compiled(problem)
-        st, tt = self._call(fns, "factors", to_jax(state.carry))
-        M = int(state.carry.shape[0])
-        return to_torch(st, problem).reshape(M, 1, -1), to_torch(tt, problem).reshape(M, 1, -1)
+    def _user_r(self, r: Any) -> Any:
+        return r if self.noise_hook else _key(r)
 
 
 def _key(seed: Any) -> Any:
