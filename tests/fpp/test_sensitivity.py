@@ -151,7 +151,7 @@ def test_fig6_judge_fails_unless_every_criterion_holds(case: str) -> None:
     elif case == "nothing-learned":
         lev["fpp/T=15"] = 0.65
     elif case == "control-learns":
-        lev["fpp.fig6 lambda=10: FPP, gradient zeroed (fpp.learner-frozen), lambda = 10, T = 1"] = 0.60
+        lev["fpp.fig6 lambda=10: FPP without state update, gradient zeroed (learns nothing), lambda = 10, T = 1"] = 0.6
     res = judge_fig6(grid, reps, _values(reps, lev), seed=0)
     assert (res.verdict is Verdict.PASS) is (case == "reproduced"), (res.verdict, res.reason)
     assert bool(res.findings) is (case == "lambda-no-effect")

@@ -385,7 +385,8 @@ def judge_fig6(
     Premise: FPP at (λ = 1, T_large) learned (final CE 95% CI upper < 0.6277). Comparisons (one family, δ = 0.01
     nats): at each T of ``T_small``, FPP at the largest λ below FPP at the smallest λ ("for small T, higher lambda
     works better"). Controls: FPP with a zeroed gradient at (λ = 1, T_large) must fail the premise, and the same
-    comparison on the zeroed-gradient learner (smallest T, largest vs smallest λ) must not be reproduced.
+    comparison on a learner that learns nothing (FPP without state update, gradient zeroed; smallest T, largest vs
+    smallest λ) must not be reproduced.
     """
     t0 = time.perf_counter() if t0 is None else t0
     summ = _summaries(reps, values)
@@ -416,7 +417,7 @@ def judge_fig6(
 
     ctrl = _decide_family([("frozen", "below", frozen(hi_l), frozen(lo_l), "")], DELTA["stochasticworld"])[0]
     controls.append(Control(
-        f"the comparison at T = {t_min} on FPP with its gradient zeroed (lambda {hi_l:g} vs {lo_l:g}) is reproduced",
+        f"the comparison at T = {t_min} on a learner that learns nothing (lambda {hi_l:g} vs {lo_l:g}) is reproduced",
         "FAIL", "PASS" if ctrl["status"] == "reproduced" else "FAIL",
         f"effect {ctrl['effect']:+.4f} -> {ctrl['status']}" if ctrl["n"] else "no result"))  # fmt: skip
     grid_rows = {f"lambda={lam:g}": {T: (summ[r.name]["learners"].get(f"fpp/T={T}") or {}).get("online_mean")

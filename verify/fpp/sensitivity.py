@@ -182,8 +182,9 @@ def fig6_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> tuple
     """App. C Fig. 6: FPP on Stochastic World at every (λ, T) of the grid, buffer 100; one :class:`Reproduction`
     per λ. Sizes as :func:`fig5_designs`; ``full`` (REDUCED, :data:`FIG6_FULL`): λ ∈ {0.1, 1, 10}; ``ci``:
     λ ∈ {0.1, 1, 10}, T ∈ {1, 3}, small T 1. Controls: FPP with its
-    gradient zeroed at (λ = 1, T_large) (premise) and at the smallest T for the smallest and the largest λ (the
-    comparison, which a learner that learns nothing cannot reproduce)."""
+    gradient zeroed at (λ = 1, T_large) (premise), and at the smallest T for the smallest and the largest λ FPP
+    without state update with its gradient zeroed, a learner that learns nothing (the comparison must not be
+    reproduced on it)."""
     _scale_ok(scale)
     common, steps, runs, lrs = _sw(scale)
     grid = {"paper": FIG6_PAPER, "full": FIG6_FULL, "ci": LambdaGrid((0.1, 1.0, 10.0), (1, 3), (1,))}[scale]
@@ -195,8 +196,11 @@ def fig6_designs(scale: str, seed: int = 0, *, split_lrs: bool = False) -> tuple
             controls.append((f"FPP, gradient zeroed (fpp.learner-frozen), lambda = {lam:g}, T = {grid.T_large}", "fpp",
                              grid.T_large, "fpp.learner-frozen"))  # fmt: skip
         if lam in (min(grid.lams), max(grid.lams)):
-            controls.append((f"FPP, gradient zeroed (fpp.learner-frozen), lambda = {lam:g}, T = {t0}", "fpp", t0,
-                             "fpp.learner-frozen"))  # fmt: skip
+            # a learner that learns nothing: no state update and its gradient zeroed. FPP with only its parameter
+            # gradient zeroed is no control here: it still learns its states -- the "propagation of state values"
+            # the paper credits -- and reproduced the lambda effect at T = 1 in the first reduced run
+            controls.append((f"FPP without state update, gradient zeroed (learns nothing), lambda = {lam:g}, T = {t0}",
+                             "fpp-no-state-update", t0, "fpp.learner-frozen"))  # fmt: skip
         reps.append(
             Reproduction(
                 f"fpp.fig6 lambda={lam:g}", scale, "stochasticworld", tuple(("fpp", T) for T in grid.Ts), lrs,
