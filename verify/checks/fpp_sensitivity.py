@@ -36,13 +36,18 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-from scipy import stats
-
 from verify.checks import result
 from verify.checks.fpp_reproduction import REPRO_ALPHA, _ci_txt, _learned_ce, _learned_ratio
 from verify.fpp.envs import stochastic_world_reference_losses
-from verify.fpp.judging import Values, missing_blocks, one_sided_paired
+from verify.fpp.judging import (
+    Values,
+    below,
+    comparison_table,
+    learners_table,
+    missing_blocks,
+    paired_bounds,
+    similar,
+)
 from verify.fpp.reproduction import SETTINGS_NOTES, Reproduction, design_dict, summarize
 from verify.fpp.sensitivity import BufferGrid, LambdaGrid
 from verify.stats.multiple import holm
@@ -50,11 +55,9 @@ from verify.verdict import CheckResult, Control, Verdict
 
 __all__ = ["CLAIMS", "DELTA", "STATUSES", "below", "judge_fig3a", "judge_fig5", "judge_fig6", "similar"]
 
-#: the minimal effect δ per environment, in the measure's units (module docstring): CycleWorld's error-rate
-#: ratio to predict-zero, Stochastic World's cross-entropy in nats
+#: the minimal effect δ per environment (module docstring): CycleWorld's error-rate ratio, Stochastic World's nats
 DELTA = {"cycleworld": 0.1, "stochasticworld": 0.01}
-#: a comparison's outcome
-STATUSES = ("reproduced", "contradicted", "not reproduced", "not resolved")
+STATUSES = ("reproduced", "contradicted", "not reproduced", "not resolved")  # a comparison's outcome
 #: the result id of each sweep and the paper's statement it judges
 CLAIMS = {
     "fpp-fig3a": ("fpp.fig3a-sweep", "§5, Fig. 3(a): on CycleWorld FPP outperforms T-BPTT and No-Overlap T-BPTT "
@@ -63,37 +66,6 @@ CLAIMS = {
                  "small T degrades, T = 10 to T = 50 makes no large difference"),
     "fpp-fig6": ("fpp.fig6-sweep", "App. C, Fig. 6: for small T, higher lambda works better"),
 }  # fmt: skip
-
-
-def _bounds(a: list[float], b: list[float], level: float) -> tuple[float, float, float, int, float]:
-    """Mean of the paired a − b, its one-sided (1 − ``level``) lower and upper t-bounds, n and the sd."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    n = int(d.size)
-    if n < 2 or not np.isfinite(d).all():
-        return (float(d.mean()) if n else math.nan), -math.inf, math.inf, n, math.nan
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    half = float(stats.t.ppf(1 - level, n - 1)) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half, n, sd
-
-
-def below(a: list[float], b: list[float], delta: float, level: float) -> dict[str, Any]:
-    """Decide "a below b" on paired runs: the effect a − b, its one-sided bounds at ``level`` and the one-sided p-value
-    (``reproduced`` is set by Holm over the family: :func:`_decide_family`); ``status`` without Holm's rejection:
-    ``contradicted`` (lower bound > 0), ``not reproduced`` (lower bound > −δ) or ``not resolved``."""
-    mean, lo, hi, n, sd = _bounds(a, b, level)
-    status = "contradicted" if lo > 0 else "not reproduced" if lo > -delta else "not resolved"
-    return {"kind": "below", "effect": mean, "bounds": [lo, hi], "n": n, "sd_diff": sd, "delta": delta,
-            "level": level, "p_value": one_sided_paired(a, b), "status": status}  # fmt: skip
-
-
-def similar(a: list[float], b: list[float], delta: float, level: float) -> dict[str, Any]:
-    """Decide "a and b similar" (|a − b| < δ) on paired runs by two one-sided tests at ``level``: ``reproduced`` (both
-    bounds within (−δ, δ)), ``not reproduced`` (the interval entirely beyond δ or below −δ), else ``not resolved``."""
-    mean, lo, hi, n, sd = _bounds(a, b, level)
-    status = ("reproduced" if -delta < lo and hi < delta else "not reproduced" if lo > delta or hi < -delta
-              else "not resolved")  # fmt: skip
-    return {"kind": "similar", "effect": mean, "bounds": [lo, hi], "n": n, "sd_diff": sd, "delta": delta,
-            "level": level, "p_value": math.nan, "status": status}  # fmt: skip
 
 
 Pair = tuple[str, str, dict[str, Any] | None, dict[str, Any] | None, str]
@@ -129,25 +101,6 @@ def _test_txt(t: dict[str, Any]) -> str:
         return f"{t['name']}: no result -> {t['status']}"
     return (f"{t['name']}: {t['a']:.4f} vs {t['b']:.4f}, effect {t['effect']:+.4f} (one-sided bounds at level "
             f"{t['level']:.2g}: [{lo:+.4f}, {hi:+.4f}]; delta {t['delta']:g}) -> {t['status']}")  # fmt: skip
-
-
-def _table(tests: list[dict[str, Any]], title: str) -> dict[str, Any]:
-    rows = [[t["name"], t["kind"], round(t.get("a", math.nan), 4), round(t.get("b", math.nan), 4),
-             round(t["effect"], 4), round(t["bounds"][0], 4), round(t["bounds"][1], 4), t["status"]]
-            for t in tests]  # fmt: skip
-    return {"kind": "table", "title": title, "rows": rows,
-            "columns": ["comparison", "kind", "a", "b", "a - b", "lower bound", "upper bound", "status"]}  # fmt: skip
-
-
-def _learners_table(reps: list[Reproduction], summaries: Mapping[str, Mapping[str, Any]], title: str) -> dict[str, Any]:
-    rows = []
-    for r in reps:
-        for k, s in {**summaries[r.name]["learners"], **summaries[r.name]["controls"]}.items():
-            rows.append([r.name, k, s["lr"], round(s["online_mean"], 4), round(s["online_ci"][0], 4),
-                         round(s["online_ci"][1], 4), round(s["final_mean"], 4)] if s else [r.name, k, "", "", "",
-                                                                                             "", ""])  # fmt: skip
-    return {"kind": "table", "title": title, "rows": rows,
-            "columns": ["design", "learner", "lr", "online", "95% CI low", "95% CI high", "final window"]}  # fmt: skip
 
 
 def _verdict(
@@ -207,8 +160,8 @@ def _finish(
         "settings_notes": list(SETTINGS_NOTES),
         **parts.get("extra", {}),
         "figures": [
-            _table(tests, f"{statement.split(':')[0]}: the comparisons (paired runs)"),
-            _learners_table(reps, parts["summaries"], "each learner at its best learning rate"),
+            comparison_table(tests, f"{statement.split(':')[0]}: the comparisons (paired runs)"),
+            learners_table(reps, parts["summaries"], "each learner at its best learning rate"),
         ],
     }
     return result(
@@ -273,24 +226,8 @@ def judge_fig3a(
 
 
 # ================================================================ Fig. 5
-def judge_fig5(
-    grid: BufferGrid, reps: list[Reproduction], values: Values, *, seed: int,
-    errors: Mapping[Any, str] | None = None, t0: float | None = None,
-) -> CheckResult:  # fmt: skip
-    """App. C Fig. 5 on Stochastic World: FPP at every (N, T) of ``grid``; online cross-entropy (nats).
-
-    Premise: FPP at (N_base, T_large) learned (final-window CE 95% CI upper < the lag-30-only Bayes level 0.6277).
-    Comparisons (one family, δ = 0.01 nats): per N, FPP at each T of ``T_robust`` similar to T_large ("T = 10 to
-    T = 50 [makes no] large difference") and FPP at T_large below T_small ("for very small T, performance
-    degrades"); per N of ``N_robust``, at each T of ``T_robust`` and T_large, similar to N_base ("quite invariant
-    to buffer size, starting from [...] 100"). N_reported against N_base is reported, not judged (the paper
-    concedes "for too large a buffer [...] performance did degrade somewhat"). Controls at (N_base, T_large):
-    FPP with its gradient zeroed and FPP fed its observations shuffled in time must fail the premise, and the
-    similarity test must not call the shuffled-input FPP similar to FPP (the test can see a difference).
-    """
-    t0 = time.perf_counter() if t0 is None else t0
-    summ = _summaries(reps, values)
-    by_N = {int(r.common["buffer_size"]): summ[r.name]["learners"] for r in reps}
+def _fig5_pairs(grid: BufferGrid, by_N: Mapping[int, Mapping[str, Any]]) -> list[Pair]:
+    """Fig. 5's comparisons (see :func:`judge_fig5`)."""
     pairs: list[Pair] = []
     for N in grid.Ns:
         L = by_N[N]
@@ -325,6 +262,41 @@ def judge_fig5(
                     f"FPP is invariant to the buffer size from {grid.N_base} (N = {N}, T = {T})",
                 )
             )
+    return pairs
+
+
+def _fig5_reported(grid: BufferGrid, by_N: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """N_reported against N_base at every T: the paired effect and its 95% CI (reported, not judged)."""
+    reported = []
+    for N in grid.N_reported:
+        for T in grid.Ts:
+            a, b = by_N[N].get(f"fpp/T={T}"), by_N[grid.N_base].get(f"fpp/T={T}")
+            if a and b:
+                mean, lo, hi, _, _ = paired_bounds(a["online_runs"], b["online_runs"], 0.025)
+                reported.append({"N": N, "T": T, "a": a["online_mean"], "b": b["online_mean"], "effect": mean,
+                                 "ci95": [lo, hi]})  # fmt: skip
+    return reported
+
+
+def judge_fig5(
+    grid: BufferGrid, reps: list[Reproduction], values: Values, *, seed: int,
+    errors: Mapping[Any, str] | None = None, t0: float | None = None,
+) -> CheckResult:  # fmt: skip
+    """App. C Fig. 5 on Stochastic World: FPP at every (N, T) of ``grid``; online cross-entropy (nats).
+
+    Premise: FPP at (N_base, T_large) learned (final-window CE 95% CI upper < the lag-30-only Bayes level 0.6277).
+    Comparisons (one family, δ = 0.01 nats): per N, FPP at each T of ``T_robust`` similar to T_large ("T = 10 to
+    T = 50 [makes no] large difference") and FPP at T_large below T_small ("for very small T, performance
+    degrades"); per N of ``N_robust``, at each T of ``T_robust`` and T_large, similar to N_base ("quite invariant
+    to buffer size, starting from [...] 100"). N_reported against N_base is reported, not judged (the paper
+    concedes "for too large a buffer [...] performance did degrade somewhat"). Controls at (N_base, T_large):
+    FPP with its gradient zeroed and FPP fed its observations shuffled in time must fail the premise, and the
+    similarity test must not call the shuffled-input FPP similar to FPP (the test can see a difference).
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    summ = _summaries(reps, values)
+    by_N = {int(r.common["buffer_size"]): summ[r.name]["learners"] for r in reps}
+    pairs = _fig5_pairs(grid, by_N)
     delta = DELTA["stochasticworld"]
     tests = _decide_family(pairs, delta)
     refs = stochastic_world_reference_losses()
@@ -349,14 +321,7 @@ def judge_fig5(
         "calls them similar", "FAIL", "PASS" if res_test and res_test["status"] == "reproduced" else "FAIL",
         f"effect {res_test['effect']:+.4f}, bounds [{res_test['bounds'][0]:+.4f}, {res_test['bounds'][1]:+.4f}] -> "
         f"{res_test['status']}" if res_test else "no result"))  # fmt: skip
-    reported = []
-    for N in grid.N_reported:
-        for T in grid.Ts:
-            a, b = by_N[N].get(f"fpp/T={T}"), by_N[grid.N_base].get(f"fpp/T={T}")
-            if a and b:
-                mean, lo, hi, _, _ = _bounds(a["online_runs"], b["online_runs"], 0.025)
-                reported.append({"N": N, "T": T, "a": a["online_mean"], "b": b["online_mean"], "effect": mean,
-                                 "ci95": [lo, hi]})  # fmt: skip
+    reported = _fig5_reported(grid, by_N)
     not_judged = [
         f"N = {N} against N = {grid.N_base} (the paper: 'for too large a buffer with a small number of "
         "updates, performance did degrade somewhat'): reported with its 95% CI"
