@@ -32,12 +32,17 @@ __all__ = [
     "UpdatesEnv",
     "UpdatesTable",
     "Values",
+    "below",
+    "comparison_table",
     "cycleworld_table",
+    "learners_table",
     "missing_blocks",
     "one_sided_paired",
     "optimum_context",
+    "paired_bounds",
     "paired_effect",
     "paired_p",
+    "similar",
     "stochasticworld_table",
     "updates_table",
 ]
@@ -110,6 +115,59 @@ def paired_effect(a: list[float], b: list[float]) -> dict[str, Any]:
         "n": int(d.size), "p_value": one_sided_paired(list(a), list(b)),
         "p_reverse": one_sided_paired(list(b), list(a)),
     }  # fmt: skip
+
+
+def paired_bounds(a: list[float], b: list[float], level: float) -> tuple[float, float, float, int, float]:
+    """Mean of the paired a − b, its one-sided (1 − ``level``) lower and upper t-bounds, n and the sd (FPP's
+    sweeps over T, N and λ: :mod:`verify.checks.fpp_sensitivity`)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    n = int(d.size)
+    if n < 2 or not np.isfinite(d).all():
+        return (float(d.mean()) if n else math.nan), -math.inf, math.inf, n, math.nan
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    half = float(stats.t.ppf(1 - level, n - 1)) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half, n, sd
+
+
+def below(a: list[float], b: list[float], delta: float, level: float) -> dict[str, Any]:
+    """Decide "a below b" on paired runs: the effect a − b, its one-sided bounds at ``level`` and the one-sided p-value
+    (``reproduced`` is set by Holm over the family: :func:`_decide_family`); ``status`` without Holm's rejection:
+    ``contradicted`` (lower bound > 0), ``not reproduced`` (lower bound > −δ) or ``not resolved``."""
+    mean, lo, hi, n, sd = paired_bounds(a, b, level)
+    status = "contradicted" if lo > 0 else "not reproduced" if lo > -delta else "not resolved"
+    return {"kind": "below", "effect": mean, "bounds": [lo, hi], "n": n, "sd_diff": sd, "delta": delta,
+            "level": level, "p_value": one_sided_paired(a, b), "status": status}  # fmt: skip
+
+
+def similar(a: list[float], b: list[float], delta: float, level: float) -> dict[str, Any]:
+    """Decide "a and b similar" (|a − b| < δ) on paired runs by two one-sided tests at ``level``: ``reproduced`` (both
+    bounds within (−δ, δ)), ``not reproduced`` (the interval entirely beyond δ or below −δ), else ``not resolved``."""
+    mean, lo, hi, n, sd = paired_bounds(a, b, level)
+    status = ("reproduced" if -delta < lo and hi < delta else "not reproduced" if lo > delta or hi < -delta
+              else "not resolved")  # fmt: skip
+    return {"kind": "similar", "effect": mean, "bounds": [lo, hi], "n": n, "sd_diff": sd, "delta": delta,
+            "level": level, "p_value": math.nan, "status": status}  # fmt: skip
+
+
+def comparison_table(tests: list[dict[str, Any]], title: str) -> dict[str, Any]:
+    """The report table of the FPP sweeps' comparisons (:mod:`verify.checks.fpp_sensitivity`)."""
+    rows = [[t["name"], t["kind"], round(t.get("a", math.nan), 4), round(t.get("b", math.nan), 4),
+             round(t["effect"], 4), round(t["bounds"][0], 4), round(t["bounds"][1], 4), t["status"]]
+            for t in tests]  # fmt: skip
+    return {"kind": "table", "title": title, "rows": rows,
+            "columns": ["comparison", "kind", "a", "b", "a - b", "lower bound", "upper bound", "status"]}  # fmt: skip
+
+
+def learners_table(reps: list[Reproduction], summaries: Mapping[str, Mapping[str, Any]], title: str) -> dict[str, Any]:
+    """The report table of each learner of ``reps`` at its best learning rate (``summaries`` by design name)."""
+    rows = []
+    for r in reps:
+        for k, s in {**summaries[r.name]["learners"], **summaries[r.name]["controls"]}.items():
+            rows.append([r.name, k, s["lr"], round(s["online_mean"], 4), round(s["online_ci"][0], 4),
+                         round(s["online_ci"][1], 4), round(s["final_mean"], 4)] if s else [r.name, k, "", "", "",
+                                                                                             "", ""])  # fmt: skip
+    return {"kind": "table", "title": title, "rows": rows,
+            "columns": ["design", "learner", "lr", "online", "95% CI low", "95% CI high", "final window"]}  # fmt: skip
 
 
 # ------------------------------------------------------------------ Stochastic World (Fig. 3(b))

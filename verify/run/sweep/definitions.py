@@ -15,6 +15,9 @@ sweep                  what                                                     
 ``fpp-fig3b``          FPP §5 Fig. 3(b), Stochastic World, T in {10..40}, 3 methods   17 (102 split)
 ``fpp-fig4``           FPP §5 Fig. 4, M updates / mini-batches, FPP vs no state update   200 (SW T to 32)
 ``fpp-fig7``           FPP App. D Fig. 7, CycleWorld T = 1, B = 16, 50 000 steps, M       11
+``fpp-fig3a``          FPP §5 Fig. 3(a), CycleWorld p = 10, T in {1..10}, 3 methods     17
+``fpp-fig5``           FPP App. C Fig. 5, Stochastic World, N x T, FPP                   17
+``fpp-fig6``           FPP App. C Fig. 6, Stochastic World, lambda x T, FPP              15
 ``fpp-reproductions``  Fig. 2 and Fig. 3(b)                                           65
 ``uoro-brackets``      UORO §4 Fig. 3b, distant brackets, UORO vs TBPTT-4, GRU/LSTM   8 (ci 8)
 ``uoro-anbn``          UORO §4 Fig. 4, 5, a^n b^n(1, 32), UORO vs TBPTT-1/2/16        12 (ci 8)
@@ -48,6 +51,7 @@ from theory.catalog import GATE_ALPHA, all_claims, gate_budget
 from verify._validate import MAX_SEED
 from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
+from verify.checks.fpp_sensitivity import judge_fig3a, judge_fig5, judge_fig6
 from verify.checks.rflo_periodic import judge_periodic_sweep
 from verify.checks.rtrl_sec7 import judge_sec7
 from verify.checks.uoro_char import judge_char_sweep
@@ -56,6 +60,7 @@ from verify.checks.uoro_truncation import judge_truncation_sweep
 from verify.config import RunConfig
 from verify.errors import InvalidArgument
 from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, stochasticworld_design, updates_designs
+from verify.fpp.sensitivity import fig3a_design, fig5_designs, fig6_designs
 from verify.rtrl import sec7
 from verify.rtrl.rflo_periodic import SIZES as RFLO_SIZES
 from verify.run.check import claim_params
@@ -185,6 +190,32 @@ def _fig7(opts: SweepOptions) -> _Part:
     return cells, merge, {"scale": opts.scale, "seed": opts.seed, "configurations": len(reps), "figure": "Fig. 7"}
 
 
+def _fig3a(opts: SweepOptions) -> _Part:
+    """§5 Fig. 3(a): CycleWorld across T, FPP vs T-BPTT vs No-Overlap T-BPTT (:func:`judge_fig3a`)."""
+    rep = fig3a_design(opts.scale, opts.seed, split_lrs=opts.split_lrs)
+    cells, merge, _ = _reproduction_part("fpp.fig3a-sweep", rep.all_blocks(), judge_fig3a, rep, opts.seed)
+    return cells, merge, {"scale": opts.scale, "seed": opts.seed, "p": rep.common["p"], "steps": rep.steps,
+                          "runs": rep.runs}  # fmt: skip
+
+
+def _fig5(opts: SweepOptions) -> _Part:
+    """App. C Fig. 5: FPP on Stochastic World across (N, T) (:func:`judge_fig5`)."""
+    grid, reps = fig5_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
+    blocks = [b for r in reps for b in r.all_blocks()]
+    cells, merge, _ = _reproduction_part("fpp.fig5-sweep", blocks, partial(judge_fig5, grid), reps, opts.seed)
+    return cells, merge, {"scale": opts.scale, "seed": opts.seed, **grid.as_dict(), "steps": reps[0].steps,
+                          "runs": reps[0].runs, "lrs": list(reps[0].lrs)}  # fmt: skip
+
+
+def _fig6(opts: SweepOptions) -> _Part:
+    """App. C Fig. 6: FPP on Stochastic World across (lambda, T) (:func:`judge_fig6`)."""
+    grid, reps = fig6_designs(opts.scale, opts.seed, split_lrs=opts.split_lrs)
+    blocks = [b for r in reps for b in r.all_blocks()]
+    cells, merge, _ = _reproduction_part("fpp.fig6-sweep", blocks, partial(judge_fig6, grid), reps, opts.seed)
+    return cells, merge, {"scale": opts.scale, "seed": opts.seed, **grid.as_dict(), "steps": reps[0].steps,
+                          "runs": reps[0].runs, "lrs": list(reps[0].lrs)}  # fmt: skip
+
+
 def _block_label(b: Any) -> str:
     mut = f" [{b.mutant}]" if b.mutant else ""
     mut += f" M={b.updates} B={b.batch}" if (b.updates, b.batch) != (1, 1) else ""
@@ -192,6 +223,10 @@ def _block_label(b: Any) -> str:
     where = f"p={b.p}" if b.env == "cycleworld" else f"lags={b.lags[0]},{b.lags[1]}"
     if b.env == "cycleworld" and b.metric != "squared":
         where += f" [{b.metric}]"
+    if b.buffer_size != 100:
+        where += f" N={b.buffer_size}"
+    if b.lam != 1.0:
+        where += f" lambda={b.lam:g}"
     return f"{b.env} {where} {b.method} T={b.T} lr={lrs}{mut} ({b.runs} runs x {b.steps} steps)"
 
 
@@ -747,6 +782,21 @@ _DEFS = (
         "fpp-fig7",
         "FPP App. D Fig. 7: CycleWorld, T = 1, B = 16, 50 000 steps, M updates, FPP vs FPP without state update",
         _single("fpp-fig7", _fig7),
+    ),
+    SweepDefinition(
+        "fpp-fig3a",
+        "FPP §5 Fig. 3(a): CycleWorld across T, FPP vs T-BPTT vs No-Overlap T-BPTT",
+        _single("fpp-fig3a", _fig3a),
+    ),
+    SweepDefinition(
+        "fpp-fig5",
+        "FPP App. C Fig. 5: sensitivity to the buffer size N and T (Stochastic World)",
+        _single("fpp-fig5", _fig5),
+    ),
+    SweepDefinition(
+        "fpp-fig6",
+        "FPP App. C Fig. 6: sensitivity to lambda for several T (Stochastic World)",
+        _single("fpp-fig6", _fig6),
     ),
     SweepDefinition("fpp-reproductions", "FPP §5: Fig. 2 and Fig. 3(b)", _both),
     SweepDefinition(
