@@ -125,7 +125,7 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
     bad = _enum_bad(rows) if rows else []
     verdicts = [Verdict.FAIL if bad else Verdict.PASS] if rows is not None else []
     results = []
-    opts = options(config, split=max(len(stat_cases), 1))
+    opts = options(config, UNBIASED, split=max(len(stat_cases), 1))
     if stat_cases and not bad:
         runs = [(c, est, _steps(c.problem.T), (c.problem.T,)) for c in stat_cases]
         results = unbiased_runs(runs, opts, config.generator(salt=497), max_samples(config))
@@ -189,7 +189,7 @@ def check_kfrtrl_variance(config: RunConfig) -> CheckResult:
     """Mujika et al. 2018 (abstract, §4): KF-RTRL's noise is asymptotically much smaller than UORO's -- the ratio of
     their gradient variances on the same problems below 1 at the largest n and falling with n."""
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, VARIANCE)
     est = _kf(config.impls.uoro.kfrtrl, VARIANCE)
     probe = problem_case("elman-tanh", 4, 16, config.seed, 474)
     cover(VARIANCE, [probe], lambda c: (c.label, est, c.problem, c.theta))  # SKIPPED if Elman-tanh is not supported

@@ -116,7 +116,7 @@ def _unbiased_claim(
     coverage: Coverage | None = None,
 ) -> CheckResult:
     """Shared driver: one sequential family test per (problem, estimator) with α, β split over the runs."""
-    opts = options(config, split=len(runs))
+    opts = options(config, claim_id, split=len(runs))
     first = int(config.option("first", 1000))
     results = unbiased_runs(runs, opts, config.generator(salt=401), max_samples(config), first)
     verdict = combine([r.verdict for _, r in results])
@@ -179,7 +179,9 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     def control() -> Control:
         case, _, steps, _ = runs[0]
         bad = mutant("uoro.theta-tilde-scaled", "control")
-        return _unbiased_control(bad, case, steps, options(config), config, 402, "uoro.theta-tilde-scaled")
+        return _unbiased_control(
+            bad, case, steps, options(config, "uoro.unbiased-statistical"), config, 402, "uoro.theta-tilde-scaled"
+        )
 
     kinds = ", ".join(r[0].label.split("(")[0] for r in runs)
     what = f"UORO Prop. 1 (influence, per-step and total gradient) on {kinds}"
@@ -204,7 +206,9 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
 
     def control() -> Control:
         bad = mutant("uoro.theta-tilde-scaled", "control", block=block)
-        return _unbiased_control(bad, case, (2, 3, T), options(config), config, 403, bad.name)
+        return _unbiased_control(
+            bad, case, (2, 3, T), options(config, "uoro.truncated-unbiased"), config, 403, bad.name
+        )
 
     return _unbiased_claim("uoro.truncated-unbiased", config, t0, runs, control, f"UORO-T (T={block})")
 
@@ -227,7 +231,7 @@ def check_rank_unbiased(config: RunConfig) -> CheckResult:
 
     def control() -> Control:
         bad = mutant("uoro.noise-zero-one", "control", rank=r)
-        return _unbiased_control(bad, case, steps, options(config), config, 404, bad.name)
+        return _unbiased_control(bad, case, steps, options(config, "uoro.rank-unbiased"), config, 404, bad.name)
 
     return _unbiased_claim("uoro.rank-unbiased", config, t0, runs, control, f"rank-{r} UORO")
 
@@ -253,10 +257,12 @@ def check_preactivation(config: RunConfig) -> CheckResult:
     gradient with a (1 − α/2) CI, which must lie below 1. Negative control: τ ∈ {0, 1} must FAIL.
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, "uoro.preactivation")
     n, T, draws = (4, 64, 20_000) if config.full else (4, 16, 4000)
     case = problem_case("elman-tanh", n, T, config.seed, 450)
-    opts = TestOptions(alpha=alpha / 2, beta=float(config.option("beta", 1e-3)), delta=options(config).delta)
+    opts = TestOptions(
+        alpha=alpha / 2, beta=float(config.option("beta", 1e-3)), delta=options(config, "uoro.preactivation").delta
+    )
     est = build(config.impls.uoro.preactivation, "uoro.preactivation")
     res = unbiased_family(est, case, (2, 3, T), opts, config.generator(451), max_samples(config), influence_steps=(T,))
     q_pre, q_uoro = preactivation_vs_uoro(est, case, draws, config.generator(452))

@@ -154,7 +154,7 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
     Negative control: ``uoro.rho1-constant`` (ρ₁ ≡ 1, unbiased) must FAIL.
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, "uoro.variance-matches-algorithm-1")
     claim = "uoro.variance-matches-algorithm-1"
     fx = variance_fixture(config.seed, VARIANCE_SETUP[config.profile], alpha)
     est = build(config.impls.uoro.uoro, claim)
