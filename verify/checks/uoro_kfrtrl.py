@@ -7,9 +7,9 @@ Claims in :mod:`theory.claims.uoro_kfrtrl`; they run the implementation under te
 * ``uoro.kfrtrl-unbiased`` -- (1) exact enumeration of every sign pattern (c1, c2 per step) on tiny Elman
   problems: E g̃_t and E[u_t ⊗ A_t] within :data:`EXACT` of exact float64 RTRL (needs the noise hook; without it
   this part is not run and says so); (2) the sequential test of :mod:`verify.stats.unbiased` at n·T ≥ 64
-  (α = 5e-5, β = 1e-3, δ = 0.02). Fixture problems the implementation does not support (``supports`` or a
-  NotApplicable probe: KF-RTRL factors only for one elementwise map of one affine map) are left out with the
-  reason; none supported: SKIPPED. Negative controls: the wrong-Kronecker-factor mutants must FAIL the
+  (α planned by :mod:`theory.gate`, β = 1e-3, δ = 0.02). Fixture problems the implementation does not support
+  (``supports`` or a NotApplicable probe: KF-RTRL factors only for one elementwise map of one affine map) are left
+  out with the reason; none supported: SKIPPED. Negative controls: the wrong-Kronecker-factor mutants must FAIL the
   enumeration; positive control: the unbiased but noisier ``kfrtrl.rho1-scaled`` must PASS it.
 * ``uoro.kfrtrl-variance`` -- the paper's variance statement (KF-RTRL's noise asymptotically much smaller than
   UORO's): the ratio E‖g̃_T − g_T‖²(KF) / E‖g̃_T − g_T‖²(UORO) on the same problems at several n, CIs at

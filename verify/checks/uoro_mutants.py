@@ -8,8 +8,9 @@ r"""The UORO under test is Algorithm 1, and the UORO checks catch every mutant (
   :mod:`verify.checks.uoro_statistics`, :mod:`verify.checks.uoro_variance` and this module, and the operating
   characteristic of the sequential test.
 
-Error rates: α = :data:`~theory.claims.uoro_statistics.ALPHA` = 5e-5 per claim. The implementation under test is
-``config.impls.uoro`` (:class:`verify.impl.UOROImpl`); shared machinery in :mod:`verify.checks.uoro_common`.
+Error rates: α = the claim's share of the gate's budget, :func:`theory.gate.planned_alpha`. The implementation
+under test is ``config.impls.uoro`` (:class:`verify.impl.UOROImpl`); shared machinery in
+:mod:`verify.checks.uoro_common`.
 """
 
 from __future__ import annotations

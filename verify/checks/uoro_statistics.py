@@ -1,8 +1,8 @@
 r"""Statistical checks of UORO's unbiasedness (claims in :mod:`theory.claims.uoro_statistics`).
 
 Every unbiasedness claim is a test of :mod:`verify.stats.unbiased` with stated
-error rates (α = :data:`~theory.claims.uoro_statistics.ALPHA` = 5e-5 per claim -- its share of the ci gate's
-family-wise 1e-3 --, β = 1e-3, δ = 0.02 relative to ‖g‖), run on the
+error rates (α = the claim's share of the ci gate's family-wise budget, :func:`theory.gate.planned_alpha`;
+β = 1e-3, δ = 0.02 relative to ‖g‖), run on the
 toolkit's estimators (:mod:`verify.estimators.uoro`) against the float64
 references (the computations: :mod:`verify.uoro.unbiased`, :mod:`verify.uoro.variance`):
 
@@ -169,7 +169,7 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
 
     E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, ⌊(T+1)/2⌋+1, T}, E[s̃_T ⊗ θ̃_T] = ∂s_T/∂θ and E Σ_t g̃_t = ∇L on
     Elman-tanh, LSTM and GRU problems with n·T ≥ 64 noise signs (ci; ≥ 256 full; see "claim sizes"), by the
-    sequential anytime-valid test of :mod:`verify.stats.unbiased` (α = ALPHA = 5e-5, β = 1e-3 for the claim,
+    sequential anytime-valid test of :mod:`verify.stats.unbiased` (α planned, β = 1e-3 for the claim,
     split over the three problems and their quantities; δ = 0.02·‖g‖). Negative control: the mutant
     ``uoro.theta-tilde-scaled`` must FAIL.
     """
@@ -194,7 +194,7 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
 
     Blocks of 4 steps on an Elman-tanh problem (n = 4, T = 16; full: T = 64): E g̃_t = ∂ℓ_t/∂θ at
     t ∈ {2, 3, T}, the total gradient, and E[s̃⊗θ̃] = ∂s_t/∂θ at the block boundaries T/2 and T;
-    sequential test, α = 5e-5, β = 1e-3,
+    sequential test, α planned, β = 1e-3,
     δ = 0.02. Negative control: UORO-T with θ̃ scaled by 2 must FAIL.
     """
     t0 = time.perf_counter()
@@ -219,7 +219,7 @@ def check_rank_unbiased(config: RunConfig) -> CheckResult:
 
     r = 4 on an Elman-tanh problem (n = 4, T = 16; full: r = 8, T = 64): gradients at t ∈ {2, ⌊(T+1)/2⌋+1, T},
     influence (1/r Σ s̃⊗θ̃) at T, total
-    gradient; sequential test, α = 5e-5, β = 1e-3, δ = 0.02. Negative control: rank-r UORO with ν ∈ {0, 1}
+    gradient; sequential test, α planned, β = 1e-3, δ = 0.02. Negative control: rank-r UORO with ν ∈ {0, 1}
     must FAIL.
     """
     t0 = time.perf_counter()

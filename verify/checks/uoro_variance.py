@@ -10,8 +10,9 @@ r"""Statistical checks of UORO's variance (claims in :mod:`theory.claims.uoro_st
   the independent Algorithm 1 (:func:`verify.oracles.algorithm1.algorithm1_reference`); the paper's
   normalizers vs alternatives.
 
-Error rates: α = :data:`~theory.claims.uoro_statistics.ALPHA` = 5e-5 per claim. The implementation under test is
-``config.impls.uoro`` (:class:`verify.impl.UOROImpl`); shared machinery in :mod:`verify.checks.uoro_common`.
+Error rates: α = the claim's share of the gate's budget, :func:`theory.gate.planned_alpha`. The implementation
+under test is ``config.impls.uoro`` (:class:`verify.impl.UOROImpl`); shared machinery in
+:mod:`verify.checks.uoro_common`.
 """
 
 from __future__ import annotations
