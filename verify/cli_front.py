@@ -113,16 +113,24 @@ def _computing(args: argparse.Namespace, argv: Sequence[str], load: Callable[[],
         prestart.discard()
 
 
+#: whether the pool forks its workers here (:func:`verify.run.prestart.can_fork`: Linux; torch imported and CUDA not
+#: initialized, which ``--device cpu`` keeps)
+FORK_EXPECTED = sys.platform.startswith("linux") and hasattr(os, "fork")
+
 #: torch threads of a prestarted worker: :data:`verify.run.check.THREADS_PER_PROCESS` (a test keeps them equal;
 #: a worker with another count is not taken, only ended)
 THREADS_EARLY = 1
 
 
 def run_workers_early(args: argparse.Namespace) -> int:
-    """How many worker processes ``run`` will surely start (0: none or not sure): the whole profile (no
+    """How many worker processes ``run`` should start now (0: none, or not worth it): the whole profile (no
     ``--claims``, ``-k``, ``--lf``), no ``--plan`` or ``--executor``, more than one worker (``--workers``, default
-    the CPUs available; with ``--impl`` one is enough, it loads the implementation first)."""
+    the CPUs available; with ``--impl`` one is enough, it loads the implementation first). None where the pool
+    will fork its workers from the supervisor once it has imported the toolkit (Linux, ``--device cpu``:
+    :func:`verify.run.prestart.can_fork`): those import nothing again, which saves more than starting early."""
     if args.command != "run" or args.plan or args.executor is not None:
+        return 0
+    if FORK_EXPECTED and str(getattr(args, "device", "cpu")) == "cpu":
         return 0
     if args.claims or getattr(args, "keyword", None) is not None or getattr(args, "last_failed", False):
         return 0

@@ -7,11 +7,13 @@ import os
 
 import pytest
 
+from verify import cli_front
 from verify.cli import _parser
 from verify.cli_front import THREADS_EARLY, run_workers_early
 from verify.run import prestart
 from verify.run.check import THREADS_PER_PROCESS
 from verify.run.pool import IsolatedPool
+from verify.run.sweep.cache import code_version
 
 
 def _gone(pid: int) -> bool:
@@ -39,9 +41,35 @@ def test_prestarted_workers_have_the_pools_thread_count() -> None:
         (["list"], 0),
     ],
 )
-def test_only_a_run_of_the_whole_profile_on_workers_prestarts_them(argv: list[str], expected: int) -> None:
+def test_only_a_run_of_the_whole_profile_on_workers_prestarts_them(
+    argv: list[str], expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli_front, "FORK_EXPECTED", False)  # where the pool cannot fork its workers
     args = _parser().parse_args(argv)
     assert run_workers_early(args) == min(expected, len(os.sched_getaffinity(0)))
+
+
+def test_none_is_prestarted_where_the_pool_forks_its_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forked workers import nothing again: starting fresh ones early would cost more CPU than it saves."""
+    monkeypatch.setattr(cli_front, "FORK_EXPECTED", True)
+    assert run_workers_early(_parser().parse_args(["run", "--workers", "2"])) == 0
+    cuda = run_workers_early(_parser().parse_args(["run", "--workers", "2", "--device", "cuda"]))
+    assert cuda == min(2, len(os.sched_getaffinity(0)))  # CUDA may be initialized by then: no fork
+
+
+@pytest.mark.skipif(not prestart.can_fork(), reason="forks on Linux with torch imported and CUDA not initialized")
+def test_a_forked_worker_runs_tasks_with_the_supervisors_code_and_ends_with_the_pool() -> None:
+    pool = IsolatedPool(1, THREADS_EARLY)
+    try:
+        out = pool.call("sweep.selftest", {"seed": 3}, timeout=300)
+        assert out["ok"] and out["code"] == code_version(), out
+        (pid,) = pool.worker_pids()
+        assert isinstance(pool._workers[0].proc, prestart.Forked) and os.getsid(pid) == pid  # a session of its own
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert b"pytest" in f.read()  # forked from this process, not started afresh
+    finally:
+        pool.close()
+    assert _gone(pid)
 
 
 def test_a_worker_with_another_thread_count_is_ended_not_taken() -> None:

@@ -263,7 +263,10 @@ class IsolatedPool(Executor):
     def _spawn(self) -> _Worker:
         """A worker: one the command line prestarted (:mod:`verify.run.prestart`), else a new one."""
         self._counter += 1
-        sp = prestart.take(self.threads) or prestart.spawn(self._logs / f"worker-{self._counter}.log", self.threads)
+        log = self._logs / f"worker-{self._counter}.log"
+        sp = prestart.take(self.threads) or (
+            prestart.fork(log, self.threads) if prestart.can_fork() else prestart.spawn(log, self.threads)
+        )
         worker = _Worker(sp.proc, sp.to_worker, sp.log)
         self._tell_reaper(f"+{sp.proc.pid}")
         reader = threading.Thread(target=self._read, args=(worker, sp.from_worker), daemon=True)
