@@ -64,7 +64,10 @@ PLAN_BETA = 1e-3
 #: stated rates that are a bound of the claim's fixed design, not a level: ``uoro.influence-balancing-learning``
 #: states P(>= 8 of 15 runs above the converged loss) <= 6.1e-5 at the Clopper-Pearson end of its calibration, 1e-4
 #: with margin (:data:`theory.claims.uoro_learning.ALPHA`)
-FIXED: dict[str, float] = {"uoro.influence-balancing-learning": LEARNING_ALPHA}
+#: ``truncation.figure-1a``: its rate criterion's level is also the level at which its negative control (the
+#: block-restart truncation) must be told apart; at the floor 1e-5 the control passed at seed 6 of 0-20 (not caught,
+#: a FAIL of correct code), so it keeps the level it was calibrated at, 5e-5
+FIXED: dict[str, float] = {"uoro.influence-balancing-learning": LEARNING_ALPHA, "truncation.figure-1a": 5e-5}
 #: the negative controls' miss probabilities stated in the catalog (``Claim.control_beta``)
 CONTROL_BETAS: dict[str, float] = {"uoro.variance-matches-algorithm-1": 2e-5}
 #: what is left for the planned claims
@@ -74,7 +77,7 @@ PLANNED = STATED_BUDGET - sum(FIXED.values()) - sum(CONTROL_BETAS.values())
 COST_S: dict[str, float] = {
     "uoro.unbiased-statistical": 12.7, "uoro.mutants-caught": 6.2, "uoro.truncated-unbiased": 3.0,
     "uoro.ok-variance": 2.75, "uoro.preactivation": 2.3, "uoro.rank-unbiased": 2.26, "uoro.kfrtrl-unbiased": 2.2,
-    "rtrl.bias-alignment": 1.64, "truncation.figure-1a": 1.0, "uoro.kfrtrl-variance": 0.83,
+    "rtrl.bias-alignment": 1.64, "uoro.kfrtrl-variance": 0.83,
     "uoro.variance-reduction-optimal": 0.56, "uoro.reinforce-link": 0.31, "uoro.variance-growth": 0.19,
     "uoro.variance-matches-algorithm-1": 0.18, "uoro.algorithm-1-conformance": 0.1, "uoro.rank-variance": 0.06,
     "truncation.rate": 0.03,
@@ -82,12 +85,12 @@ COST_S: dict[str, float] = {
 
 #: the plan: ``allocate(COST_S, PLANNED)`` rounded down to two significant digits (a test recomputes it)
 ALPHAS: dict[str, float] = {
-    "uoro.unbiased-statistical": 1.1e-4, "uoro.mutants-caught": 5.4e-5, "uoro.truncated-unbiased": 2.5e-5,
-    "uoro.ok-variance": 2.3e-5, "uoro.preactivation": 1.9e-5, "uoro.rank-unbiased": 1.9e-5,
-    "uoro.kfrtrl-unbiased": 1.8e-5, "rtrl.bias-alignment": 1.4e-5, "truncation.figure-1a": 1e-5,
-    "uoro.kfrtrl-variance": 1e-5, "uoro.variance-reduction-optimal": 1e-5, "uoro.reinforce-link": 1e-5,
-    "uoro.variance-growth": 1e-5, "uoro.variance-matches-algorithm-1": 1e-5, "uoro.algorithm-1-conformance": 1e-5,
-    "uoro.rank-variance": 1e-5, "truncation.rate": 1e-5,
+    "uoro.unbiased-statistical": 9.7e-5, "uoro.mutants-caught": 4.6e-5, "uoro.truncated-unbiased": 2.2e-5,
+    "uoro.ok-variance": 2e-5, "uoro.preactivation": 1.7e-5, "uoro.rank-unbiased": 1.6e-5,
+    "uoro.kfrtrl-unbiased": 1.6e-5, "rtrl.bias-alignment": 1.2e-5, "uoro.kfrtrl-variance": 1e-5,
+    "uoro.variance-reduction-optimal": 1e-5, "uoro.reinforce-link": 1e-5, "uoro.variance-growth": 1e-5,
+    "uoro.variance-matches-algorithm-1": 1e-5, "uoro.algorithm-1-conformance": 1e-5, "uoro.rank-variance": 1e-5,
+    "truncation.rate": 1e-5,
 }  # fmt: skip
 
 _N = NormalDist()

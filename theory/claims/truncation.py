@@ -12,8 +12,8 @@ from theory.catalog import Claim
 from theory.gate import planned_alpha
 from theory.rates import Rate
 
-#: family-wise false-FAIL rate of the rate fits of one claim (``truncation.rate``, ``truncation.figure-1a``; each
-#: splits it over its fits by Bonferroni): each claim's share of the ci gate's 1e-3
+#: family-wise false-FAIL rate of ``truncation.rate``'s fits (split over them by Bonferroni): its share of the ci
+#: gate's budget (:mod:`theory.gate`; ``truncation.figure-1a`` states its own)
 RATE_ALPHA = planned_alpha("truncation.rate")
 
 PAPER = "Miller & Hardt 2018"

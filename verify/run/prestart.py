@@ -159,6 +159,10 @@ def _forked_child(log: Path, threads: int, to_r: int, from_w: int, parent: int) 
             if name.isdigit() and int(name) not in keep:
                 with contextlib.suppress(OSError):
                     os.close(int(name))
+        # the supervisor's streams may be anything (a test's StringIO): fresh ones on the log, as a started worker
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_IGN if sig == signal.SIGPIPE else signal.SIG_DFL)
         from verify import stop
