@@ -85,7 +85,7 @@ def _main(argv: Sequence[str] | None, load: Callable[[], Backend]) -> int:
             elif args.command == "explain":
                 code = cmd_explain(args)
             else:
-                code = _computing(args, argv, load)
+                code = load().commands[args.command](args, argv)
             sys.stdout.flush()  # a closed pipe is found here, not by the interpreter's last flush
             return code
         except VerifyError as exc:
@@ -96,50 +96,6 @@ def _main(argv: Sequence[str] | None, load: Callable[[], Backend]) -> int:
             return EXIT_PIPE
         print(f"rnn-verify: error: {clean(os_error_text(exc))}", file=sys.stderr)
         return EXIT_USAGE
-
-
-def _computing(args: argparse.Namespace, argv: Sequence[str], load: Callable[[], Backend]) -> int:
-    """A command of :mod:`verify.cli`; a run of the whole profile on worker processes starts them first, so that
-    their imports overlap with the supervisor's (:mod:`verify.run.prestart`; ended if the run takes none)."""
-    workers = run_workers_early(args)
-    if not workers:
-        return load().commands[args.command](args, argv)
-    from verify.run import prestart
-
-    try:
-        prestart.prestart(workers, THREADS_EARLY)
-        return load().commands[args.command](args, argv)
-    finally:
-        prestart.discard()
-
-
-#: whether the pool forks its workers here (:func:`verify.run.prestart.can_fork`: Linux; torch imported and CUDA not
-#: initialized, which ``--device cpu`` keeps)
-FORK_EXPECTED = sys.platform.startswith("linux") and hasattr(os, "fork")
-
-#: torch threads of a prestarted worker: :data:`verify.run.check.THREADS_PER_PROCESS` (a test keeps them equal;
-#: a worker with another count is not taken, only ended)
-THREADS_EARLY = 1
-
-
-def run_workers_early(args: argparse.Namespace) -> int:
-    """How many worker processes ``run`` should start now (0: none, or not worth it): the whole profile (no
-    ``--claims``, ``-k``, ``--lf``), no ``--plan`` or ``--executor``, more than one worker (``--workers``, default
-    the CPUs available; with ``--impl`` one is enough, it loads the implementation first). None where the pool
-    will fork its workers from the supervisor once it has imported the toolkit (Linux, ``--device cpu``:
-    :func:`verify.run.prestart.can_fork`): those import nothing again, which saves more than starting early."""
-    if args.command != "run" or args.plan or args.executor is not None:
-        return 0
-    if FORK_EXPECTED and str(getattr(args, "device", "cpu")) == "cpu":
-        return 0
-    if args.claims or getattr(args, "keyword", None) is not None or getattr(args, "last_failed", False):
-        return 0
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    n = min(cpus, args.workers if args.workers is not None and args.workers > 0 else cpus)
-    return n if n > 1 or getattr(args, "impl", None) else 0
 
 
 def _output_closed() -> bool:

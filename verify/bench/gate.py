@@ -79,6 +79,22 @@ def _run_gate(source: str | None, extra: list[str], seed: int, neighbours: int, 
             "exit_code": proc.returncode, "verdicts": counts}  # fmt: skip
 
 
+def _print_ratios(rows: list[dict[str, Any]], labels: list[str], neighbours: int) -> None:
+    """This checkout / baseline per configuration (wall and CPU); loaded / quiet per source."""
+    base = {r["config"]: r for r in rows if r["source"] == "baseline"}
+    if base:
+        print("ratios (this checkout / baseline, same configuration):")
+        for r in rows:
+            b = base.get(r["config"]) if r["source"] != "baseline" else None
+            if b:
+                print(f"  {r['config']:10s} wall {r['wall_s'] / b['wall_s']:.2f}  CPU {r['cpu_s'] / b['cpu_s']:.2f}")
+    print(f"ratios (loaded with {neighbours} neighbour(s) / default, quiet):")
+    for label in labels:
+        mine = {r["config"]: r["wall_s"] for r in rows if r["source"] == label}
+        if "loaded" in mine and "default" in mine:
+            print(f"  {label:14s} {mine['loaded'] / mine['default']:.2f}")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
@@ -125,18 +141,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             claims = f"{row['claims_s']:6.1f}" if row["claims_s"] is not None else "     ?"
             print(f"  {label:14s} {name:10s} {row['wall_s']:7.1f} s wall {row['cpu_s']:7.1f} s CPU {claims} s claims  "
                   f"exit {row['exit_code']}  {row['verdicts']}", flush=True)  # fmt: skip
-    base = {r["config"]: r for r in rows if r["source"] == "baseline"}
-    if base:
-        print("ratios (this checkout / baseline, same configuration):")
-        for r in rows:
-            b = base.get(r["config"]) if r["source"] != "baseline" else None
-            if b:
-                print(f"  {r['config']:10s} wall {r['wall_s'] / b['wall_s']:.2f}  CPU {r['cpu_s'] / b['cpu_s']:.2f}")
-    print(f"ratios (loaded with {args.neighbours} neighbour(s) / default, quiet):")
-    for label, _ in sources:
-        mine = {r["config"]: r["wall_s"] for r in rows if r["source"] == label}
-        if "loaded" in mine and "default" in mine:
-            print(f"  {label:14s} {mine['loaded'] / mine['default']:.2f}")
+    _print_ratios(rows, [label for label, _ in sources], args.neighbours)
     result = {"tool": TOOL, "machine": machine(), "cpus": os.cpu_count(), "seed": args.seed, "rows": rows}
     if args.json:
         write_file_atomic(Path(args.json), json.dumps(result, indent=1).encode("utf-8"))

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from verify.files import make_temp_dir, remove_temp_dir
-from verify.run import prestart
+from verify.run import spawn
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.executors import Executor
 from verify.run.worker import PIPE_LOST
@@ -71,7 +71,7 @@ TAIL_LINES = 25
 #: signals that mean "killed from outside" (retried) rather than "crashed" (deterministic: not retried)
 _RETRIED = frozenset({int(signal.SIGKILL)})
 
-_BOOTSTRAP = prestart.BOOTSTRAP
+_BOOTSTRAP = spawn.BOOTSTRAP
 
 #: the reaper: reads ``+SID``/``-SID`` lines; when the supervisor's end of the pipe closes (it exited, or was
 #: killed), SIGKILLs every process of every session still listed, then exits. Our code only, no imports of ours.
@@ -261,12 +261,11 @@ class IsolatedPool(Executor):
                 self._reaper.stdin.flush()
 
     def _spawn(self) -> _Worker:
-        """A worker: one the command line prestarted (:mod:`verify.run.prestart`), else a new one."""
+        """A new worker: forked from this process where it has the toolkit imported, else started afresh
+        (:mod:`verify.run.spawn`)."""
         self._counter += 1
         log = self._logs / f"worker-{self._counter}.log"
-        sp = prestart.take(self.threads) or (
-            prestart.fork(log, self.threads) if prestart.can_fork() else prestart.spawn(log, self.threads)
-        )
+        sp = spawn.fork(log, self.threads) if spawn.can_fork() else spawn.spawn(log, self.threads)
         worker = _Worker(sp.proc, sp.to_worker, sp.log)
         self._tell_reaper(f"+{sp.proc.pid}")
         reader = threading.Thread(target=self._read, args=(worker, sp.from_worker), daemon=True)

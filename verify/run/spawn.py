@@ -1,29 +1,21 @@
-"""Worker processes started before the supervisor's own imports, so that theirs overlap (issue 42).
+"""Starting the worker processes of an :class:`~verify.run.pool.IsolatedPool`: afresh, or forked (issue 42).
 
-``rnn-verify run`` imports torch and the numerical code (seconds of CPU) in the supervisor, and every worker of
-its :class:`~verify.run.pool.IsolatedPool` imports them again. Started one after the other, the workers' imports
-wait for the supervisor's: on a 2-core machine one core idles for that long. The front of the command line
-(:mod:`verify.cli_front`, which imports nothing of torch) calls :func:`prestart` as soon as it knows a run will
-use worker processes; the pool then takes these processes (:func:`take`) before starting any of its own. What
-the pool does not take is ended when the command returns (:func:`discard`, also at interpreter exit).
-
-Only the starting is moved: a prestarted worker is the same program (:mod:`verify.run.worker`), started the
-same way (its own session, its output into a file, asked by the kernel to die with the supervisor), and it
-imports nothing of the user's until the pool sends it a task. This module imports only the standard library
-and :mod:`verify.files`.
+A worker is :mod:`verify.run.worker`'s program in a session of its own, its output into a file of the
+supervisor's, asked by the kernel to die with the supervisor; it imports nothing of the user's until the pool sends
+it a task. :func:`spawn` starts it afresh (``python -c BOOTSTRAP``): it imports torch and the toolkit again, seconds
+of CPU per worker.
 
 Imports paid once: where the supervisor has imported torch and the toolkit already (and CUDA is not
-initialized: a forked CUDA context is unusable), a further worker is *forked* from it (:func:`fork`, Linux)
-instead of started afresh -- it begins with those modules loaded, a few seconds of CPU saved per worker. The
-supervisor has imported nothing of the user's (``--impl`` code is loaded in workers only), so neither has the
-forked worker; it keeps only its two pipes (every other descriptor, e.g. the CI's pipes and the reaper's, is
-closed), takes a session of its own, has its output go to its log, its signal handlers back at their defaults,
-and then runs :func:`verify.run.worker.main` as a started one does.
+initialized: a forked CUDA context is unusable), the worker is *forked* from it instead (:func:`fork`, Linux;
+:func:`can_fork`) and begins with those modules loaded. The supervisor has imported nothing of the user's
+(``--impl`` code is loaded in workers only), so neither has the forked worker; it keeps only its two pipes (every
+other descriptor, e.g. the CI's pipes and the reaper's, is closed), takes a session of its own, has fresh standard
+streams on its log and its signal handlers back at their defaults, and then runs :func:`verify.run.worker.main`
+as a started one does.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -37,9 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verify.files import make_temp_dir, remove_temp_dir
-
-__all__ = ["BOOTSTRAP", "Forked", "Spawned", "can_fork", "discard", "fork", "prestart", "spawn", "take"]
+__all__ = ["BOOTSTRAP", "Forked", "Spawned", "can_fork", "fork", "spawn"]
 
 #: the worker program: the supervisor's import path, then :func:`verify.run.worker.main`
 BOOTSTRAP = (
@@ -178,46 +168,3 @@ def _forked_child(log: Path, threads: int, to_r: int, from_w: int, parent: int) 
             traceback.print_exc()
     finally:
         os._exit(code)
-
-
-_early: list[Spawned] = []
-_folder: list[Path] = []  # the prestarted workers' log folder (at most one)
-
-
-def prestart(n: int, threads: int) -> None:
-    """Start ``n`` workers with ``threads`` torch threads each now, for the pool to :func:`take` later."""
-    if n < 1:
-        return
-    if not _folder:
-        _folder.append(make_temp_dir("workers-early"))
-        atexit.register(discard)
-    for _ in range(n):
-        _early.append(spawn(_folder[0] / f"worker-early-{len(_early) + 1}.log", threads))
-
-
-def take(threads: int) -> Spawned | None:
-    """A prestarted worker with ``threads`` torch threads that is still alive (None: none)."""
-    while _early:
-        sp = _early.pop(0)
-        if sp.threads == threads and sp.proc.poll() is None:
-            return sp
-        _end(sp)
-    return None
-
-
-def _end(sp: Spawned) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(sp.proc.pid, signal.SIGKILL)  # its own session: what it started too
-    with contextlib.suppress(Exception):
-        sp.proc.wait(timeout=5)
-    for fd in (sp.to_worker, sp.from_worker):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-def discard() -> None:
-    """End the prestarted workers no pool took, and remove their log folder once none is in use."""
-    while _early:
-        _end(_early.pop(0))
-    if _folder and remove_temp_dir(_folder[0]):
-        _folder.clear()
