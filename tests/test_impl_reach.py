@@ -123,7 +123,9 @@ def test_power_curve_mixes_into_the_uoro_under_test() -> None:
 
     def curve(good: Any) -> list[dict[str, Any]]:
         gens = [RunConfig().generator(470 + i) for i in range(len(POWER_FRACTIONS))]  # the check's salts
-        return power_curve("uoro.no-delta-theta", bad, case, options(RunConfig()), gens, 5000, good=good)
+        return power_curve(
+            "uoro.no-delta-theta", bad, case, options(RunConfig(), "uoro.mutants-caught"), gens, 5000, good=good
+        )
 
     ours, mine, broken = curve(UORO()), curve(MyUORO()), curve(_zero_one_uoro())
     assert [(r["verdict"], r["draws"]) for r in mine] == [(r["verdict"], r["draws"]) for r in ours]

@@ -64,6 +64,13 @@ def _previous_report(out: Path) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
 
+def _is_worker(pid: int, run: int) -> bool:
+    """A worker or the figure process: started afresh (its program in its command line) or forked from the run
+    (the run's own command line, another pid: :func:`verify.run.prestart.fork`)."""
+    c = _cmdline(pid)
+    return "spawn_main" in c or "verify.run.worker" in c or (pid != run and c == _cmdline(run) != "")
+
+
 def test_sigterm_with_two_workers_leaves_no_process_and_the_report_intact(tmp_path: Path) -> None:
     out = tmp_path / "report"
     before = _previous_report(out)
@@ -77,7 +84,7 @@ def test_sigterm_with_two_workers_leaves_no_process_and_the_report_intact(tmp_pa
     try:
         while time.monotonic() - t0 < 60:  # the workers and the figure process (11 claims: >= 6) exist
             seen |= _descendants(proc.pid)
-            pool = [p for p in seen if _alive(p) and ("spawn_main" in (c := _cmdline(p)) or "verify.run.worker" in c)]
+            pool = [p for p in seen if _alive(p) and _is_worker(p, proc.pid)]
             if len(pool) >= 3 or proc.poll() is not None:
                 break
             time.sleep(0.1)

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 from theory.catalog import Claim
+from theory.gate import planned_alpha
 
 _FLOAT64 = "float64 throughout; the references refuse other dtypes"
 
@@ -242,10 +243,12 @@ CLAIMS: tuple[Claim, ...] = (
         "random problems per point, 200 draws per problem for the stochastic ones; full: a larger grid, 6 "
         "problems, 400 draws). Each estimator is judged by what it declares: an exact one has normalized bias "
         "<= 1e-11 on every problem; on an unbiased one the unbiasedness test detects no bias on any problem "
-        "(false-FAIL rate 5e-5 for the claim); a biased one is measured: normalized bias ||E g^ - g||/||g|| and "
+        f"(false-FAIL rate {planned_alpha('rtrl.bias-alignment'):g} for the claim); a biased one is measured: "
+        "normalized bias ||E g^ - g||/||g|| and "
         "cosine alignment with their intervals, in figures against n, T, radius and density, one line per "
         "algorithm.",
-        math="exact: max ||g^ - g|| / ||g|| <= 1e-11;  unbiased: H0 E g^ = g not rejected at alpha = 5e-5 / "
+        math="exact: max ||g^ - g|| / ||g|| <= 1e-11;  unbiased: H0 E g^ = g not rejected at alpha = "
+        f"{planned_alpha('rtrl.bias-alignment'):g} / "
         "#unbiased (Bonferroni), split over the problems by the test;  biased: bias = ||E g^ - g|| / ||g||, "
         "cos = <E g^, g> / (||E g^|| ||g||), reported",
         assumptions=(
@@ -272,6 +275,6 @@ CLAIMS: tuple[Claim, ...] = (
             "negative control: SnAp-n declared unbiased (mutant alignment.snap-declared-unbiased) must FAIL",
         ),
         check="verify.checks.rtrl_alignment.check_bias_alignment",
-        alpha=5e-5,
+        alpha=planned_alpha("rtrl.bias-alignment"),
     ),
 )

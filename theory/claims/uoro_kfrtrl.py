@@ -8,7 +8,7 @@ Both run on the implementation under test ``uoro.kfrtrl`` (``--impl uoro.kfrtrl=
 from __future__ import annotations
 
 from theory.catalog import Claim
-from theory.claims.uoro_statistics import ALPHA
+from theory.gate import planned_alpha
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
@@ -19,7 +19,8 @@ CLAIMS: tuple[Claim, ...] = (
         statement="For frozen θ, (1) the expectation of KF-RTRL's g̃_t and u_t ⊗ A_t over ALL 2^(2t) sign patterns "
         "(Elman tanh and relu, n = 3, T = 4) equals exact float64 RTRL (∂ℓ_t/∂θ, ∂s_t/∂θ) to a relative 1e-12; "
         "(2) on an Elman-tanh problem with n·T = 64 noise signs (n = 4, T = 16; full: T = 64) no bias of E g̃_t "
-        "(t ∈ {2, ⌊(T+1)/2⌋+1, T}), E Σ_t g̃_t or E[u_T ⊗ A_T] is detected at false-fail rate α = 5e-5 and the bias "
+        "(t ∈ {2, ⌊(T+1)/2⌋+1, T}), E Σ_t g̃_t or E[u_T ⊗ A_T] is detected at false-fail rate α = "
+        f"{planned_alpha('uoro.kfrtrl-unbiased'):g} and the bias "
         "is certified below 0.02·‖g‖ at 1 − β = 0.999 (sequential test).",
         math="2^{-2t} Σ_c g̃_t = ∂l_t/∂θ;  ||E g̃_t - ∂l_t/∂θ|| < 0.02 ||∂l_t/∂θ||",
         assumptions=(
@@ -36,7 +37,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_kfrtrl.check_kfrtrl_unbiased",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.kfrtrl-unbiased"),
     ),
     Claim(
         id="uoro.kfrtrl-variance",
@@ -61,6 +62,6 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_kfrtrl.check_kfrtrl_variance",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.kfrtrl-variance"),
     ),
 )

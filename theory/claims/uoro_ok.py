@@ -10,7 +10,7 @@ was at hand: its own theorem statement and equation numbers could not be read, a
 from __future__ import annotations
 
 from theory.catalog import Claim
-from theory.claims.uoro_statistics import ALPHA
+from theory.gate import planned_alpha
 
 _READING = (
     "the reading of verify.estimators.ok (eq. (1)-(2) there are the module's numbering): the paper's own statement "
@@ -78,6 +78,6 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_ok.check_ok_variance",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.ok-variance"),
     ),
 )

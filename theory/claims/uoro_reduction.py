@@ -6,7 +6,7 @@ against UORO's greedy rescaling, on small problems where B is known by backprop 
 from __future__ import annotations
 
 from theory.catalog import Claim
-from theory.claims.uoro_statistics import ALPHA
+from theory.gate import planned_alpha
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
@@ -23,7 +23,8 @@ CLAIMS: tuple[Claim, ...] = (
         "E||G^ - g||^2 agrees with the exact prediction V + c (two-sided z), and it is significantly below both "
         "plain UORO (the toolkit's Algorithm 1, state space) and the same estimator with UORO's greedy "
         "rho_0, rho_1 (one-sided Welch z); the post's identities V = tr(B) tr(I) at Q0 = I and "
-        "V = tr(B^(1/2))^2 at Q0 = B^(-1/4) hold to round-off. Level alpha = 5e-5, split over the four tests.",
+        "V = tr(B^(1/2))^2 at Q0 = B^(-1/4) hold to round-off. Level alpha = "
+        f"{planned_alpha('uoro.variance-reduction-optimal'):g}, split over the four tests.",
         math="E||G^_opt - g||^2 = tr(B^(1/2))^2 + c < E||G^_UORO - g||^2, E G^_opt = g",
         assumptions=(
             "frozen parameters; random signs u_t (Algorithm 1's law; Gaussian noise is an option of the estimator)",
@@ -36,6 +37,6 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_reduction.check_variance_reduction",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.variance-reduction-optimal"),
     ),
 )

@@ -2,19 +2,21 @@
 
 The deterministic claim (exact enumeration for tiny sizes) is in :mod:`theory.claims.uoro`;
 these are for sizes beyond enumeration and for second moments. Every statistical
-claim has a false-fail rate α = :data:`ALPHA` = 5e-5 (its share of the ci gate's family-wise 1e-3,
-:data:`theory.catalog.GATE_ALPHA`) and, where it certifies a bias bound, β = 1e-3
+claim has a false-fail rate α, its share of the ci gate's family-wise budget planned by the claims' cost
+(:mod:`theory.gate`; :data:`theory.catalog.GATE_ALPHA`) and, where it certifies a bias bound, β = 1e-3
 and δ = 0.02 relative to ‖g‖ (rnn-verify design notes, 'Numerical policy'); the engine and its
 assumptions are in :mod:`verify.stats.unbiased`.
 """
 
 from __future__ import annotations
 
-from theory.catalog import GATE_ALPHA, Claim
+from theory.catalog import Claim
+from theory.gate import REFERENCE_ALPHA, planned_alpha
 from theory.rates import Rate
 
-#: false-FAIL rate of each statistical UORO claim: ten claims share half of the gate's family-wise budget
-ALPHA = GATE_ALPHA / 20
+#: the level the statistical UORO claims had before the α plan (each claim's own is ``planned_alpha(id)``,
+#: :mod:`theory.gate`); a check run outside a claim (a pilot, a bench) uses it
+ALPHA = REFERENCE_ALPHA
 #: miss probability of each normalizer alternative ``uoro.variance-matches-algorithm-1`` must tell apart (its
 #: control ρ₁ ≡ 1 and the kill table's ρ₁ without sqrt): the draws are planned from exact moments to reach it
 VARIANCE_CONTROL_BETA = 1e-5
@@ -40,7 +42,8 @@ CLAIMS: tuple[Claim, ...] = (
         statement="For frozen θ, E g̃_t = ∂l_t/∂θ at t ∈ {2, ⌊(T+1)/2⌋+1, T}, E[s̃_T ⊗ θ̃_T] = ∂s_T/∂θ and "
         "E Σ_t g̃_t = ∇L, on problems with n·T ≥ 64 noise signs per run (ci; ≥ 256 in full: 2^64 sign patterns, "
         "beyond any enumeration): "
-        "no bias is detected at false-fail rate α = 5e-5 and the bias is certified below 0.02·‖g‖ for every "
+        f"no bias is detected at false-fail rate α = {planned_alpha('uoro.unbiased-statistical'):g} and the bias is "
+        "certified below 0.02·‖g‖ for every "
         "quantity at confidence 1 − β = 0.999 (sequential anytime-valid test; planned vs used draws reported).",
         math="||E[s~_t (x) theta~_t] - ds_t/dtheta|| < 0.02 ||ds_t/dtheta||, "
         "||E g~_t - dl_t/dtheta|| < 0.02 ||dl_t/dtheta||",
@@ -54,7 +57,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_statistics.check_unbiased_statistical",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.unbiased-statistical"),
     ),
     Claim(
         id="uoro.truncated-unbiased",
@@ -63,7 +66,7 @@ CLAIMS: tuple[Claim, ...] = (
         where="§3 (Multi-step UORO: Algorithm 1 applied to F^T)",
         statement="UORO on blocks of T steps (the last T steps backpropagated exactly) stays unbiased: E g̃_t = "
         "∂l_t/∂θ at every t, E Σ g̃_t = ∇L, and E[s̃ ⊗ θ̃] = ∂s_t/∂θ at block boundaries; bias certified below "
-        "0.02·‖g‖ at 1 − β = 0.999, false-fail rate 5e-5.",
+        f"0.02·‖g‖ at 1 − β = 0.999, false-fail rate {planned_alpha('uoro.truncated-unbiased'):g}.",
         math="E g~_t = dl_t/dtheta (UORO on F^T)",
         assumptions=(
             *_STAT,
@@ -72,7 +75,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_statistics.check_truncated_unbiased",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.truncated-unbiased"),
     ),
     Claim(
         id="uoro.rank-unbiased",
@@ -80,7 +83,7 @@ CLAIMS: tuple[Claim, ...] = (
         paper="Tallec & Ollivier 2017",
         where="§3 (higher-rank estimates: r pairs (s̃, θ̃), g̃ averaged)",
         statement="With r independent pairs, E[(1/r) Σ s̃ ⊗ θ̃] = ∂s_t/∂θ and E g̃_t = ∂l_t/∂θ; bias certified "
-        "below 0.02·‖g‖ at 1 − β = 0.999, false-fail rate 5e-5.",
+        f"below 0.02·‖g‖ at 1 − β = 0.999, false-fail rate {planned_alpha('uoro.rank-unbiased'):g}.",
         math="E (1/r) sum_i s~_t^i (x) theta~_t^i = ds_t/dtheta",
         assumptions=(
             *_STAT,
@@ -88,7 +91,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_statistics.check_rank_unbiased",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.rank-unbiased"),
     ),
     Claim(
         id="uoro.rank-variance",
@@ -105,7 +108,7 @@ CLAIMS: tuple[Claim, ...] = (
         check="verify.checks.uoro_variance.check_rank_variance",
         kind="rate",
         rate=Rate("1/r (r independent pairs)", "log r", "log E||g_r - g||^2", -1.0, "equal"),
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.rank-variance"),
     ),
     Claim(
         id="uoro.preactivation",
@@ -123,7 +126,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_statistics.check_preactivation",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.preactivation"),
     ),
     Claim(
         id="uoro.variance-growth",
@@ -145,7 +148,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_variance.check_variance_growth",
         kind="reproduction",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.variance-growth"),
     ),
     Claim(
         id="uoro.reinforce-link",
@@ -165,7 +168,7 @@ CLAIMS: tuple[Claim, ...] = (
         rate=Rate(
             "O(sigma) (Taylor expansion of L_t w_t)", "log sigma", "log RMS(REINFORCE - UORO of the post)", 1.0, "equal"
         ),
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.reinforce-link"),
     ),
     Claim(
         id="uoro.algorithm-1-conformance",
@@ -182,7 +185,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_mutants.check_algorithm1_conformance",
         kind="deterministic",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.algorithm-1-conformance"),
     ),
     Claim(
         id="uoro.variance-matches-algorithm-1",
@@ -199,7 +202,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_variance_matches.check_variance_matches",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.variance-matches-algorithm-1"),
         control_beta=2 * VARIANCE_CONTROL_BETA,
     ),
     Claim(
@@ -224,6 +227,6 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         check="verify.checks.uoro_mutants.check_mutants_caught",
         kind="statistical",
-        alpha=ALPHA,
+        alpha=planned_alpha("uoro.mutants-caught"),
     ),
 )

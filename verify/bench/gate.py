@@ -4,8 +4,9 @@
 [--baseline-source DIR [--baseline-configs ...]] [--json PATH]``
 
 Each configuration runs the gate in a fresh subprocess (imports included, as a user's CI
-sees it; ``--no-report`` unless ``--report``) and records its wall time, exit code and verdict
-counts:
+sees it; ``--no-report`` unless ``--report``) and records its wall time, its CPU seconds (the gate's
+process and every worker it started and reaped: ``RUSAGE_CHILDREN``), the claims' seconds summed (from
+``--json``), exit code and verdict counts:
 
 * ``default``     -- default flags (one worker process per CPU, one torch thread each);
 * ``workers-1``   -- ``--workers 1``;
@@ -25,8 +26,10 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,7 +45,9 @@ def _run_gate(source: str | None, extra: list[str], seed: int, neighbours: int, 
     env = dict(os.environ)
     if source:
         env["PYTHONPATH"] = source + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-m", "verify", "run", "--profile", "ci", "--seed", str(seed), "-q", *extra]
+    scratch = tempfile.mkdtemp(prefix="rnn-verify-bench-gate-")
+    doc = os.path.join(scratch, "results.json")
+    cmd = [sys.executable, "-m", "verify", "run", "--profile", "ci", "--seed", str(seed), "-q", *extra, "--json", doc]
     spinners = [
         subprocess.Popen(  # a CPU-bound neighbour, bounded in time; stopped below
             [sys.executable, "-c", f"import time\nt = time.time() + {timeout}\nwhile time.time() < t: pass"]
@@ -50,16 +55,44 @@ def _run_gate(source: str | None, extra: list[str], seed: int, neighbours: int, 
         for _ in range(neighbours)
     ]
     try:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
         wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # before the neighbours are reaped
     finally:
         for sp in spinners:
             sp.kill()
             sp.wait()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    claims_s = None
+    try:
+        with open(doc, encoding="utf-8") as f:
+            claims_s = sum(float(c.get("wall_time") or 0.0) for c in json.load(f)["claims"])
+        os.remove(doc)
+        os.rmdir(scratch)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     m = _SUMMARY.search(proc.stdout + proc.stderr)
     counts = dict(zip(("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED"), map(int, m.groups()), strict=True)) if m else None
-    return {"command": " ".join(cmd[2:]), "wall_s": wall, "exit_code": proc.returncode, "verdicts": counts}
+    return {"command": " ".join(cmd[2:-2]), "wall_s": wall, "cpu_s": cpu, "claims_s": claims_s,
+            "exit_code": proc.returncode, "verdicts": counts}  # fmt: skip
+
+
+def _print_ratios(rows: list[dict[str, Any]], labels: list[str], neighbours: int) -> None:
+    """This checkout / baseline per configuration (wall and CPU); loaded / quiet per source."""
+    base = {r["config"]: r for r in rows if r["source"] == "baseline"}
+    if base:
+        print("ratios (this checkout / baseline, same configuration):")
+        for r in rows:
+            b = base.get(r["config"]) if r["source"] != "baseline" else None
+            if b:
+                print(f"  {r['config']:10s} wall {r['wall_s'] / b['wall_s']:.2f}  CPU {r['cpu_s'] / b['cpu_s']:.2f}")
+    print(f"ratios (loaded with {neighbours} neighbour(s) / default, quiet):")
+    for label in labels:
+        mine = {r["config"]: r["wall_s"] for r in rows if r["source"] == label}
+        if "loaded" in mine and "default" in mine:
+            print(f"  {label:14s} {mine['loaded'] / mine['default']:.2f}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -105,13 +138,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             row = {"source": label, "config": name, "neighbours": nb,
                    **_run_gate(src, configs[name], args.seed, nb, args.neighbour_timeout)}  # fmt: skip
             rows.append(row)
-            print(f"  {label:14s} {name:10s} {row['wall_s']:7.1f} s  exit {row['exit_code']}  {row['verdicts']}",
-                  flush=True)  # fmt: skip
-    print(f"ratios (loaded with {args.neighbours} neighbour(s) / default, quiet):")
-    for label, _ in sources:
-        mine = {r["config"]: r["wall_s"] for r in rows if r["source"] == label}
-        if "loaded" in mine and "default" in mine:
-            print(f"  {label:14s} {mine['loaded'] / mine['default']:.2f}")
+            claims = f"{row['claims_s']:6.1f}" if row["claims_s"] is not None else "     ?"
+            print(f"  {label:14s} {name:10s} {row['wall_s']:7.1f} s wall {row['cpu_s']:7.1f} s CPU {claims} s claims  "
+                  f"exit {row['exit_code']}  {row['verdicts']}", flush=True)  # fmt: skip
+    _print_ratios(rows, [label for label, _ in sources], args.neighbours)
     result = {"tool": TOOL, "machine": machine(), "cpus": os.cpu_count(), "seed": args.seed, "rows": rows}
     if args.json:
         write_file_atomic(Path(args.json), json.dumps(result, indent=1).encode("utf-8"))

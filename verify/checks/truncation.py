@@ -23,6 +23,7 @@ from typing import Any
 
 from theory import truncation as tt
 from theory.claims.truncation import RATE_ALPHA
+from theory.gate import planned_alpha
 from verify.checks import register, result
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated
@@ -318,6 +319,10 @@ def check_rate(config: RunConfig) -> CheckResult:
 
 
 # ============================================================== Fig. 1(a)
+#: the false-FAIL rate of Fig. 1(a)'s rate criterion (its share of the gate's budget, :mod:`theory.gate`)
+FIGURE_ALPHA = planned_alpha("truncation.figure-1a")
+
+
 @register("truncation.figure-1a", uses=("truncation.model_gradient",))
 def check_figure_1a(config: RunConfig) -> CheckResult:
     r"""Fig. 1(a) of §7.1: :math:`\|\nabla_w p_T - \nabla_w p^k_T\|` against k (mean of 10 runs), linear and tanh.
@@ -352,7 +357,7 @@ def check_figure_1a(config: RunConfig) -> CheckResult:
     fails = [f"premise (Fig. 1(a)'s curves are curves) NOT MET: {'; '.join(premise)}"] if premise else []
     for kind, r in out.items():
         fails += [f"{kind}: bound" for h in r.holds if not h]
-        bad_rate = r.fit is None or rate_verdict(r.fit, math.log(lam), RATE_ALPHA / 2) != "consistent"
+        bad_rate = r.fit is None or rate_verdict(r.fit, math.log(lam), FIGURE_ALPHA / 2) != "consistent"
         fails += [f"{kind}: rate"] if bad_rate and kind in judged else []  # 2 judged fits: Bonferroni
         data[kind] = r.record
     printed = figure1a.degenerate_reasons("elman-tanh", out["elman-tanh"].record)
@@ -362,7 +367,7 @@ def check_figure_1a(config: RunConfig) -> CheckResult:
     def ctl(impl: TruncationImpl) -> tuple[bool, str]:
         ev, fit = bounds.model_rate_fit(P, th, impl, ks)
         s, slope = ev.series["model"], fit.slope if fit else float("nan")
-        good = s.holds and fit is not None and rate_verdict(fit, math.log(lam), RATE_ALPHA / 2) == "consistent"
+        good = s.holds and fit is not None and rate_verdict(fit, math.log(lam), FIGURE_ALPHA / 2) == "consistent"
         return good, f"bound holds: {s.holds}; slope {slope:.3f} vs log lam {math.log(lam):.3f}"
 
     summary = f"Fig. 1(a), {runs} runs each, n = d = {n}, T = {T}, lambda = {lam}: " + "; ".join(

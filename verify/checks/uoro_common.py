@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from theory.claims.uoro_statistics import ALPHA
+from theory.gate import planned_alpha
 from verify.checks import result
 from verify.config import RunConfig
 from verify.impl import build
@@ -26,15 +26,20 @@ from verify.verdict import CheckResult, Verdict
 __all__ = ["alpha_of", "combine", "controls_on", "finish", "max_samples", "mutant", "options", "uoro_under_test"]
 
 
-def alpha_of(config: RunConfig) -> float:
-    """The claim's false-FAIL rate α (ALPHA = 5e-5 unless the option ``alpha`` overrides it)."""
-    return float(config.option("alpha", ALPHA))
+def alpha_of(config: RunConfig, claim_id: str) -> float:
+    """The false-FAIL rate α of ``claim_id``: its share of the gate's budget (:func:`theory.gate.planned_alpha`)
+    unless the option ``alpha`` overrides it."""
+    return float(config.option("alpha", planned_alpha(claim_id)))
 
 
-def options(config: RunConfig, *, split: int = 1) -> TestOptions:
-    """The claim's error rates (α = ALPHA, β = 1e-3, δ = 0.02 unless overridden), split over ``split`` tests."""
+def options(config: RunConfig, claim_id: str, *, split: int = 1) -> TestOptions:
+    """The error rates of ``claim_id`` (α :func:`alpha_of`, β = 1e-3, δ = 0.02 unless overridden), split over
+    ``split`` tests."""
     return claim_options(
-        alpha_of(config), float(config.option("beta", BETA)), float(config.option("delta", DELTA)), split=split
+        alpha_of(config, claim_id),
+        float(config.option("beta", BETA)),
+        float(config.option("delta", DELTA)),
+        split=split,
     )
 
 

@@ -7,9 +7,9 @@ Claims in :mod:`theory.claims.uoro_kfrtrl`; they run the implementation under te
 * ``uoro.kfrtrl-unbiased`` -- (1) exact enumeration of every sign pattern (c1, c2 per step) on tiny Elman
   problems: E g̃_t and E[u_t ⊗ A_t] within :data:`EXACT` of exact float64 RTRL (needs the noise hook; without it
   this part is not run and says so); (2) the sequential test of :mod:`verify.stats.unbiased` at n·T ≥ 64
-  (α = 5e-5, β = 1e-3, δ = 0.02). Fixture problems the implementation does not support (``supports`` or a
-  NotApplicable probe: KF-RTRL factors only for one elementwise map of one affine map) are left out with the
-  reason; none supported: SKIPPED. Negative controls: the wrong-Kronecker-factor mutants must FAIL the
+  (α planned by :mod:`theory.gate`, β = 1e-3, δ = 0.02). Fixture problems the implementation does not support
+  (``supports`` or a NotApplicable probe: KF-RTRL factors only for one elementwise map of one affine map) are left
+  out with the reason; none supported: SKIPPED. Negative controls: the wrong-Kronecker-factor mutants must FAIL the
   enumeration; positive control: the unbiased but noisier ``kfrtrl.rho1-scaled`` must PASS it.
 * ``uoro.kfrtrl-variance`` -- the paper's variance statement (KF-RTRL's noise asymptotically much smaller than
   UORO's): the ratio E‖g̃_T − g_T‖²(KF) / E‖g̃_T − g_T‖²(UORO) on the same problems at several n, CIs at
@@ -129,7 +129,7 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
     bad = _enum_bad(rows) if rows else []
     verdicts = [Verdict.FAIL if bad else Verdict.PASS] if rows is not None else []
     results = []
-    opts = options(config, split=max(len(stat_cases), 1))
+    opts = options(config, UNBIASED, split=max(len(stat_cases), 1))
     if stat_cases and not bad:
         runs = [(c, est, _steps(c.problem.T), (c.problem.T,)) for c in stat_cases]
         results = unbiased_runs(runs, opts, config.generator(salt=497), max_samples(config))
@@ -193,7 +193,7 @@ def check_kfrtrl_variance(config: RunConfig) -> CheckResult:
     """Mujika et al. 2018 (abstract, §4): KF-RTRL's noise is asymptotically much smaller than UORO's -- the ratio of
     their gradient variances on the same problems below 1 at the largest n and falling with n."""
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, VARIANCE)
     est = _kf(config.impls.uoro.kfrtrl, VARIANCE)
     probe = problem_case("elman-tanh", 4, 16, config.seed, 474)
     cover(VARIANCE, [probe], lambda c: (c.label, est, c.problem, c.theta))  # SKIPPED if Elman-tanh is not supported

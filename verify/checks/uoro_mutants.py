@@ -8,8 +8,9 @@ r"""The UORO under test is Algorithm 1, and the UORO checks catch every mutant (
   :mod:`verify.checks.uoro_statistics`, :mod:`verify.checks.uoro_variance` and this module, and the operating
   characteristic of the sequential test.
 
-Error rates: α = :data:`~theory.claims.uoro_statistics.ALPHA` = 5e-5 per claim. The implementation under test is
-``config.impls.uoro`` (:class:`verify.impl.UOROImpl`); shared machinery in :mod:`verify.checks.uoro_common`.
+Error rates: α = the claim's share of the gate's budget, :func:`theory.gate.planned_alpha`. The implementation
+under test is ``config.impls.uoro`` (:class:`verify.impl.UOROImpl`); shared machinery in
+:mod:`verify.checks.uoro_common`.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def check_algorithm1_conformance(config: RunConfig) -> CheckResult:
     ρ₀/ρ₁ other than the paper's). Negative control: ``uoro.rho0-inverted`` must FAIL.
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, "uoro.algorithm-1-conformance")
     factory = config.impls.uoro.uoro
     T = 12 if config.full else 6
     kinds = (("elman-tanh", 3), ("lstm", 2), ("gru", 3))
@@ -220,7 +221,7 @@ def _kill_row(
         row["checks"][cid] = _run_as(checks, config, cid, m, (("first", _KILL_FIRST),))[0]
         report_rows.append({"mutant": m.name, "expected": "FAIL", "observed": row["checks"][cid], "detail": cid})
     for cid in must_not:  # the claim's alpha shared by its must-not-FAIL tests (Bonferroni)
-        nf_alpha = alpha_of(config) / len(MUST_NOT_FAIL)
+        nf_alpha = alpha_of(config, "uoro.mutants-caught") / len(MUST_NOT_FAIL)
         verdict, summary = _run_as(checks, config, cid, m, (("max_samples", nf_budget), ("alpha", nf_alpha)))
         row["must_not_fail"][cid] = verdict
         report_rows.append(
@@ -244,7 +245,9 @@ def _power_curves(config: RunConfig, budget: int) -> list[dict[str, Any]]:
     rows = []
     for name in POWER_MUTANTS:
         gens = [config.generator(470 + i) for i in range(len(POWER_FRACTIONS))]
-        rows += power_curve(name, get(name).part(), case, options(config), gens, budget, good=good)
+        rows += power_curve(
+            name, get(name).part(), case, options(config, "uoro.mutants-caught"), gens, budget, good=good
+        )
     return rows
 
 
@@ -304,5 +307,5 @@ def check_mutants_caught(config: RunConfig) -> CheckResult:
             "power_curves": curves,
             "figures": [kill_table_figure(rows), power_figure(curves, power_budget)],
         },
-        alpha=alpha_of(config),
+        alpha=alpha_of(config, "uoro.mutants-caught"),
     )

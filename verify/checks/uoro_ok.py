@@ -228,7 +228,7 @@ def check_ok_variance(config: RunConfig) -> CheckResult:
     -- per step exactly (eq. (2)'s minimum, never above KF-RTRL's), and along trajectories OK(2) below OK(1); OK(1)
     against KF-RTRL along trajectories is measured and reported."""
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, VARIANCE)
     ests = _oks(config.impls.uoro.ok, VARIANCE)
     probe = _step_case(config)
     cover(VARIANCE, [probe], lambda c: (c.label, ests[0][1], c.problem, c.theta))  # SKIPPED if unsupported

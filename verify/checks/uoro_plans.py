@@ -97,7 +97,7 @@ def prop1_runs(config: RunConfig) -> tuple[list[tuple[Case, Any, tuple[int, ...]
 def plan_unbiased_statistical(config: RunConfig, budget_s: float) -> ClaimPlan:
     """``uoro.unbiased-statistical``: the planner's draws per problem it covers (Elman-tanh, LSTM, GRU)."""
     runs, _ = prop1_runs(config)
-    opts, gen, pilots = options(config, split=len(runs)), config.generator(401), []
+    opts, gen, pilots = options(config, "uoro.unbiased-statistical", split=len(runs)), config.generator(401), []
     for case, est, steps, infl in runs:
         pilots.append(unbiased_pilot(case.label, est, case, steps, infl, opts, gen, budget_s / len(runs)))
     return _plan("uoro.unbiased-statistical", part_label(config.impls.uoro.uoro), pilots)
@@ -109,7 +109,16 @@ def plan_truncated_unbiased(config: RunConfig, budget_s: float) -> ClaimPlan:
     est = uoro_under_test(config, "uoro.truncated-unbiased (UORO-T)", block=block)
     case = problem_case("elman-tanh", n, T, config.seed, 420)
     bounds = (block * (T // 2 // block), T)
-    pilot = unbiased_pilot(case.label, est, case, (2, 3, T), bounds, options(config), config.generator(401), budget_s)
+    pilot = unbiased_pilot(
+        case.label,
+        est,
+        case,
+        (2, 3, T),
+        bounds,
+        options(config, "uoro.truncated-unbiased"),
+        config.generator(401),
+        budget_s,
+    )
     return _plan("uoro.truncated-unbiased", f"UORO-T (block {block})", [pilot])
 
 
@@ -118,7 +127,9 @@ def plan_rank_unbiased(config: RunConfig, budget_s: float) -> ClaimPlan:
     n, T, r = (4, 64, 8) if config.full else (4, 16, 4)
     est = uoro_under_test(config, "uoro.rank-unbiased (rank-r UORO)", rank=r)
     case = problem_case("elman-tanh", n, T, config.seed, 430)
-    pilot = unbiased_pilot(case.label, est, case, _steps(T), (T,), options(config), config.generator(401), budget_s)
+    pilot = unbiased_pilot(
+        case.label, est, case, _steps(T), (T,), options(config, "uoro.rank-unbiased"), config.generator(401), budget_s
+    )
     return _plan("uoro.rank-unbiased", f"rank-{r} UORO", [pilot])
 
 
@@ -126,8 +137,10 @@ def plan_preactivation(config: RunConfig, budget_s: float) -> ClaimPlan:
     """``uoro.preactivation``: the planned unbiasedness draws, then the fixed draws of the variance ratio."""
     n, T, draws = (4, 64, 20_000) if config.full else (4, 16, 4000)
     case = problem_case("elman-tanh", n, T, config.seed, 450)
-    base = options(config)
-    opts = TestOptions(alpha=alpha_of(config) / 2, beta=float(config.option("beta", 1e-3)), delta=base.delta)
+    base = options(config, "uoro.preactivation")
+    opts = TestOptions(
+        alpha=alpha_of(config, "uoro.preactivation") / 2, beta=float(config.option("beta", 1e-3)), delta=base.delta
+    )
     est = build(config.impls.uoro.preactivation, "uoro.preactivation")
     gen = config.generator(451)
     pilots = [
@@ -208,7 +221,7 @@ def plan_variance_matches(config: RunConfig, budget_s: float) -> ClaimPlan:
     by exact enumeration, part of the pilot)."""
     from verify.uoro.normalizers import variance_fixture
 
-    fx = variance_fixture(config.seed, variance_setup(config), alpha_of(config))
+    fx = variance_fixture(config.seed, variance_setup(config), alpha_of(config, "uoro.variance-matches-algorithm-1"))
     est = build(config.impls.uoro.uoro, "uoro.variance-matches-algorithm-1")
     pilot = draws_pilot(fx.case.label, est, fx.case, fx.draws, torch.Generator().manual_seed(config.seed), budget_s)
     return _plan("uoro.variance-matches-algorithm-1", part_label(config.impls.uoro.uoro), [pilot])

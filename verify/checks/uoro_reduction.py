@@ -107,7 +107,7 @@ def check_variance_reduction(config: RunConfig) -> CheckResult:
     ``uoro.framework-q-transposed``).
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, CLAIM)
     n, T, draws = (6, 16, 20_000) if config.full else (4, 8, 4000)
     case = problem_case("elman-tanh", n, T, config.seed, 520)
     setup = reduction_setup(case)

@@ -1,8 +1,8 @@
 r"""Statistical checks of UORO's unbiasedness (claims in :mod:`theory.claims.uoro_statistics`).
 
 Every unbiasedness claim is a test of :mod:`verify.stats.unbiased` with stated
-error rates (α = :data:`~theory.claims.uoro_statistics.ALPHA` = 5e-5 per claim -- its share of the ci gate's
-family-wise 1e-3 --, β = 1e-3, δ = 0.02 relative to ‖g‖), run on the
+error rates (α = the claim's share of the ci gate's family-wise budget, :func:`theory.gate.planned_alpha`;
+β = 1e-3, δ = 0.02 relative to ‖g‖), run on the
 toolkit's estimators (:mod:`verify.estimators.uoro`) against the float64
 references (the computations: :mod:`verify.uoro.unbiased`, :mod:`verify.uoro.variance`):
 
@@ -118,7 +118,7 @@ def _unbiased_claim(
     coverage: Coverage | None = None,
 ) -> CheckResult:
     """Shared driver: one sequential family test per (problem, estimator) with α, β split over the runs."""
-    opts = options(config, split=len(runs))
+    opts = options(config, claim_id, split=len(runs))
     first = int(config.option("first", 1000))
     dtype = judged_dtype(config, claim_id)
     results = unbiased_runs(runs, opts, config.generator(salt=401), max_samples(config), first, dtype)
@@ -173,7 +173,7 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
 
     E g̃_t = ∂ℓ_t/∂θ at t ∈ {2, ⌊(T+1)/2⌋+1, T}, E[s̃_T ⊗ θ̃_T] = ∂s_T/∂θ and E Σ_t g̃_t = ∇L on
     Elman-tanh, LSTM and GRU problems with n·T ≥ 64 noise signs (ci; ≥ 256 full; see "claim sizes"), by the
-    sequential anytime-valid test of :mod:`verify.stats.unbiased` (α = ALPHA = 5e-5, β = 1e-3 for the claim,
+    sequential anytime-valid test of :mod:`verify.stats.unbiased` (α planned, β = 1e-3 for the claim,
     split over the three problems and their quantities; δ = 0.02·‖g‖). Negative control: the mutant
     ``uoro.theta-tilde-scaled`` must FAIL.
     """
@@ -183,7 +183,9 @@ def check_unbiased_statistical(config: RunConfig) -> CheckResult:
     def control() -> Control:
         case, _, steps, _ = runs[0]
         bad = mutant("uoro.theta-tilde-scaled", "control")
-        return _unbiased_control(bad, case, steps, options(config), config, 402, "uoro.theta-tilde-scaled")
+        return _unbiased_control(
+            bad, case, steps, options(config, "uoro.unbiased-statistical"), config, 402, "uoro.theta-tilde-scaled"
+        )
 
     kinds = ", ".join(r[0].label.split("(")[0] for r in runs)
     what = f"UORO Prop. 1 (influence, per-step and total gradient) on {kinds}"
@@ -196,7 +198,7 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
 
     Blocks of 4 steps on an Elman-tanh problem (n = 4, T = 16; full: T = 64): E g̃_t = ∂ℓ_t/∂θ at
     t ∈ {2, 3, T}, the total gradient, and E[s̃⊗θ̃] = ∂s_t/∂θ at the block boundaries T/2 and T;
-    sequential test, α = 5e-5, β = 1e-3,
+    sequential test, α planned, β = 1e-3,
     δ = 0.02. Negative control: UORO-T with θ̃ scaled by 2 must FAIL.
     """
     t0 = time.perf_counter()
@@ -208,7 +210,9 @@ def check_truncated_unbiased(config: RunConfig) -> CheckResult:
 
     def control() -> Control:
         bad = mutant("uoro.theta-tilde-scaled", "control", block=block)
-        return _unbiased_control(bad, case, (2, 3, T), options(config), config, 403, bad.name)
+        return _unbiased_control(
+            bad, case, (2, 3, T), options(config, "uoro.truncated-unbiased"), config, 403, bad.name
+        )
 
     return _unbiased_claim("uoro.truncated-unbiased", config, t0, runs, control, f"UORO-T (T={block})")
 
@@ -219,7 +223,7 @@ def check_rank_unbiased(config: RunConfig) -> CheckResult:
 
     r = 4 on an Elman-tanh problem (n = 4, T = 16; full: r = 8, T = 64): gradients at t ∈ {2, ⌊(T+1)/2⌋+1, T},
     influence (1/r Σ s̃⊗θ̃) at T, total
-    gradient; sequential test, α = 5e-5, β = 1e-3, δ = 0.02. Negative control: rank-r UORO with ν ∈ {0, 1}
+    gradient; sequential test, α planned, β = 1e-3, δ = 0.02. Negative control: rank-r UORO with ν ∈ {0, 1}
     must FAIL.
     """
     t0 = time.perf_counter()
@@ -231,7 +235,7 @@ def check_rank_unbiased(config: RunConfig) -> CheckResult:
 
     def control() -> Control:
         bad = mutant("uoro.noise-zero-one", "control", rank=r)
-        return _unbiased_control(bad, case, steps, options(config), config, 404, bad.name)
+        return _unbiased_control(bad, case, steps, options(config, "uoro.rank-unbiased"), config, 404, bad.name)
 
     return _unbiased_claim("uoro.rank-unbiased", config, t0, runs, control, f"rank-{r} UORO")
 
@@ -257,10 +261,12 @@ def check_preactivation(config: RunConfig) -> CheckResult:
     gradient with a (1 − α/2) CI, which must lie below 1. Negative control: τ ∈ {0, 1} must FAIL.
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, "uoro.preactivation")
     n, T, draws = (4, 64, 20_000) if config.full else (4, 16, 4000)
     case = problem_case("elman-tanh", n, T, config.seed, 450)
-    opts = TestOptions(alpha=alpha / 2, beta=float(config.option("beta", 1e-3)), delta=options(config).delta)
+    opts = TestOptions(
+        alpha=alpha / 2, beta=float(config.option("beta", 1e-3)), delta=options(config, "uoro.preactivation").delta
+    )
     est = build(config.impls.uoro.preactivation, "uoro.preactivation")
     res = unbiased_family(est, case, (2, 3, T), opts, config.generator(451), max_samples(config), influence_steps=(T,))
     q_pre, q_uoro = preactivation_vs_uoro(est, case, draws, config.generator(452))

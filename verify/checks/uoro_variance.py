@@ -10,8 +10,9 @@ r"""Statistical checks of UORO's variance (claims in :mod:`theory.claims.uoro_st
   the independent Algorithm 1 (:func:`verify.oracles.algorithm1.algorithm1_reference`); the paper's
   normalizers vs alternatives.
 
-Error rates: α = :data:`~theory.claims.uoro_statistics.ALPHA` = 5e-5 per claim. The implementation under test is
-``config.impls.uoro`` (:class:`verify.impl.UOROImpl`); shared machinery in :mod:`verify.checks.uoro_common`.
+Error rates: α = the claim's share of the gate's budget, :func:`theory.gate.planned_alpha`. The implementation
+under test is ``config.impls.uoro`` (:class:`verify.impl.UOROImpl`); shared machinery in
+:mod:`verify.checks.uoro_common`.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def check_rank_variance(config: RunConfig) -> CheckResult:
     INCONCLUSIVE). Negative control: pairs sharing one ν (``uoro.rank-shared-noise``) must FAIL.
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, "uoro.rank-variance")
     n, T, draws = (4, 8, 10_000) if config.full else (3, 5, 1500)
     ranks = (1, 2, 4, 8) if config.full else (1, 2, 4)
     case = problem_case("elman-tanh", n, T, config.seed, 440)
@@ -222,7 +223,7 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
     exact variance of Algorithm 1.
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, "uoro.variance-growth")
     ns = (2, 4, 8, 16, 32) if config.full else (2, 4, 8, 16)
     T, draws = (20, 4000) if config.full else (8, 800)
     runs = [
@@ -274,7 +275,7 @@ def check_reinforce_link(config: RunConfig) -> CheckResult:
     Negative control: the score without 1/σ must FAIL (i).
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, "uoro.reinforce-link")
     n, T, draws = (6, 10, 8000) if config.full else (3, 5, 1500)
     sigmas = (0.05, 0.025, 0.0125, 0.00625, 0.003125)  # the asymptotic regime sigma -> 0
     case = problem_case("elman-tanh", n, T, config.seed, 470)

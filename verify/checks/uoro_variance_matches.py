@@ -147,13 +147,13 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
     needs no noise hook here) and the toolkit's Algorithm 1, :func:`algorithm1_reference`
     (dense Jacobians, paper's ρ₀, ρ₁). For the squared errors q = ‖ĝ − g‖² of the total
     gradient and of g̃_T: Welch's z on E q (ratio with its CI) and the Mann–Whitney rank test
-    on the law of q (four tests, Bonferroni, false-fail rate α = 5e-5; FAIL if any rejects,
+    on the law of q (four tests, Bonferroni, false-fail rate α planned by :mod:`theory.gate`; FAIL if any rejects,
     named a *variance anomaly*). Also reports E q of the alternatives to the paper's
     normalizers (ρ₀ ≡ 1, ρ₁ ≡ 1, both, ρ₀ inverted, ρ₁ without sqrt) relative to the paper's.
     Negative control: ``uoro.rho1-constant`` (ρ₁ ≡ 1, unbiased) must FAIL.
     """
     t0 = time.perf_counter()
-    alpha = alpha_of(config)
+    alpha = alpha_of(config, "uoro.variance-matches-algorithm-1")
     claim = "uoro.variance-matches-algorithm-1"
     fx = variance_fixture(config.seed, VARIANCE_SETUP[config.profile], alpha)
     est = build(config.impls.uoro.uoro, claim)

@@ -38,28 +38,29 @@ __all__ = [
 PILOT_SECONDS = 1.0
 
 #: wall seconds per claim of the toolkit's own implementations, as recorded: ``ci`` by ``rnn-verify run --profile
-#: ci --workers 1`` on a 2-core x86 machine shared with other work (torch 2.13, 2026-11), ``full`` from the
-#: published report ``reports/latest`` (``--profile full``, 1 worker)
+#: ci`` (2 workers) on a 2-core x86 machine shared with other work (torch 2.13, 2026-11-27; load ~5, every time
+#: divided by 3.0, the ratio of ``uoro.unbiased-statistical``'s there to its 12.7 s on the quiet machine), ``full``
+#: from the published report ``reports/latest`` (``--profile full``, 1 worker). The parallel run starts the longest
+#: first (:func:`verify.run.catalog.longest_first`): a stale entry makes a long claim start last
 RECORDED_SECONDS: dict[str, dict[str, float]] = {
     "ci": {
-        "reference.adjoint": 1.2, "reference.influence": 0.5, "reference.complex-step": 0.4,
-        "reference.finite-difference": 0.5, "rtrl.exact": 0.4, "rtrl.truncated-bptt": 0.4,
-        "rtrl.influence-balancing": 0.6, "rtrl.online-convergence": 1.5, "uoro.exact-expectation": 0.4,
-        "uoro.unbiased-statistical": 15.4, "uoro.truncated-unbiased": 3.3, "uoro.rank-unbiased": 2.7,
-        "uoro.rank-variance": 0.1, "uoro.preactivation": 2.4, "uoro.variance-growth": 0.2,
-        "uoro.reinforce-link": 0.3, "uoro.algorithm-1-conformance": 0.1, "uoro.variance-matches-algorithm-1": 1.1,
-        "uoro.mutants-caught": 4.2, "fpp.gradient-eq7": 0.3, "fpp.lemma3-unbiased": 0.4, "fpp.stationarity": 2.3,
-        "fpp.kkt-recovery": 1.4, "fpp.prop2-kkt-equivalence": 0.6, "fpp.cycleworld-reproduction": 2.0,
-        "fpp.cycleworld-accuracy-reproduction": 2.0,
-        "fpp.stochasticworld-reproduction": 1.1, "fpp.updates-reproduction": 1.2, "truncation.state-bound": 3.3,
-        "truncation.gradient-bound": 0.7, "truncation.tbptt-gradient-bound": 0.8, "truncation.rate": 0.05,
-        "truncation.training-prop2": 1.2, "truncation.unstable-counterexample": 0.4, "truncation.gd-divergence": 0.4,
-        "truncation.assumption-checker": 0.1, "truncation.figure-1a": 0.6, "device.float32-standin": 0.5,
-        "uoro.variance-reduction-optimal": 0.9,
-        "uoro.influence-balancing-learning": 2.7,
-        "rtrl.rflo-limits": 1.2, "rtrl.eprop-limits": 0.6, "rtrl.bias-alignment": 4.6,
-        "uoro.kfrtrl-unbiased": 1.9, "uoro.kfrtrl-variance": 0.8,
-        "uoro.ok-unbiased": 0.3, "uoro.ok-variance": 2.2,
+        "reference.adjoint": 0.8, "reference.influence": 0.7, "reference.complex-step": 0.5,
+        "reference.finite-difference": 0.6, "rtrl.exact": 0.6, "rtrl.truncated-bptt": 0.5,
+        "rtrl.influence-balancing": 1.0, "rtrl.online-convergence": 1.5, "rtrl.snap-exactness": 0.5,
+        "rtrl.rflo-limits": 1.0, "rtrl.eprop-limits": 0.5, "rtrl.bias-alignment": 1.6,
+        "uoro.exact-expectation": 0.4, "uoro.kfrtrl-unbiased": 2.2, "uoro.kfrtrl-variance": 0.8,
+        "uoro.influence-balancing-learning": 4.2, "uoro.ok-unbiased": 0.3, "uoro.ok-variance": 2.7,
+        "uoro.variance-reduction-optimal": 0.6, "uoro.unbiased-statistical": 12.7, "uoro.truncated-unbiased": 3.0,
+        "uoro.rank-unbiased": 2.3, "uoro.rank-variance": 0.06, "uoro.preactivation": 2.3,
+        "uoro.variance-growth": 0.2, "uoro.reinforce-link": 0.3, "uoro.algorithm-1-conformance": 0.1,
+        "uoro.variance-matches-algorithm-1": 0.2, "uoro.mutants-caught": 6.1, "fpp.gradient-eq7": 0.3,
+        "fpp.lemma3-unbiased": 0.5, "fpp.stationarity": 2.6, "fpp.kkt-recovery": 1.5,
+        "fpp.prop2-kkt-equivalence": 2.1, "fpp.cycleworld-reproduction": 2.2,
+        "fpp.cycleworld-accuracy-reproduction": 2.4, "fpp.stochasticworld-reproduction": 1.2,
+        "fpp.updates-reproduction": 1.4, "truncation.state-bound": 3.5, "truncation.gradient-bound": 0.6,
+        "truncation.tbptt-gradient-bound": 2.7, "truncation.rate": 0.03, "truncation.training-prop2": 2.3,
+        "truncation.unstable-counterexample": 0.4, "truncation.gd-divergence": 0.4,
+        "truncation.assumption-checker": 0.1, "truncation.figure-1a": 1.0, "device.float32-standin": 0.6,
     },
     "full": {
         "reference.adjoint": 16.3, "reference.influence": 16.5, "reference.complex-step": 13.5,

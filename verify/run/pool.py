@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from verify.files import make_temp_dir, remove_temp_dir
+from verify.run import spawn
 from verify.run.sweep.cells import SweepCell
 from verify.run.sweep.executors import Executor
 from verify.run.worker import PIPE_LOST
@@ -70,10 +71,7 @@ TAIL_LINES = 25
 #: signals that mean "killed from outside" (retried) rather than "crashed" (deterministic: not retried)
 _RETRIED = frozenset({int(signal.SIGKILL)})
 
-_BOOTSTRAP = (
-    "import json, os, sys; sys.path[:0] = [p for p in json.loads(os.environ.pop('RNN_VERIFY_WORKER_PATH')) "
-    "if p not in sys.path]; from verify.run.worker import main; main()"
-)
+_BOOTSTRAP = spawn.BOOTSTRAP
 
 #: the reaper: reads ``+SID``/``-SID`` lines; when the supervisor's end of the pipe closes (it exited, or was
 #: killed), SIGKILLs every process of every session still listed, then exits. Our code only, no imports of ours.
@@ -263,34 +261,14 @@ class IsolatedPool(Executor):
                 self._reaper.stdin.flush()
 
     def _spawn(self) -> _Worker:
+        """A new worker: forked from this process where it has the toolkit imported, else started afresh
+        (:mod:`verify.run.spawn`)."""
         self._counter += 1
-        to_r, to_w = os.pipe()
-        from_r, from_w = os.pipe()
         log = self._logs / f"worker-{self._counter}.log"
-        env = dict(os.environ)
-        env["RNN_VERIFY_WORKER_PATH"] = json.dumps([os.path.abspath(p) if p else os.getcwd() for p in sys.path])
-        env.setdefault("OMP_NUM_THREADS", str(self.threads))
-        try:
-            with open(log, "wb") as out:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", _BOOTSTRAP, str(to_r), str(from_w), str(os.getpid())],
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(to_r, from_w),
-                    start_new_session=True,
-                    env=env,
-                )
-        except BaseException:
-            for fd in (to_r, to_w, from_r, from_w):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            raise
-        os.close(to_r)
-        os.close(from_w)
-        worker = _Worker(proc, to_w, log)
-        self._tell_reaper(f"+{proc.pid}")
-        reader = threading.Thread(target=self._read, args=(worker, from_r), daemon=True)
+        sp = spawn.fork(log, self.threads) if spawn.can_fork() else spawn.spawn(log, self.threads)
+        worker = _Worker(sp.proc, sp.to_worker, sp.log)
+        self._tell_reaper(f"+{sp.proc.pid}")
+        reader = threading.Thread(target=self._read, args=(worker, sp.from_worker), daemon=True)
         reader.start()
         self._workers.append(worker)
         return worker

@@ -1,0 +1,51 @@
+"""Worker processes forked from the supervisor (:mod:`verify.run.spawn`, issue 42): they run tasks with the
+supervisor's code, in a session of their own, and none outlives its pool."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from verify.run import spawn
+from verify.run.check import THREADS_PER_PROCESS
+from verify.run.pool import IsolatedPool
+from verify.run.sweep.cache import code_version
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat", "rb") as f:  # a zombie not yet reaped by its parent counts as gone
+        return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+
+
+@pytest.mark.skipif(not spawn.can_fork(), reason="forks on Linux with torch imported and CUDA not initialized")
+def test_a_forked_worker_runs_tasks_with_the_supervisors_code_and_ends_with_the_pool() -> None:
+    pool = IsolatedPool(1, THREADS_PER_PROCESS)
+    try:
+        out = pool.call("sweep.selftest", {"seed": 3}, timeout=300)
+        assert out["ok"] and out["code"] == code_version(), out
+        (pid,) = pool.worker_pids()
+        assert isinstance(pool._workers[0].proc, spawn.Forked) and os.getsid(pid) == pid  # a session of its own
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert b"pytest" in f.read()  # forked from this process, not started afresh
+        assert not spawn.Forked(pid).poll()  # alive: no exit status yet
+    finally:
+        pool.close()
+    assert _gone(pid)
+
+
+@pytest.mark.skipif(not spawn.can_fork(), reason="forks on Linux with torch imported and CUDA not initialized")
+def test_a_forked_workers_exit_status_reads_as_popens() -> None:
+    """The pool words a worker's death from Popen's returncode: negative for a signal, the status otherwise."""
+    pool = IsolatedPool(1, THREADS_PER_PROCESS)
+    try:
+        pool.call("sweep.selftest", {"seed": 1}, timeout=300)
+        proc = pool._workers[0].proc
+        os.kill(proc.pid, 9)
+        assert proc.wait(timeout=30) == -9 and proc.poll() == -9
+    finally:
+        pool.close()
