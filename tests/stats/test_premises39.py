@@ -144,6 +144,31 @@ def test_first_look_of_one_call_gives_no_verdict() -> None:
     assert res.verdict is Verdict.INCONCLUSIVE and "1 call(s)" in res.reason, res.summary()
 
 
+def test_variance_anomaly_does_not_stop_before_a_fail_is_possible() -> None:
+    """A biased estimator whose variance makes a PASS out of reach (a variance anomaly) still FAILs: the sequential
+    test does not stop on the anomaly at its first look, where the one-call premise gates every rejection (the
+    withdrawn merge of issue 39 let ``uoro.theta-tilde-scaled``, the control of ``uoro.unbiased-statistical``, end
+    INCONCLUSIVE there in 4 of seeds 0-20)."""
+    g = _truth()
+
+    def sampler(m: int, rng: torch.Generator) -> torch.Tensor:  # bias 40*||g||, relative s.d. 100 per draw
+        return 41.0 * g + 1000.0 * torch.randn(m, P, generator=rng, dtype=F64) / math.sqrt(P)
+
+    opts = TestOptions(alpha=1e-3, beta=1e-3, delta=0.02)
+    res = sequential_test(
+        sampler, g, options=opts, generator=torch.Generator().manual_seed(11), max_samples=20_000, first=1000
+    )
+    assert res.verdict is Verdict.FAIL and res.samples_used > 1000, res.summary()
+    assert any(q.variance_anomaly or q.verdict is Verdict.FAIL for q in res.quantities)
+
+    unbiased = sequential_test(  # the correct estimator with the same variance: stopped, INCONCLUSIVE, after 2 calls
+        lambda m, rng: sampler(m, rng) - 40.0 * g, g, options=opts, generator=torch.Generator().manual_seed(11),
+        max_samples=20_000, first=1000,
+    )  # fmt: skip
+    assert unbiased.verdict is Verdict.INCONCLUSIVE and "variance anomaly" in unbiased.reason, unbiased.summary()
+    assert 1000 < unbiased.samples_used < 20_000, unbiased.summary()  # the look after the second call
+
+
 # ------------------------------------------------------------------ extreme scales
 @pytest.mark.parametrize("scale", [1e-155, 1e-170, 1e-200, 1e-300, 1e150])
 def test_extreme_scales_give_the_verdict_of_scale_one(scale: float) -> None:

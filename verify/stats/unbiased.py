@@ -1208,6 +1208,10 @@ def _verdict(failed: bool, bound: float, target: float, premise: str, anomaly: s
     return Verdict.INCONCLUSIVE, f"bias bound {bound:.3g} not below delta*||g|| = {target:.3g} yet"
 
 
+#: :func:`planned_test` and :func:`sequential_test` give no verdict before draws from this many sampler calls can be
+#: compared (an offset shared within one call is indistinguishable from bias; issue 39)
+MIN_CALLS = 2
+
 #: the unresolved-directions subtest never FAILs (issue 39): what it would see is a premise on the draws, not a bias
 UNRESOLVED_PREMISE = (
     "directions below the eigen-decomposition's resolution vary, if at all, on rare events (e.g. sign patterns "
@@ -1404,7 +1408,7 @@ def _evaluate_sequential(
     m = acc.mom
     n = m.n
     geo = _geometry(m, truth, opts).measured(acc.res)
-    shape = _shape(acc, geo, opts, alpha, beta, min_calls=2)
+    shape = _shape(acc, geo, opts, alpha, beta, min_calls=MIN_CALLS)
     err = alpha / 4.0  # one share per kind of evidence (weighted Bonferroni over the anytime-valid family)
     flat_err = err / 2.0 if shape.flat == "radius" else err
     allow = shape.flat_allowance(opts.draw_radius)
@@ -1675,7 +1679,7 @@ def _evaluate_planned(
                 opts.beta / J,
                 plans[j],
                 max_samples,
-                min_calls=2,
+                min_calls=MIN_CALLS,
             )
             for j in range(J)
         ]
@@ -1883,8 +1887,11 @@ def _sequential_looks(
         verdict, reason = _combine(cur)
         if verdict is not Verdict.INCONCLUSIVE or m >= max_samples:
             break
-        if opts.stop_on_anomaly and any(q.variance_anomaly for q in cur):
-            break  # PASS is out of reach by >= anomaly_ratio x the budget: stop (no error rate increases)
+        if opts.stop_on_anomaly and any(q.variance_anomaly for q in cur) and acc[0].groups.calls >= MIN_CALLS:
+            # PASS is out of reach by >= anomaly_ratio x the budget: stop (no error rate increases) -- but only once
+            # a FAIL was possible: before MIN_CALLS calls every rejection waits on the independence premise, and
+            # stopping there would make an estimator with an anomalous variance unable to FAIL however biased
+            break
         nxt = min(max_samples, max(m + min_step, math.ceil(m * growth)))
         acc = _draw(sampler, nxt - m, generator, truths, acc, ch)
         m = nxt
