@@ -1310,7 +1310,9 @@ def _evaluate_fixed(
     base = _pass_premises(m, opts)
     ball = shape.ball(n, ball_beta) if not (base or failed or anomaly) and bound < opts.delta * gnorm else ""
     premise = _premise_story(gated, shape, base, ball)
-    verdict, reason = _verdict(failed, bound, opts.delta * gnorm, premise, anomaly)
+    verdict, reason = _verdict(
+        failed, bound / acc.scale, opts.delta * gnorm / acc.scale, premise, anomaly
+    )  # user units
     return _unscaled(
         QuantityResult(
             name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
@@ -1462,7 +1464,9 @@ def _evaluate_sequential(
     base = _pass_premises(m, opts)
     ball = shape.ball(n, ball_beta) if not (base or failed or anomaly) and bound < opts.delta * gnorm else ""
     premise = _premise_story(gated, shape, base, ball)
-    verdict, reason = _verdict(failed, bound, opts.delta * gnorm, premise, anomaly)
+    verdict, reason = _verdict(
+        failed, bound / acc.scale, opts.delta * gnorm / acc.scale, premise, anomaly
+    )  # user units
     return _unscaled(
         QuantityResult(
             name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
