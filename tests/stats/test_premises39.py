@@ -193,6 +193,32 @@ def test_extreme_scales_give_the_verdict_of_scale_one(scale: float) -> None:
     assert out[2].relative_bound == pytest.approx(out[0].relative_bound, rel=1e-6)
 
 
+@pytest.mark.parametrize("scale", [1e-155, 1e-300])
+def test_planned_test_at_extreme_scales_neither_crashes_nor_fails(scale: float) -> None:
+    g = _truth(scale)
+
+    def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
+        return g + torch.randn(m, P, generator=rng, dtype=F64) * (scale * 10.0 / math.sqrt(P))
+
+    res = planned_test(
+        sampler, g, options=TestOptions(alpha=1e-3, beta=1e-3, delta=0.1), generator=torch.Generator().manual_seed(12),
+        max_samples=8000, pilot=1000,
+    )  # fmt: skip
+    assert res.verdict is Verdict.PASS, res.summary()
+    assert 0.0 < res.quantities[0].bias_norm < 0.1 * 10.0 * scale
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-170])
+def test_reason_states_the_bound_in_the_users_units(scale: float) -> None:
+    """The engine computes on draws rescaled by a power of two; what it says is in the user's units (‖g‖ = 10·s)."""
+    g = _truth(scale)
+    x = g + torch.randn(1000, P, generator=torch.Generator().manual_seed(13), dtype=F64) * (scale * 10.0)
+    res = fixed_sample_test(x, g, options=TestOptions(alpha=1e-3, beta=1e-3, delta=0.1))
+    assert res.verdict is Verdict.INCONCLUSIVE, res.summary()
+    assert f"delta*||g|| = {0.1 * 10.0 * scale:.3g} yet" in res.quantities[0].reason, res.quantities[0].reason
+    assert res.quantities[0].truth_norm == pytest.approx(10.0 * scale, rel=1e-12)
+
+
 def test_declared_scale_1e_170_is_not_failed_by_underflow() -> None:
     g = _truth(1e-170)
     gen = torch.Generator().manual_seed(8)
