@@ -167,7 +167,8 @@ def cases(scale: float) -> list[Case]:
 
 
 def _rotation(p: int, gen: torch.Generator) -> torch.Tensor:
-    return torch.linalg.qr(torch.randn(p, p, generator=gen, dtype=F64))[0]
+    q: torch.Tensor = torch.linalg.qr(torch.randn(p, p, generator=gen, dtype=F64))[0]
+    return q
 
 
 def _planned_norm(sd: torch.Tensor, plan: int = 4000) -> float:
@@ -192,7 +193,8 @@ def gauss_cell(
     mean = g + b
 
     def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
-        return mean + (torch.randn(m, p, generator=rng, dtype=F64) * sd) @ q.T
+        x: torch.Tensor = mean + (torch.randn(m, p, generator=rng, dtype=F64) * sd) @ q.T
+        return x
 
     return g, sampler
 
@@ -200,7 +202,8 @@ def gauss_cell(
 def _spread_bias(scale: float = 1.0, factor: float = 1.01) -> torch.Tensor:
     """A bias of norm factor·δ·‖g‖ (‖g‖ = GNORM·scale: formed at scale 1, then scaled, so that no norm underflows)."""
     v = torch.randn(P, generator=torch.Generator().manual_seed(391), dtype=F64)
-    return v / torch.linalg.vector_norm(v) * (factor * DELTA * GNORM) * scale
+    b: torch.Tensor = v / torch.linalg.vector_norm(v) * (factor * DELTA * GNORM) * scale
+    return b
 
 
 def drift_factory(g: torch.Tensor) -> Sampler:

@@ -101,7 +101,8 @@ Issue 39 adds three premises, checked the same way (a failed one is INCONCLUSIVE
 carrying more than ``max_tail_share`` of that coordinate's scatter (not diluted by the others, as the trace share
 is); *independence of the draws* -- the draws are kept in groups (each sampler call; a given sample: consecutive
 blocks) and the between-group variation compared with the within-group one (at level α), and
-:func:`planned_test` / :func:`sequential_test` give no verdict before two sampler calls can be compared;
+:func:`planned_test` / :func:`sequential_test` give no verdict before two sampler calls can be compared (and the
+sequential test does not stop on a variance anomaly before then: a FAIL must stay possible);
 *resolution* -- the unresolved-directions subtest never FAILs (directions that vary on rare sign patterns only are
 a premise on the draws, not a bias). *Scale*: every statistic is computed on the draws and the truth multiplied by
 a power of two (exact) that brings ‖g‖ (or ``reference_norm``) into [0.5, 1), and reported back in the user's
