@@ -62,7 +62,11 @@ DECLARED = TestOptions(event_floor=1.0)
 
 
 def test_case1_still_sees_a_deterministic_offset() -> None:
-    """The round-off model costs no power where it should not: a 1e-6 offset along an exact direction FAILs."""
+    """The round-off model costs no power where it should not: a 1e-6 offset along an exact direction is seen.
+
+    Issue 39: the directions below the eigen-decomposition's resolution are a premise on the draws (they may vary
+    on rare sign patterns only, as a correct KF-RTRL's do at 60 draws), so what their subtest sees is never a FAIL:
+    the offset is reported as INCONCLUSIVE naming the subtest that would reject."""
     sampler, g, gen = ill_conditioned(1e2, True, 0)
     x = sampler(20_000, gen)
     res = fixed_sample_test(x, g, options=DECLARED)
@@ -71,8 +75,8 @@ def test_case1_still_sees_a_deterministic_offset() -> None:
     torch.randn(22, generator=gen2, dtype=F64)
     Q = torch.linalg.qr(torch.randn(22, 22, generator=gen2, dtype=F64))[0]
     off = fixed_sample_test(x + 1e-6 * Q[:, -1], g, options=DECLARED)  # the last column: an exact direction
-    assert off.verdict is Verdict.FAIL, off.summary()
-    assert "deterministic offset" in off.summary()
+    assert off.verdict is Verdict.INCONCLUSIVE, off.summary()
+    assert "unresolved-directions" in off.reason and "would reject" in off.reason, off.summary()
     # issue 22: undeclared, a direction with no variation may hide an unseen event -- no evidence either way
     undeclared = fixed_sample_test(x + 1e-6 * Q[:, -1], g)
     assert undeclared.verdict is Verdict.INCONCLUSIVE and "direction(s)" in undeclared.reason, undeclared.summary()

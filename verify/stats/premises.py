@@ -39,7 +39,32 @@ detects them, so that the engine checks them **before it may FAIL as well as bef
    eigen-directions, each weighted by its share of the variance (:func:`weighted_skewness`) -- moves one
    side's tail by at most β/2 (:func:`ball_skew_allowance`).
 
-3. **Heavy tails**: one draw's share of the scatter (the diagnostic of :mod:`verify.stats.unbiased`).
+3. **Heavy tails**: one draw's share of the scatter (the diagnostic of :mod:`verify.stats.unbiased`), and, so that
+   one infinite-variance coordinate among many finite ones is not diluted (issue 39), **Hill's tail index per
+   coordinate and per tested direction** (:func:`tail_index`): Hill (1975), *A simple general approach to
+   inference about the tail of a distribution*, Ann. Statist. 3, eq. (1.2), on each tail of the deviations from
+   the median with the k = ⌊√n⌋ largest order statistics. A variance is finite only if the tail index exceeds 2;
+   an estimate below :data:`TAIL_INDEX_MIN` = 2 fails the premise of every Gaussian test that loads on it (no
+   FAIL from them, no PASS), and the INCONCLUSIVE names the coordinate ("coordinate 0: tail index ≈ 1.5, variance
+   not finite"). Measured (n = 2000, k = 44, ``python -m verify.bench.premises``): N(0, 1) coordinates give 4-6
+   (the smallest of 22 below 4.04 in 1 seed in 1000), a centred Pareto(1.5) 1.4 (median; 99 % below 2.0);
+   Student-t with 3 degrees of freedom sits at the boundary (about 2.0-2.5; the smallest of 22 below 2 in about
+   half the seeds): its PASS may become INCONCLUSIVE, never a FAIL.
+
+4. **Independence of the draws** (issue 39): the engine records the draws in *groups* -- each sampler call one
+   group (a given sample of unknown calls: :data:`BLOCKS_PER_CALL` consecutive blocks) -- and compares the
+   variation of the group means with the variation within the groups: per noisy coordinate and per tested
+   direction, a one-way analysis of variance (F = [SS_between/(G−1)] / [SS_within/(n−G)] ~ F(G−1, n−G) for
+   i.i.d. draws; Fisher 1925, §42; Bonferroni over them, :func:`between_within`), and jointly, the group means
+   whitened on the resolved range (χ² with (G−1)·r dof); half the level each. The level is the quantity's α,
+   at least :data:`INDEPENDENCE_LEVEL` (a false INCONCLUSIVE, never a false FAIL). Draws that share a random
+   offset within one sampler call fail it when the calls differ enough; the test then says so (INCONCLUSIVE),
+   never FAIL and never PASS. What a sampler must guarantee: the draws of one call are i.i.d. and independent of
+   every other call's (a batched sampler with one random start per call violates it). An offset shared within a
+   *single* call is indistinguishable from a bias on that call's draws: :func:`~verify.stats.unbiased.planned_test`
+   (pilot and test calls) and :func:`~verify.stats.unbiased.sequential_test` therefore compare at least two calls
+   before any verdict. The test's power is that of the between-call contrast: with few calls a weak offset can go
+   unseen (measured in ``reports/calibration/premises.md``).
 
 The directions are data-dependent (the Hotelling direction :math:`S^+\bar Y`), so the skewness is
 measured on a systematic subsample of the draws kept in memory (:class:`Reservoir`: every s-th draw,
@@ -56,15 +81,24 @@ import torch
 from verify._lazy import scipy_stats as stats
 
 __all__ = [
+    "BLOCKS_PER_CALL",
+    "INDEPENDENCE_LEVEL",
+    "TAIL_INDEX_MIN",
+    "Groups",
     "Reservoir",
     "ball_skew_allowance",
+    "between_within",
     "declared_flat",
     "edgeworth_term",
+    "empty_groups",
     "empty_reservoir",
+    "groups_add",
     "max_skewness",
     "reservoir_add",
+    "shrink_deviations",
     "skew_allowance",
     "skewness_along",
+    "tail_index",
     "unseen_flat_mass",
     "unseen_mass",
     "weighted_skewness",
@@ -76,6 +110,14 @@ CAPACITY = 4096
 MAX_ENTRIES = 2_000_000
 #: a declared event floor makes flat draws deterministic when a miss is 10^3 times rarer than the error rate
 DECLARED_MARGIN = 1e3
+#: a variance is finite only where the tail index exceeds 2 (Hill's estimate below this fails the premise)
+TAIL_INDEX_MIN = 2.0
+#: each sampler call (or a given sample) is split into at most this many consecutive blocks (groups)
+BLOCKS_PER_CALL = 8
+#: the most groups kept (adjacent groups are merged in pairs beyond it)
+MAX_GROUPS = 256
+#: the smallest family-wise level of the independence test (a false INCONCLUSIVE, never a false FAIL)
+INDEPENDENCE_LEVEL = 1e-3
 
 
 class Reservoir(NamedTuple):
@@ -225,3 +267,110 @@ def declared_flat(m: int, event_floor: float | None, err: float) -> bool:
     if event_floor >= 1.0:
         return m >= 2
     return (m - 1) * -math.log1p(-event_floor) >= math.log(DECLARED_MARGIN / err)
+
+
+def tail_index(z: torch.Tensor) -> torch.Tensor:
+    r"""Hill's tail index of each column of ``z`` (n, K): the smaller of its two tails' estimates.
+
+    On each tail of the deviations d from the column median, with :math:`d_{(1)} \ge \dots \ge d_{(k+1)} > 0` the
+    k + 1 largest (k = ⌊√n⌋, at least 10):
+    :math:`\hat\alpha = \big(\frac1k\sum_{i\le k}\ln(d_{(i)}/d_{(k+1)})\big)^{-1}`
+    (Hill 1975, eq. (1.2)). Scale-free (ratios only). +inf where a tail has fewer than k + 1 positive deviations
+    or no spread among them (bounded or lattice tails: no evidence of a heavy tail), and for n < 20.
+    """
+    n, kk = int(z.shape[0]), int(z.shape[1])
+    out = torch.full((kk,), math.inf, dtype=F64)
+    if n < 20 or kk == 0:
+        return out
+    k = max(10, math.isqrt(n))
+    if k + 1 > n:
+        return out
+    d = z - z.median(0).values
+    for side in (d, -d):
+        top = torch.topk(side, k + 1, dim=0).values  # (k + 1, K), descending
+        thr = top[k]
+        ok = thr > 0
+        h = torch.log(top[:k] / torch.where(ok, thr, torch.ones_like(thr))).mean(0)
+        est = torch.where(ok & (h > 0), 1.0 / torch.where(h > 0, h, torch.ones_like(h)), torch.full_like(h, math.inf))
+        out = torch.minimum(out, est)
+    return out
+
+
+class Groups(NamedTuple):
+    """Per-group counts, means and centred sums of squares of S series (the draws' coordinates and projections)."""
+
+    size: torch.Tensor  # (G,) float64: draws per group
+    mean: torch.Tensor  # (G, S)
+    m2: torch.Tensor  # (G, S)
+    calls: int
+
+
+def empty_groups(series: int) -> Groups:
+    z = torch.zeros(0, series, dtype=F64)
+    return Groups(torch.zeros(0, dtype=F64), z, z.clone(), 0)
+
+
+def groups_add(gr: Groups, v: torch.Tensor, *, blocks: int = BLOCKS_PER_CALL, max_groups: int = MAX_GROUPS) -> Groups:
+    """Fold one call's series values ``v`` (k, S) as up to ``blocks`` consecutive groups; merge pairs beyond
+    ``max_groups`` (adjacent groups of i.i.d. draws merged are still i.i.d. groups)."""
+    k = int(v.shape[0])
+    if k == 0:
+        return gr
+    nb = max(1, min(blocks, k // 2))
+    parts = torch.tensor_split(v, nb)
+    cnt = torch.tensor([float(p.shape[0]) for p in parts], dtype=F64)
+    mean = torch.stack([p.mean(0) for p in parts])
+    m2 = torch.stack([((p - p.mean(0)) ** 2).sum(0) for p in parts])
+    count, mu, ss = torch.cat([gr.size, cnt]), torch.cat([gr.mean, mean]), torch.cat([gr.m2, m2])
+    while count.numel() > max_groups:
+        g2 = (count.numel() // 2) * 2
+        a, b = slice(0, g2, 2), slice(1, g2, 2)
+        na, nb_ = count[a], count[b]
+        tot = na + nb_
+        dlt = mu[b] - mu[a]
+        merged_mu = mu[a] + dlt * (nb_ / tot)[:, None]
+        merged_ss = ss[a] + ss[b] + dlt * dlt * (na * nb_ / tot)[:, None]
+        count = torch.cat([tot, count[g2:]])
+        mu = torch.cat([merged_mu, mu[g2:]])
+        ss = torch.cat([merged_ss, ss[g2:]])
+    return Groups(count, mu, ss, gr.calls + 1)
+
+
+def between_within(
+    gr: Groups, mask: torch.Tensor | None = None, budget: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""One-way analysis of variance of each series over the groups: (F statistics, p-values) (S,).
+
+    :math:`F = \frac{\sum_g n_g(\bar y_g - \bar y)^2/(G-1)}{\sum_g SS_g/(n-G)}` ~ F(G − 1, n − G) when the draws
+    are i.i.d. (exact for Gaussian draws, asymptotic otherwise). p = 1 where a series has no within-group
+    variation or ``mask`` (S,) is False, and for fewer than 2 groups. ``budget`` (S,): the round-off of a group
+    mean; each group's deviation from the grand mean is shrunk by it first (round-off that differs between calls --
+    a batch size changes the order of a sum -- is neither bias nor dependence).
+    """
+    s = int(gr.mean.shape[1])
+    ones = torch.ones(s, dtype=F64)
+    G = int(gr.size.numel())
+    n = float(gr.size.sum())
+    if G < 2 or n - G < 1:
+        return torch.zeros(s, dtype=F64), ones
+    w = gr.size / n
+    grand = (w[:, None] * gr.mean).sum(0)
+    dev = shrink_deviations(gr.mean - grand, budget)
+    # rescaled per series before squaring (no underflow or overflow whatever the draws' scale)
+    scale = torch.maximum(dev.abs().amax(0), torch.sqrt(gr.m2.amax(0)))
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    between = (gr.size[:, None] * (dev / scale) ** 2).sum(0) / (G - 1)
+    within = (gr.m2 / scale**2).sum(0) / (n - G)
+    ok = within > 0
+    if mask is not None:
+        ok = ok & mask
+    f = torch.where(ok, between / torch.where(ok, within, ones), torch.zeros_like(between))
+    pv = torch.as_tensor(stats.f.sf(f.numpy(), G - 1, n - G), dtype=F64)
+    return f, torch.where(ok, pv, ones)
+
+
+def shrink_deviations(dev: torch.Tensor, budget: torch.Tensor | None) -> torch.Tensor:
+    """sign(d)·max(|d| − b, 0) per column: what of a group mean's deviation exceeds its round-off budget b."""
+    if budget is None:
+        return dev
+    return torch.sign(dev) * (dev.abs() - budget).clamp(min=0.0)

@@ -124,12 +124,19 @@ def symmetric_eigh(a: torch.Tensor, *, vectors: bool = True) -> tuple[torch.Tens
     scale = float(a.abs().max()) if a.numel() else 0.0
     if scale == 0.0:
         return torch.zeros(d, dtype=torch.float64), torch.eye(d, dtype=torch.float64) if vectors else None
+    if not 1e-300 < scale < 1e300:  # 0.5/scale would overflow (or lose the entries): rescale by a power of two first
+        e = math.frexp(scale)[1]
+        a = torch.from_numpy(np.ldexp(a.numpy(), -e))  # exact (torch.ldexp forms 2^-e, which may overflow)
+        scale = float(a.abs().max())
+        back = math.ldexp(scale, e)
+    else:
+        back = scale
     b = (a + a.T) * (0.5 / scale)
     try:
         if vectors:
             lam, vec = torch.linalg.eigh(b)
-            return lam * scale, vec
-        return torch.linalg.eigvalsh(b) * scale, None
+            return lam * back, vec
+        return torch.linalg.eigvalsh(b) * back, None
     except torch.linalg.LinAlgError:  # type: ignore[attr-defined]
         import scipy.linalg
 
@@ -142,6 +149,6 @@ def symmetric_eigh(a: torch.Tensor, *, vectors: bool = True) -> tuple[torch.Tens
                 continue
             if vectors:
                 w, v = res
-                return torch.from_numpy(w) * scale, torch.from_numpy(v)
-            return torch.from_numpy(res) * scale, None
+                return torch.from_numpy(w) * back, torch.from_numpy(v)
+            return torch.from_numpy(res) * back, None
         raise ValueError(f"symmetric_eigh: no LAPACK driver converged on a {d}x{d} matrix") from err

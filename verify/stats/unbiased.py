@@ -96,6 +96,18 @@ direction at level a/r); otherwise it cannot reject, and the INCONCLUSIVE says s
 and directions with no variation beyond round-off are deterministic only if the estimator declares it
 (``event_floor``), bounded by an unseen-event term if it declares ``draw_radius``, and otherwise carry no
 evidence either way (the direction tests leave their mean out). A PASS also needs M ≥ ``min_samples`` (1000).
+Issue 39 adds three premises, checked the same way (a failed one is INCONCLUSIVE, naming it, never FAIL or PASS):
+*an infinite variance in one coordinate or tested direction* -- Hill's tail index below 2 together with one draw
+carrying more than ``max_tail_share`` of that coordinate's scatter (not diluted by the others, as the trace share
+is); *independence of the draws* -- the draws are kept in groups (each sampler call; a given sample: consecutive
+blocks) and the between-group variation compared with the within-group one (at level α), and
+:func:`planned_test` / :func:`sequential_test` give no verdict before two sampler calls can be compared (and the
+sequential test does not stop on a variance anomaly before then: a FAIL must stay possible);
+*resolution* -- the unresolved-directions subtest never FAILs (directions that vary on rare sign patterns only are
+a premise on the draws, not a bias). *Scale*: every statistic is computed on the draws and the truth multiplied by
+a power of two (exact) that brings ‖g‖ (or ``reference_norm``) into [0.5, 1), and reported back in the user's
+units, so squares neither underflow (1e-155 … 1e-300) nor overflow; :mod:`verify.stats.premises` has the details
+and ``python -m verify.bench.premises`` the measurements.
 The calibration suite (:mod:`verify.stats.calibration`) measures both rates with rare-event, skewed, lattice,
 heavy-tailed and ill-conditioned draws.
 
@@ -113,6 +125,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from verify._lazy import scipy_stats as stats
@@ -137,14 +150,23 @@ from verify.stats.moments import U64, Moments, empty_moments, fold_deviations, u
 from verify.stats.multiple import adjusted_pvalues
 from verify.stats.planner import SamplePlan, plan_from_pilot
 from verify.stats.premises import (
+    BLOCKS_PER_CALL,
+    INDEPENDENCE_LEVEL,
+    TAIL_INDEX_MIN,
+    Groups,
     Reservoir,
     ball_skew_allowance,
+    between_within,
     declared_flat,
+    empty_groups,
     empty_reservoir,
+    groups_add,
     max_skewness,
     reservoir_add,
+    shrink_deviations,
     skew_allowance,
     skewness_along,
+    tail_index,
     unseen_flat_mass,
     unseen_mass,
     weighted_skewness,
@@ -175,7 +197,10 @@ __all__ = [
     "validate_seed",
 ]
 
-#: ``sampler(m, generator)`` -> m i.i.d. draws: a tensor (m, p) or a sequence of J tensors (m, p_j).
+#: ``sampler(m, generator)`` -> m i.i.d. draws: a tensor (m, p) or a sequence of J tensors (m, p_j). What a sampler
+#: must guarantee (issue 39): the draws of one call are i.i.d. and independent of every other call's -- no state or
+#: random offset shared by the draws of a call. Checked, not assumed: the calls are compared (between- vs
+#: within-call variation, :mod:`verify.stats.premises`), and no verdict is given before two calls.
 Sampler = Callable[[int, torch.Generator], torch.Tensor | Sequence[torch.Tensor]]
 
 #: the mixture boundaries are tuned for this fraction of the fixed-sample plan (about where the sequential
@@ -454,9 +479,26 @@ def _check_generator(generator: object) -> torch.Generator:
     return generator
 
 
+def _safe_norm(v: torch.Tensor) -> float:
+    """‖v‖₂ without underflow or overflow: v is rescaled by a power of two (exact) before squaring."""
+    top = float(v.abs().max()) if v.numel() else 0.0
+    if not top > 0 or not math.isfinite(top):
+        return top
+    e = math.frexp(top)[1]
+    w = torch.from_numpy(np.ldexp(v.detach().cpu().to(torch.float64).numpy(), -e))  # exact, no 2^-e formed
+    return math.ldexp(float(torch.linalg.vector_norm(w)), e)
+
+
+def _unit_scale(norm: float) -> float:
+    """The power of two c with c·norm in [0.5, 1): multiplying by it is exact, and every statistic of the test is
+    computed on the rescaled draws (no square underflows at 1e-170, none overflows at 1e+170; issue 39)."""
+    return math.ldexp(1.0, -math.frexp(norm)[1])
+
+
 def _prepare_truths(
     truth: torch.Tensor | Sequence[torch.Tensor], reference_norm: float | Sequence[float] | None
-) -> tuple[list[torch.Tensor], list[float]]:
+) -> tuple[list[torch.Tensor], list[float], list[float]]:
+    """The truths and their norms rescaled by a power of two each (exact), and the scales: (truths, norms, scales)."""
     truths = []
     for j, g in enumerate(_as_list(truth, "truth")):
         if g.dim() != 1 or g.numel() == 0:
@@ -466,7 +508,7 @@ def _prepare_truths(
         require_finite(f"truth[{j}]", g)
         truths.append(g.detach().to(device="cpu", dtype=torch.float64))
     if reference_norm is None:
-        norms = [float(torch.linalg.vector_norm(g)) for g in truths]
+        norms = [_safe_norm(g) for g in truths]
     else:
         rn = [reference_norm] * len(truths) if isinstance(reference_norm, (int, float)) else list(reference_norm)
         if len(rn) != len(truths):
@@ -480,7 +522,12 @@ def _prepare_truths(
                 "the bias bound delta*||g|| is relative to ||g||, which is 0 here: a relative bound is "
                 "undefined; pass reference_norm=<scale> to certify ||E g^ - g|| < delta*scale instead",
             )
-    return truths, norms
+    scales = [_unit_scale(nrm) for nrm in norms]
+    return (
+        [g * c for g, c in zip(truths, scales, strict=True)],
+        [n * c for n, c in zip(norms, scales, strict=True)],
+        scales,
+    )
 
 
 def _names(names: Sequence[str] | None, j: int) -> list[str]:
@@ -505,14 +552,30 @@ class _Acc(NamedTuple):
     proj: Moments
     dirs: torch.Tensor  # (K, p)
     res: Reservoir  # a systematic subsample of Y for the shape premises (:mod:`verify.stats.premises`)
+    groups: Groups  # per-call blocks of the coordinates (dense mode) and projections: the independence premise
+    scale: float = 1.0  # the power of two the draws and the truth were multiplied by (:func:`_unit_scale`)
 
 
-def _new_acc(truth: torch.Tensor, dirs: torch.Tensor, opts: TestOptions) -> _Acc:
+def _new_acc(truth: torch.Tensor, dirs: torch.Tensor, opts: TestOptions, scale: float = 1.0) -> _Acc:
     p = truth.numel()
-    return _Acc(empty_moments(p, diagonal=p > opts.dense_max), empty_moments(dirs.shape[0]), dirs, empty_reservoir(p))
+    dense = p <= opts.dense_max
+    return _Acc(
+        empty_moments(p, diagonal=not dense), empty_moments(dirs.shape[0]), dirs, empty_reservoir(p),
+        empty_groups((p if dense else 0) + int(dirs.shape[0])), scale,
+    )  # fmt: skip
 
 
-def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflow_ok: bool = False) -> _Acc:
+def _new_accs(
+    truths: Sequence[torch.Tensor], dirs: Sequence[torch.Tensor], opts: TestOptions, scales: Sequence[float]
+) -> list[_Acc]:
+    return [_new_acc(g, d, opts, c) for g, d, c in zip(truths, dirs, scales, strict=True)]
+
+
+def _fold(
+    acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflow_ok: bool = False, blocks: int = 1
+) -> _Acc:
+    """Fold draws ``x`` (k, p) into ``acc``; ``blocks``: the groups of the independence premise this call makes
+    (a sampler call: 1, the call; a given sample of unknown calls: consecutive blocks)."""
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != acc.mom.p:
         return acc._replace(mom=update_moments(acc.mom, x, truth, name=name))  # raises the right error
     if x.is_complex() or not x.is_floating_point():
@@ -529,12 +592,30 @@ def _fold(acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflo
         return acc._replace(mom=mom)
     if not finite:
         require_finite(name, x)  # raises, naming the NaN
-    y = x.detach().to(device="cpu", dtype=torch.float64) - truth  # once for both: the moments and the projections
+    # rescaled by a power of two (exact) before any square: once for the moments, projections and premises
+    y = x.detach().to(device="cpu", dtype=torch.float64) * acc.scale - truth
+    if not bool(torch.isfinite(y).all()):  # finite draws that overflow once rescaled: the variance is beyond float64
+        mom = acc.mom._replace(
+            n=acc.mom.n + int(x.shape[0]), scatter=torch.full_like(acc.mom.scatter, math.inf), max_dev2=math.inf
+        )
+        return acc._replace(mom=mom)
     mom = fold_deviations(acc.mom, y, float(torch.finfo(x.dtype).eps) / 2.0)
     res = reservoir_add(acc.res, y)
     if acc.dirs.shape[0] == 0 or x.shape[0] == 0:
-        return acc._replace(mom=mom, res=res)
-    return _Acc(mom, fold_deviations(acc.proj, y @ acc.dirs.T), acc.dirs, res)
+        return acc._replace(mom=mom, res=res, groups=_add_groups(acc, y, None, blocks))
+    proj_y = y @ acc.dirs.T
+    groups = _add_groups(acc, y, proj_y, blocks)
+    return acc._replace(mom=mom, proj=fold_deviations(acc.proj, proj_y), res=res, groups=groups)
+
+
+def _add_groups(acc: _Acc, y: torch.Tensor, proj_y: torch.Tensor | None, blocks: int) -> Groups:
+    """One call's draws as consecutive groups of the independence premise (coordinates in dense mode, projections)."""
+    parts = [y] if acc.groups.mean.shape[1] > (0 if proj_y is None else int(proj_y.shape[1])) else []
+    if proj_y is not None:
+        parts.append(proj_y)
+    if not parts:  # no series kept (diagonal mode, no directions): the call is still counted
+        parts = [y[:, :0]]
+    return groups_add(acc.groups, torch.cat(parts, dim=1), blocks=blocks)
 
 
 def _draw(
@@ -743,6 +824,14 @@ class _Shape(NamedTuple):
     gamma_ball: Callable[[], float]  # the variance-weighted skewness of the noisiest directions (on demand)
     rank: int  # the dimension of the noisy part (Bonferroni over its whitened directions)
     flat_mean: torch.Tensor  # (p,) the flat part of Ȳ (flat coordinates, unresolved directions)
+    coord_tail: Callable[[], str]  # a noisy coordinate whose tail index is below 2: why ("" holds; on demand)
+    dir_tail: Callable[[], torch.Tensor]  # (K,) Hill's tail index along u_1..u_K (on demand)
+    indep: Callable[[], str]  # the independence premise failed or is unchecked: why ("" holds; on demand)
+
+    def shared(self) -> str:
+        """The premises every Gaussian test and the certificate share: no heavy tail (the total scatter's share and
+        each coordinate's tail index) and independent draws."""
+        return self.tail or self.indep() or self.coord_tail()
 
     def flat_allowance(self, radius: float | None) -> float:
         """Extra budget of the flat part's FAIL tests: what an unseen event (mass ≤ t) within radius R can shift."""
@@ -752,12 +841,30 @@ class _Shape(NamedTuple):
 
     def direction(self, k: int, n: int, level: float) -> str:
         """The premise of the Gaussian test along u_k at one-sided ``level``: no heavy tail, skew allowed."""
+        pre = self.shared()
+        if pre:
+            return pre
+        tails = self.dir_tail()
+        a = float(tails[k]) if k < tails.numel() else math.inf
+        if a < TAIL_INDEX_MIN:
+            return (
+                f"direction-{k}: tail index ~ {a:.2g} (Hill), variance not finite (needs > {TAIL_INDEX_MIN:g}); "
+                "a Gaussian test along it may not FAIL"
+            )
         gd = self.gamma_dirs()
         g = float(gd[k]) if k < gd.numel() else 0.0
-        return self.tail or _skew_note(g, n, level, f"direction-{k}")
+        return _skew_note(g, n, level, f"direction-{k}")
 
     def ball(self, n: int, beta: float) -> str:
-        """The premise of a certificate at ``beta``: the skewness its radius feels within the one-sided allowance."""
+        """The premise of a certificate at ``beta``: independent draws, every coordinate's and tested direction's
+        variance finite, and the skewness its radius feels within the one-sided allowance."""
+        pre = self.indep() or self.coord_tail()
+        if pre:
+            return pre
+        tails = self.dir_tail()
+        if tails.numel() and float(tails.min()) < TAIL_INDEX_MIN:
+            k = int(torch.argmin(tails))
+            return f"direction-{k}: tail index ~ {float(tails[k]):.2g} (Hill), variance not finite, so no PASS"
         g = self.gamma_ball()
         allow = ball_skew_allowance(n, beta)
         if g <= allow:
@@ -770,8 +877,9 @@ class _Shape(NamedTuple):
     def joint(self, n: int, level: float) -> str:
         """The premise of a joint Gaussian test (Hotelling, the ball) at ``level`` split over the whitened
         directions: no heavy tail, and the most skewed whitened direction within the allowance."""
-        if self.tail:
-            return self.tail
+        pre = self.shared()
+        if pre:
+            return pre
         return _skew_note(self.gamma_max(), n, level / max(self.rank, 1), "the most skewed whitened direction")
 
 
@@ -785,7 +893,7 @@ def _skew_note(g: float, n: int, level: float, what: str) -> str:
     )
 
 
-def _shape(acc: _Acc, geo: _Geometry, opts: TestOptions, alpha: float, beta: float) -> _Shape:
+def _shape(acc: _Acc, geo: _Geometry, opts: TestOptions, alpha: float, beta: float, min_calls: int = 1) -> _Shape:
     """Flat part (declared, bounded by a declared radius, or unknown), heavy tail, skewness of the noisy part."""
     m = acc.mom
     n = m.n
@@ -795,19 +903,21 @@ def _shape(acc: _Acc, geo: _Geometry, opts: TestOptions, alpha: float, beta: flo
         t_fail = _unseen(geo, n, alpha / 8.0)
         t_pass = _unseen(geo, n, beta / 2.0)
         what = _flat_what(k_c, k_d)
+        seen = _seen_variation(geo, m, acc.res)
         if declared_flat(n, opts.event_floor, min(alpha, beta)):
             flat = "declared"
         elif opts.draw_radius is not None:
             flat = "radius"
             note = (
-                f"no variation in {what} over M={n} draws: an unseen event of probability <= {t_pass:.2g} within "
-                f"the declared radius {opts.draw_radius:.3g} may shift the mean by <= {t_pass:.2g}*(R + bound), "
+                f"{seen} in {what} over M={n} draws: an unseen event of probability <= {t_pass:.2g} within "
+                f"the declared radius {opts.draw_radius / acc.scale:.3g} may shift the mean by <= "
+                f"{t_pass:.2g}*(R + bound), "
                 "included in the certified bound"
             )
         else:
             flat = "unknown"
             note = (
-                f"no variation in {what} over M={n} draws of a stochastic estimator: an unseen event of "
+                f"{seen} in {what} over M={n} draws of a stochastic estimator: an unseen event of "
                 f"probability up to {t_pass:.2g} could carry any bias there, so they are neither certified nor "
                 "evidence of bias (declare the estimator's event_floor or draw_radius, or draw more)"
             )
@@ -816,10 +926,154 @@ def _shape(acc: _Acc, geo: _Geometry, opts: TestOptions, alpha: float, beta: flo
     white = functools.lru_cache(maxsize=1)(lambda: _whitened(acc, geo))
     search = functools.lru_cache(maxsize=1)(lambda: max_skewness(white()[0], white()[1]))
     ball = functools.lru_cache(maxsize=1)(lambda: weighted_skewness(white()[0], white()[2]))
+    ctail = functools.lru_cache(maxsize=1)(lambda: _coordinate_tails(acc, geo, opts.max_tail_share))
+    dtail = functools.lru_cache(maxsize=1)(lambda: _direction_tails(acc, opts.max_tail_share))
+    level = max(alpha, INDEPENDENCE_LEVEL)
+    indep = functools.lru_cache(maxsize=1)(lambda: _independence(acc, geo, min_calls, level))
     return _Shape(
         flat, note, t_fail, t_pass, _tail_premise(m, opts), gdirs, search, ball, _noisy_rank(geo),
-        _flat_mean(m.mean, geo),
+        _flat_mean(m.mean, geo), ctail, dtail, indep,
     )  # fmt: skip
+
+
+#: the per-coordinate and per-direction tail indices are estimated on at least this many kept draws
+MIN_TAIL_DRAWS = 1000
+
+
+def _seen_variation(geo: _Geometry, m: Moments, res: Reservoir) -> str:
+    """How the flat part looked (issue 39): variation within the round-off allowance of the draws' dtype, or none
+    at all (and then, for draws coarser than float64, that their dtype cannot show a finer variation)."""
+    dtype = {2.0**-53: "float64", 2.0**-24: "float32", 2.0**-11: "float16", 2.0**-8: "bfloat16"}.get(
+        m.unit_roundoff, "the draws' dtype"
+    )
+    kept = res.data[:, geo.det]
+    varied = bool((kept.amax(0) > kept.amin(0)).any()) if kept.shape[0] else bool((geo.var[geo.det] > 0).any())
+    if varied:  # the kept draws differ (a sample variance > 0 can be the arithmetic's alone when all draws are equal)
+        return f"variation only within the round-off allowance of {dtype} draws (unit round-off {m.unit_roundoff:.2g})"
+    if m.unit_roundoff > U64:
+        return (
+            f"no variation (the draws are {dtype}: a variation below its unit round-off {m.unit_roundoff:.2g} "
+            "of their magnitude cannot show)"
+        )
+    return "no variation"
+
+
+def _coordinate_tails(acc: _Acc, geo: _Geometry, max_share: float) -> str:
+    """The variance premise per noisy coordinate (issue 39), named where it fails: see :func:`_infinite`."""
+    data = acc.res.data
+    if data.shape[0] < MIN_TAIL_DRAWS:
+        return ""
+    idx = (~geo.det).nonzero().flatten()
+    if idx.numel() == 0:
+        return ""
+    a, share = _infinite(data[:, idx], max_share)
+    bad = (a < TAIL_INDEX_MIN).nonzero().flatten()
+    if bad.numel() == 0:
+        return ""
+    order = bad[torch.argsort(a[bad])][:3]
+    names = ", ".join(
+        f"coordinate {int(idx[i])}: tail index ~ {float(a[i]):.2g} (one draw {float(share[i]):.0%} of its scatter)"
+        for i in order
+    )
+    more = f" (and {int(bad.numel()) - 3} more)" if bad.numel() > 3 else ""
+    return (
+        f"{names}{more}, variance not finite (Hill's index < {TAIL_INDEX_MIN:g} and one draw > {max_share:.0%} of the "
+        f"coordinate's scatter, on {int(data.shape[0])} draws): no Gaussian test that loads on it may FAIL, and no PASS"
+    )
+
+
+def _infinite(z: torch.Tensor, max_share: float) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""(tail index, one draw's share) per column of ``z``; the index is +inf where the share is at most ``max_share``.
+
+    Two symptoms of an infinite variance, both required (issue 39): Hill's index below 2
+    (:func:`~verify.stats.premises.tail_index`) and the largest squared deviation carrying more than ``max_share``
+    of the column's sum of squares (O'Brien 1980, *J. Appl. Probab.* 17: :math:`\max_i X_i^2/\sum_i X_i^2 \to 0`
+    a.s. iff :math:`E X^2 < \infty`). Either alone misreads finite-variance laws at n ≈ 2000 (Student-t₃, a
+    contaminated normal, lognormal σ = 1: ``python -m verify.bench.premises``); both together flag the smallest
+    index of 22 such coordinates in 0 % (Gaussian, exponential) to 22 % (t₃) to 64 % (lognormal σ = 1) of 200
+    samples, and a centred Pareto(1.5) coordinate in 98 % (exponential and Gaussian never).
+    """
+    d = z - z.mean(0)
+    d2 = d * (d / d.abs().amax(0).clamp(min=1e-300))  # rescaled before squaring (the share is a ratio)
+    share = d2.amax(0) / d2.sum(0).clamp(min=1e-300)
+    a = tail_index(z)
+    return torch.where(share > max_share, a, torch.full_like(a, math.inf)), share
+
+
+def _direction_tails(acc: _Acc, max_share: float) -> torch.Tensor:
+    """(K,) the variance premise along the tested directions (:func:`_infinite`; +inf holds or too few draws)."""
+    k = int(acc.dirs.shape[0])
+    if k == 0 or acc.res.data.shape[0] < MIN_TAIL_DRAWS:
+        return torch.full((k,), math.inf, dtype=torch.float64)
+    return _infinite(acc.res.data @ acc.dirs.T, max_share)[0]
+
+
+def _pooled_between(gr: Groups, geo: _Geometry, budget: torch.Tensor) -> tuple[float, int, float] | None:
+    r"""The group means' deviations whitened on the resolved range: :math:`\sum_g n_g \|\Lambda^{-1/2}V^\top
+    (\bar y_g - \bar y)\|^2` ~ χ²((G − 1)·r) for i.i.d. draws (the joint counterpart of the per-series tests, as
+    Hotelling's T² is of the directions). (statistic, dof, p) or None without groups or resolved directions."""
+    G = int(gr.size.numel())
+    r = geo.rank
+    if G < 2 or r == 0 or not geo.lam.numel():
+        return None
+    n = float(gr.size.sum())
+    mean = gr.mean[:, : int(geo.det.numel())]
+    dev = shrink_deviations(mean - (gr.size[:, None] * mean).sum(0) / n, budget)
+    w = (dev[:, geo.idx] @ geo.vec[:, geo.resolved]) / torch.sqrt(geo.lam[geo.resolved] + geo.floor)
+    stat = float((gr.size * (w * w).sum(1)).sum())
+    dof = (G - 1) * r
+    return stat, dof, float(stats.chi2.sf(stat, dof))
+
+
+def _independence(acc: _Acc, geo: _Geometry, min_calls: int, level: float) -> str:
+    """The independence premise (issue 39): draws from at least ``min_calls`` sampler calls, and group means that vary
+    no more than the draws within the groups allow (:func:`~verify.stats.premises.between_within`)."""
+    gr = acc.groups
+    n = acc.mom.n
+    if gr.calls < min_calls:
+        return (
+            f"independence across sampler calls unchecked: all {n} draws come from {gr.calls} call(s) (an offset "
+            f"shared within one call is indistinguishable from bias), so no verdict before draws from {min_calls} calls"
+        )
+    p = acc.mom.p
+    k = int(acc.dirs.shape[0])
+    dense = int(gr.mean.shape[1]) == p + k
+    proj_ok = acc.proj.variances() > 0 if k and acc.proj.n >= 2 else torch.zeros(k, dtype=torch.bool)
+    mask = torch.cat([~geo.det, proj_ok]) if dense else proj_ok
+    tested = int(mask.sum())
+    if tested == 0 or gr.size.numel() < 2:
+        return ""
+    # round-off budgets of the group means (coordinates: κ units of the draws' magnitude; directions: through |u|)
+    tau_dirs = acc.dirs.abs() @ (geo.tau + geo.proj_err) if k else torch.zeros(0, dtype=torch.float64)
+    budget = torch.cat([geo.tau, tau_dirs]) if dense else tau_dirs
+    if k:  # a direction whose spread is within its round-off carries no evidence either way
+        proj_ok = proj_ok & (acc.proj.variances().clamp(min=0.0).sqrt() > RESOLVE_FACTOR * tau_dirs)
+        mask = torch.cat([~geo.det, proj_ok]) if dense else proj_ok
+        tested = int(mask.sum())
+        if tested == 0:
+            return ""
+    pooled = _pooled_between(gr, geo, geo.tau) if dense else None
+    if pooled is not None and pooled[2] <= level / 2.0:
+        stat, dof, pval = pooled
+        return (
+            f"draws not independent: the means of {int(gr.size.numel())} groups ({gr.calls} sampler call(s)"
+            f"{'' if gr.calls > 1 else ', consecutive blocks'}) vary more than the draws within them allow (whitened "
+            f"between-group chi2 = {stat:.4g} on {dof} dof, p = {pval:.2g} <= {level / 2:g}); e.g. an "
+            "offset shared by the draws of one call: no FAIL and no PASS (each call's draws must be i.i.d. and "
+            "independent of the other calls')"
+        )
+    f, pv = between_within(gr, mask, budget)
+    i = int(torch.argmin(pv))
+    if float(pv[i]) * tested > level / 2.0:
+        return ""
+    what = f"coordinate {i}" if dense and i < p else f"direction-{i - (p if dense else 0)}"
+    return (
+        f"draws not independent: the means of {int(gr.size.numel())} groups (consecutive blocks of {gr.calls} "
+        f"sampler call(s)) along {what} vary {float(f[i]):.3g}x more than the draws within them allow (one-way "
+        f"ANOVA p = {float(pv[i]):.2g}, Bonferroni over {tested} at {level / 2:g}); e.g. an offset shared "
+        "by the draws of one call: no FAIL and no PASS (each call's draws must be i.i.d. and independent of the "
+        "other calls')"
+    )
 
 
 def _flat_what(k_c: int, k_d: int) -> str:
@@ -939,7 +1193,7 @@ def _overflow_results(labels: Sequence[str], accs: Sequence[_Acc], norms: Sequen
         why = _overflow(acc.mom) or "not evaluated: another quantity's second moments overflow float64"
         inf = math.inf
         q = QuantityResult(name, Verdict.INCONCLUSIVE, acc.mom.n, gnorm, inf, inf, inf, inf, (), 1.0, 0, why, 0.0, True)
-        out.append(q)
+        out.append(_unscaled(q, acc.scale))
     return out
 
 
@@ -953,6 +1207,17 @@ def _verdict(failed: bool, bound: float, target: float, premise: str, anomaly: s
     if bound < target:
         return Verdict.PASS, ""
     return Verdict.INCONCLUSIVE, f"bias bound {bound:.3g} not below delta*||g|| = {target:.3g} yet"
+
+
+#: :func:`planned_test` and :func:`sequential_test` give no verdict before draws from this many sampler calls can be
+#: compared (an offset shared within one call is indistinguishable from bias; issue 39)
+MIN_CALLS = 2
+
+#: the unresolved-directions subtest never FAILs (issue 39): what it would see is a premise on the draws, not a bias
+UNRESOLVED_PREMISE = (
+    "directions below the eigen-decomposition's resolution vary, if at all, on rare events (e.g. sign patterns "
+    "not yet drawn): a premise on the draws, never evidence of bias -- draw more"
+)
 
 
 def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape, alpha: float) -> list[SubTest]:
@@ -973,11 +1238,10 @@ def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape,
     un = _unresolved_tested(geo, allow)
     if bool(un.any()):  # below the eigen-decomposition's resolution (flat ones only where declared)
         b = _unresolved_budget(geo, un, allow)
-        subs.append(
-            _bonferroni_subtest(
-                "unresolved-directions", _shrink(geo.z[un], b), torch.sqrt((geo.lam[un] + geo.floor) / n), b
-            )
+        sub = _bonferroni_subtest(
+            "unresolved-directions", _shrink(geo.z[un], b), torch.sqrt((geo.lam[un] + geo.floor) / n), b
         )
+        subs.append(dataclasses.replace(sub, premise=UNRESOLVED_PREMISE))
     r = geo.rank
     k_dirs = acc.dirs.shape[0]
     if opts.hotelling and 1 <= r and n > r + 1:
@@ -1013,11 +1277,13 @@ def _evaluate_fixed(
     beta: float,
     plan: SamplePlan | None,
     budget: int,
+    min_calls: int = 1,
 ) -> QuantityResult:
+    opts = _scaled_options(opts, acc.scale)
     m = acc.mom
     n = m.n
     geo = _geometry(m, truth, opts).measured(acc.res)
-    shape = _shape(acc, geo, opts, alpha, beta)
+    shape = _shape(acc, geo, opts, alpha, beta, min_calls)
     subs = _fixed_subtests(acc, geo, opts, shape, alpha)
     has_h = any(s.name.startswith("hotelling") for s in subs)
     share = alpha / 4.0  # one share per kind of evidence (weighted Bonferroni, see the module docstring)
@@ -1045,11 +1311,37 @@ def _evaluate_fixed(
     base = _pass_premises(m, opts)
     ball = shape.ball(n, ball_beta) if not (base or failed or anomaly) and bound < opts.delta * gnorm else ""
     premise = _premise_story(gated, shape, base, ball)
-    verdict, reason = _verdict(failed, bound, opts.delta * gnorm, premise, anomaly)
-    return QuantityResult(
-        name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
-        reason, geo.budget, bool(anomaly) and not failed,
+    verdict, reason = _verdict(
+        failed, bound / acc.scale, opts.delta * gnorm / acc.scale, premise, anomaly
+    )  # user units
+    return _unscaled(
+        QuantityResult(
+            name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
+            reason, geo.budget, bool(anomaly) and not failed,
+        ),
+        acc.scale,
     )  # fmt: skip
+
+
+def _scaled_options(opts: TestOptions, scale: float) -> TestOptions:
+    """The options in the rescaled units of the draws (the declared radius; everything else is relative)."""
+    if opts.draw_radius is None or scale == 1.0:
+        return opts
+    return dataclasses.replace(opts, draw_radius=opts.draw_radius * scale)
+
+
+def _unscaled(q: QuantityResult, scale: float) -> QuantityResult:
+    """A result back in the user's units (the rescaling by a power of two is undone exactly)."""
+    if scale == 1.0:
+        return q
+    return dataclasses.replace(
+        q,
+        truth_norm=q.truth_norm / scale,
+        bias_norm=q.bias_norm / scale,
+        radius=q.radius / scale,
+        bias_bound=q.bias_bound / scale,
+        roundoff_budget=q.roundoff_budget / scale,
+    )
 
 
 def _with_unseen(bound: float, shape: _Shape, opts: TestOptions) -> float:
@@ -1115,10 +1407,11 @@ def _evaluate_sequential(
     scales: _SeqScales,
     anomaly: str,
 ) -> QuantityResult:
+    opts = _scaled_options(opts, acc.scale)
     m = acc.mom
     n = m.n
     geo = _geometry(m, truth, opts).measured(acc.res)
-    shape = _shape(acc, geo, opts, alpha, beta)
+    shape = _shape(acc, geo, opts, alpha, beta, min_calls=MIN_CALLS)
     err = alpha / 4.0  # one share per kind of evidence (weighted Bonferroni over the anytime-valid family)
     flat_err = err / 2.0 if shape.flat == "radius" else err
     allow = shape.flat_allowance(opts.draw_radius)
@@ -1142,7 +1435,7 @@ def _evaluate_sequential(
         )
         stat = n * n * float((zs**2 / (geo.lam[un] + geo.floor)).sum())
         thr = mahalanobis_mixture_threshold(n, int(un.sum()), flat_err, scales.rho_mahal)
-        subs.append(SubTest(f"unresolved-directions(k={int(un.sum())})", stat, 1.0, stat >= thr, thr))
+        subs.append(SubTest(f"unresolved-directions(k={int(un.sum())})", stat, 1.0, False, thr, UNRESOLVED_PREMISE))
         raw.append(stat >= thr)
     r = geo.rank
     if opts.hotelling and r >= 1:
@@ -1172,10 +1465,15 @@ def _evaluate_sequential(
     base = _pass_premises(m, opts)
     ball = shape.ball(n, ball_beta) if not (base or failed or anomaly) and bound < opts.delta * gnorm else ""
     premise = _premise_story(gated, shape, base, ball)
-    verdict, reason = _verdict(failed, bound, opts.delta * gnorm, premise, anomaly)
-    return QuantityResult(
-        name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
-        reason, geo.budget, bool(anomaly) and not failed,
+    verdict, reason = _verdict(
+        failed, bound / acc.scale, opts.delta * gnorm / acc.scale, premise, anomaly
+    )  # user units
+    return _unscaled(
+        QuantityResult(
+            name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
+            reason, geo.budget, bool(anomaly) and not failed,
+        ),
+        acc.scale,
     )  # fmt: skip
 
 
@@ -1247,7 +1545,7 @@ def fixed_sample_test(
     """
     t0 = time.perf_counter()
     opts = options or TestOptions()
-    truths, norms = _prepare_truths(truth, reference_norm)
+    truths, norms, scales = _prepare_truths(truth, reference_norm)
     xs = _as_list(samples, "samples")
     if len(xs) != len(truths):
         raise InvalidArgument("samples", f"{len(xs)} tensors", f"expected one per truth ({len(truths)})")
@@ -1257,7 +1555,9 @@ def fixed_sample_test(
     out = []
     for j in range(J):
         dirs = _directions(truths[j].numel(), opts.directions, gen)
-        acc = _fold(_new_acc(truths[j], dirs, opts), xs[j], truths[j], f"samples[{j}]")
+        acc = _fold(
+            _new_acc(truths[j], dirs, opts, scales[j]), xs[j], truths[j], f"samples[{j}]", blocks=BLOCKS_PER_CALL
+        )
         if acc.mom.n < 2:
             raise InvalidArgument(f"samples[{j}]", acc.mom.n, "need at least 2 draws")
         a, b = opts.alpha / J, opts.beta / J
@@ -1302,16 +1602,14 @@ def planned_test(
     t0 = time.perf_counter()
     opts = options or TestOptions()
     generator = _check_generator(generator)
-    truths, norms = _prepare_truths(truth, reference_norm)
+    truths, norms, scales = _prepare_truths(truth, reference_norm)
     require_positive_int("max_samples", max_samples, minimum=2)
     require_positive_int("pilot", pilot, minimum=2)
     J = len(truths)
     labels = _names(names, J)
     ch = chunk or _default_chunk(sum(g.numel() for g in truths))
     dirs = [_directions(g.numel(), opts.directions, generator) for g in truths]
-    pil = _draw(
-        sampler, pilot, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch
-    )
+    pil = _draw(sampler, pilot, generator, truths, _new_accs(truths, dirs, opts, scales), ch)
     if any(_overflow(a.mom) for a in pil):
         return _planned_overflow(labels, pil, norms, opts, pilot, t0)
     plans = [
@@ -1322,7 +1620,9 @@ def planned_test(
     ]
     plan = max(plans, key=lambda pl: pl.samples)
     m = min(plan.samples, max_samples)
-    acc = _draw(sampler, m, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch)
+    acc = _draw(sampler, m, generator, truths, _new_accs(truths, dirs, opts, scales), ch)
+    # the pilot's calls join the test's in the independence premise (the same sampler, the same directions)
+    acc = [a._replace(groups=_joined(p.groups, a.groups)) for p, a in zip(pil, acc, strict=True)]
     out = _evaluate_planned(labels, acc, truths, norms, opts, plans, max_samples)
     verdict, reason = _combine(out)
     if plan.samples > max_samples:
@@ -1341,6 +1641,11 @@ def planned_test(
         wall_time=time.perf_counter() - t0,
         extra={"pilot": pilot, "test_draws": m},
     )
+
+
+def _joined(a: Groups, b: Groups) -> Groups:
+    """The groups of two sets of calls of the same sampler, in call order."""
+    return Groups(torch.cat([a.size, b.size]), torch.cat([a.mean, b.mean]), torch.cat([a.m2, b.m2]), a.calls + b.calls)
 
 
 def _planned_overflow(
@@ -1370,7 +1675,16 @@ def _evaluate_planned(
         if any(_overflow(a.mom) for a in acc)
         else [
             _evaluate_fixed(
-                labels[j], acc[j], truths[j], norms[j], opts, opts.alpha / J, opts.beta / J, plans[j], max_samples
+                labels[j],
+                acc[j],
+                truths[j],
+                norms[j],
+                opts,
+                opts.alpha / J,
+                opts.beta / J,
+                plans[j],
+                max_samples,
+                min_calls=MIN_CALLS,
             )
             for j in range(J)
         ]
@@ -1394,15 +1708,13 @@ def pilot_plan(
     """
     opts = options or TestOptions()
     generator = _check_generator(generator)
-    truths, norms = _prepare_truths(truth, reference_norm)
+    truths, norms, scales = _prepare_truths(truth, reference_norm)
     require_positive_int("pilot", pilot, minimum=2)
     J = len(truths)
     ch = _default_chunk(sum(g.numel() for g in truths))
     dirs = [_directions(g.numel(), opts.directions, generator) for g in truths]
     a_js, b_js = _weighted_bonferroni(opts, None, J)
-    acc = _draw(
-        sampler, pilot, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch
-    )
+    acc = _draw(sampler, pilot, generator, truths, _new_accs(truths, dirs, opts, scales), ch)
     if any(_overflow(a.mom) for a in acc):
         return None
     plans = [
@@ -1447,7 +1759,7 @@ def sequential_test(
     t0 = time.perf_counter()
     opts = options or TestOptions()
     generator = _check_generator(generator)
-    truths, norms = _prepare_truths(truth, reference_norm)
+    truths, norms, scales = _prepare_truths(truth, reference_norm)
     _check_sequential(max_samples, first, min_step, growth)
     J = len(truths)
     labels = _names(names, J)
@@ -1455,7 +1767,7 @@ def sequential_test(
     dirs = [_directions(g.numel(), opts.directions, generator) for g in truths]
     a_js, b_js = _weighted_bonferroni(opts, weights, J)
     m = min(first, max_samples)
-    acc = _draw(sampler, m, generator, truths, [_new_acc(g, d, opts) for g, d in zip(truths, dirs, strict=True)], ch)
+    acc = _draw(sampler, m, generator, truths, _new_accs(truths, dirs, opts, scales), ch)
     if any(_overflow(a.mom) for a in acc):
         return _sequential_overflow(labels, acc, norms, opts, m, max_samples, t0, {"first": first, "growth": growth})
     seq = _sequential_setup(labels, acc, truths, norms, opts, a_js, b_js, max_samples, m)
@@ -1580,8 +1892,11 @@ def _sequential_looks(
         verdict, reason = _combine(cur)
         if verdict is not Verdict.INCONCLUSIVE or m >= max_samples:
             break
-        if opts.stop_on_anomaly and any(q.variance_anomaly for q in cur):
-            break  # PASS is out of reach by >= anomaly_ratio x the budget: stop (no error rate increases)
+        if opts.stop_on_anomaly and any(q.variance_anomaly for q in cur) and acc[0].groups.calls >= MIN_CALLS:
+            # PASS is out of reach by >= anomaly_ratio x the budget: stop (no error rate increases) -- but only once
+            # a FAIL was possible: before MIN_CALLS calls every rejection waits on the independence premise, and
+            # stopping there would make an estimator with an anomalous variance unable to FAIL however biased
+            break
         nxt = min(max_samples, max(m + min_step, math.ceil(m * growth)))
         acc = _draw(sampler, nxt - m, generator, truths, acc, ch)
         m = nxt
