@@ -22,8 +22,14 @@ def _gone(pid: int) -> bool:
         return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
 
 
-@pytest.mark.skipif(not spawn.can_fork(), reason="forks on Linux with torch imported and CUDA not initialized")
+def _need_fork() -> None:
+    # decided at run time: another test of this session may have imported JAX since collection
+    if not spawn.can_fork():
+        pytest.skip("forks on Linux with torch imported, CUDA not initialized and no fork-unsafe library loaded")
+
+
 def test_a_forked_worker_runs_tasks_with_the_supervisors_code_and_ends_with_the_pool() -> None:
+    _need_fork()
     pool = IsolatedPool(1, THREADS_PER_PROCESS)
     try:
         out = pool.call("sweep.selftest", {"seed": 3}, timeout=300)
@@ -38,9 +44,9 @@ def test_a_forked_worker_runs_tasks_with_the_supervisors_code_and_ends_with_the_
     assert _gone(pid)
 
 
-@pytest.mark.skipif(not spawn.can_fork(), reason="forks on Linux with torch imported and CUDA not initialized")
 def test_a_forked_workers_exit_status_reads_as_popens() -> None:
     """The pool words a worker's death from Popen's returncode: negative for a signal, the status otherwise."""
+    _need_fork()
     pool = IsolatedPool(1, THREADS_PER_PROCESS)
     try:
         pool.call("sweep.selftest", {"seed": 1}, timeout=300)
@@ -49,3 +55,12 @@ def test_a_forked_workers_exit_status_reads_as_popens() -> None:
         assert proc.wait(timeout=30) == -9 and proc.poll() == -9
     finally:
         pool.close()
+
+
+def test_no_fork_beside_a_fork_unsafe_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX's threads make a forked child likely to deadlock (JAX says so at fork): workers start afresh then."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
+    assert not spawn.can_fork()

@@ -106,10 +106,18 @@ class Forked:
         return self.returncode
 
 
+#: libraries whose threads make a fork unsafe (JAX warns, at fork, that the child will likely deadlock): with one
+#: of them loaded here (a test session, a notebook that imported it), workers start afresh
+FORK_UNSAFE = ("jax", "jaxlib", "tensorflow")
+
+
 def can_fork() -> bool:
-    """Whether a worker is better forked from this process: Linux, torch imported here, CUDA not initialized."""
+    """Whether a worker is better forked from this process: Linux, torch imported here, CUDA not initialized, none
+    of :data:`FORK_UNSAFE` loaded."""
     torch = sys.modules.get("torch")
     if not (sys.platform.startswith("linux") and hasattr(os, "fork") and torch is not None):
+        return False
+    if any(name in sys.modules for name in FORK_UNSAFE):
         return False
     try:
         return not bool(torch.cuda.is_initialized())
