@@ -22,6 +22,11 @@ def _gone(pid: int) -> bool:
         return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
 
 
+@pytest.fixture(autouse=True)
+def _fork_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(spawn.FORK_ENV, "1")  # opt-in (see verify.run.spawn.FORK_ENV)
+
+
 def _need_fork() -> None:
     # decided at run time: another test of this session may have imported JAX since collection
     if not spawn.can_fork():
@@ -36,8 +41,8 @@ def test_a_forked_worker_runs_tasks_with_the_supervisors_code_and_ends_with_the_
         assert out["ok"] and out["code"] == code_version(), out
         (pid,) = pool.worker_pids()
         assert isinstance(pool._workers[0].proc, spawn.Forked) and os.getsid(pid) == pid  # a session of its own
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            assert b"pytest" in f.read()  # forked from this process, not started afresh
+        with open(f"/proc/{pid}/cmdline", "rb") as f, open("/proc/self/cmdline", "rb") as me:
+            assert f.read() == me.read()  # forked from this process, not started afresh
         assert not spawn.Forked(pid).poll()  # alive: no exit status yet
     finally:
         pool.close()
@@ -63,4 +68,9 @@ def test_no_fork_beside_a_fork_unsafe_library(monkeypatch: pytest.MonkeyPatch) -
     import types
 
     monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
+    assert not spawn.can_fork()
+
+
+def test_forking_is_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(spawn.FORK_ENV)
     assert not spawn.can_fork()

@@ -111,9 +111,16 @@ class Forked:
 FORK_UNSAFE = ("jax", "jaxlib", "tensorflow")
 
 
+#: forking is opt-in (``RNN_VERIFY_FORK_WORKERS=1``): with it on, a Ctrl-C while workers start was not answered
+#: within 60 s (tests/cli/test_exit_codes.py), so workers start afresh by default until that is understood
+FORK_ENV = "RNN_VERIFY_FORK_WORKERS"
+
+
 def can_fork() -> bool:
-    """Whether a worker is better forked from this process: Linux, torch imported here, CUDA not initialized, none
-    of :data:`FORK_UNSAFE` loaded."""
+    """Whether a worker is forked from this process: asked for (:data:`FORK_ENV`), Linux, torch imported here,
+    CUDA not initialized, none of :data:`FORK_UNSAFE` loaded."""
+    if os.environ.get(FORK_ENV) != "1":
+        return False
     torch = sys.modules.get("torch")
     if not (sys.platform.startswith("linux") and hasattr(os, "fork") and torch is not None):
         return False
