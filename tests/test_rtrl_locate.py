@@ -32,9 +32,9 @@ def test_locate_is_empty_within_the_budget() -> None:
 
 
 def test_locate_gives_every_blocks_error_at_every_step_for_the_figure() -> None:
-    from verify.checks.rtrl import located_figure
     from verify.figure_spec import normalize_figure
     from verify.report.figures import render_png
+    from verify.report.plots.rtrl import located_figure
 
     P = _problem()
     ref = torch.randn(P.T, P.p, generator=torch.Generator().manual_seed(1), dtype=torch.float64)

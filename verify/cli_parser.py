@@ -202,6 +202,12 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the precision the implementation under test computes in: float32 judges it against predicted float32 "
         "round-off budgets (as a part's dtype='float32' declaration does; verify.impl.precision)",
     )
+    _add_run_output_args(run)
+    _add_run_execution_args(run)
+
+
+def _add_run_output_args(run: argparse.ArgumentParser) -> None:
+    """``rnn-verify run``: the report folder, the extra outputs and what fails the run."""
     out = run.add_mutually_exclusive_group()
     out.add_argument(
         "--out", metavar="DIR", type=path_arg, help=f"report folder (default {DEFAULT_RUNS}/<timestamp>-<profile>)"
@@ -222,7 +228,6 @@ def _add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="fail",
         help="exit 1 on FAIL (default) or also on INCONCLUSIVE",
     )
-    _add_run_execution_args(run)
 
 
 def _add_run_execution_args(run: argparse.ArgumentParser) -> None:

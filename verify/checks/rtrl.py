@@ -29,10 +29,19 @@ from verify.impl import build
 from verify.impl.capabilities import Coverage, cover
 from verify.impl.mutants import get as get_mutant
 from verify.report.figures import comparisons_figure
-from verify.report.plots.rtrl import influence_balancing_figures
+from verify.report.plots.rtrl import influence_balancing_figures, located_figure
 from verify.rtrl import influence_balancing as balancing
 from verify.rtrl import online_convergence as online
-from verify.rtrl.exact import TARGET, SuiteSetup, compare_rtrl, compare_truncated, gradient_budgets, suite, target
+from verify.rtrl.exact import (
+    TARGET,
+    SuiteSetup,
+    compare_rtrl,
+    compare_truncated,
+    gradient_budgets,
+    located_words,
+    suite,
+    target,
+)
 from verify.verdict import CheckResult, Control, Verdict
 
 #: required reduction of the natural (Gauss–Newton) gradient norm² δ; over 80 ci seeds RTRL >= 3.38, control <= 1.53
@@ -94,12 +103,7 @@ def check_exact(config: RunConfig) -> CheckResult:
     if no_infl:
         summary += "; gradients only: the implementation under test has no influence_estimate(problem, state)"
     located = next((r for r in rows if r.get("where")), None)
-    if located is not None:  # where a wrong gradient first shows: the step and the parameter block
-        w = located["where"]
-        summary += (
-            f"; the gradient first leaves its budget at step t = {w['first_step']} of {located['problem']}, "
-            f"largest in the block {w['block']} ({w['block_errors'][w['block']]:.2e} of the gradient's norm)"
-        )
+    summary += located_words(located)
     stat = max(_num(e_i), e_g)
     thr = b_i if _num(e_i) / b_i >= e_g / b_g else b_g
     data: dict[str, Any] = {"comparisons": rows, "target": TARGET if dtype == torch.float64 else None}
@@ -118,28 +122,6 @@ def check_exact(config: RunConfig) -> CheckResult:
         dtype=precision_name(dtype),
         data=data,
     )
-
-
-def located_figure(row: dict[str, Any]) -> dict[str, Any]:
-    """Where a wrong gradient shows (:func:`verify.rtrl.exact.locate`): per parameter block, the relative error of
-    the per-step gradient against t, with the budget as a line (errors of exactly 0 are not drawn on the log axis;
-    the figure layer says how many)."""
-    w = row["where"]
-    T = len(next(iter(w["by_step"].values())))
-    return {
-        "kind": "line",
-        "title": f"rtrl.exact: where the gradient leaves its budget ({row['problem']})",
-        "x": list(range(1, T + 1)),
-        "series": [{"label": name, "y": errs} for name, errs in w["by_step"].items()],
-        "hlines": [{"y": w["budget"], "label": "budget"}],
-        "xlabel": "step t",
-        "ylabel": "error of dl_t/dtheta in the block / ||reference||",
-        "logy": True,
-        "caption": (
-            f"first over the budget at t = {w['first_step']}, largest in {w['block']}: a block whose line rises "
-            "from there is where the implementation differs."
-        ),
-    }
 
 
 # --------------------------------------------------------------- truncated BPTT
@@ -201,19 +183,6 @@ def check_truncated_bptt(config: RunConfig) -> CheckResult:
 
 
 # -------------------------------------------------------------- influence balancing
-def _sweep_failures(sweep: list[dict[str, Any]], first: tuple[int | None, int | None]) -> list[str]:
-    """k over budget, k of the wrong sign (where resolvable), a first k with the right sign other than derived."""
-    failures = [
-        f"k={r['k']}: |error| {r['abs_error']:.2e} > budget {r['budget']:.2e}" for r in sweep if not r["passed"]
-    ]
-    failures += [
-        f"k={r['k']}: wrong sign vs the derived value" for r in sweep if r["sign_resolvable"] and not r["sign_agrees"]
-    ]
-    if first[0] != first[1]:
-        failures.append(f"first k with the right sign: measured {first[0]}, derived {first[1]}")
-    return failures
-
-
 def _balancing_controls(
     config: RunConfig, main: balancing.Equilibrium, exact: float, theta: float
 ) -> tuple[Control, ...]:
@@ -273,7 +242,7 @@ def check_influence_balancing(config: RunConfig) -> CheckResult:
     ks = balancing.sweep_ks(setup)
     sweep = balancing.truncation_sweep(_part(config.impls.truncation.tbptt, "truncated BPTT"), runs[balancing.MAIN], ks)
     first = balancing.first_right_signs(sweep, balancing.sign(exact23))
-    sweep_failures = _sweep_failures(sweep, first)
+    sweep_failures = balancing.sweep_failures(sweep, first)
     controls = _balancing_controls(config, runs[balancing.MAIN], exact23, setup.theta)
     worst_rtrl = max(float(r["abs_error"]) for r in rows)
     worst_sweep = max(sweep, key=lambda r: float(r["abs_error"]) / float(r["budget"]))

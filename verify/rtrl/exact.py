@@ -36,6 +36,8 @@ __all__ = [
     "compare_rtrl",
     "compare_truncated",
     "gradient_budgets",
+    "locate",
+    "located_words",
     "relative_error",
     "suite",
     "target",
@@ -214,3 +216,14 @@ def gradient_budgets(cases: list[Case], dtype: torch.dtype = torch.float64) -> l
         cond = conditioning(c.problem, c.theta, with_influence=False)
         out.append(roundoff_budget(u, cond.depth, cond.steps, cond.kappa_grad))
     return out
+
+
+def located_words(located: dict[str, Any] | None) -> str:
+    """Where a wrong gradient first shows (:func:`verify.rtrl.exact.locate`): the step and the parameter block."""
+    if located is None:
+        return ""
+    w = located["where"]
+    return (
+        f"; the gradient first leaves its budget at step t = {w['first_step']} of {located['problem']}, "
+        f"largest in the block {w['block']} ({w['block_errors'][w['block']]:.2e} of the gradient's norm)"
+    )

@@ -35,6 +35,7 @@ __all__ = [
     "first_right_signs",
     "rtrl_equilibria",
     "sign",
+    "sweep_failures",
     "sweep_ks",
     "sweep_point",
     "tbptt_equilibrium_derivative",
@@ -251,3 +252,16 @@ def describe(
         f"{first_right if first_right is not None else '>' + str(max(ks))} "
         f"(derived first right sign: k={first_right_derived}; the paper's negative result)"
     )
+
+
+def sweep_failures(sweep: list[dict[str, Any]], first: tuple[int | None, int | None]) -> list[str]:
+    """k over budget, k of the wrong sign (where resolvable), a first k with the right sign other than derived."""
+    failures = [
+        f"k={r['k']}: |error| {r['abs_error']:.2e} > budget {r['budget']:.2e}" for r in sweep if not r["passed"]
+    ]
+    failures += [
+        f"k={r['k']}: wrong sign vs the derived value" for r in sweep if r["sign_resolvable"] and not r["sign_agrees"]
+    ]
+    if first[0] != first[1]:
+        failures.append(f"first k with the right sign: measured {first[0]}, derived {first[1]}")
+    return failures

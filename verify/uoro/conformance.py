@@ -209,6 +209,15 @@ def update_structure(
             f"at t = {t} its {which} is not of Algorithm 1's form (s~ = rho0 J s~ + rho1 nu, theta~ = theta~/rho0 + "
             f"nu^T dF/dtheta / rho1) from its own previous factors: relative residual {max(rs, rt):.1e}"
         )
+    return _normalizer_words(xs, xt, (a_col, b_col, c_col, d_col), first, tol, t)
+
+
+def _normalizer_words(
+    xs: torch.Tensor, xt: torch.Tensor, cols: tuple[torch.Tensor, ...], first: bool, tol: float, t: int
+) -> str:
+    """:func:`update_structure`'s words for factors in the span: the fitted normalizers against Algorithm 1's
+    (ρ₀, ρ₁ from the same factors, ε = 1e-7), consistent (s̃ θ̃ᵀ kept) or not."""
+    a_col, b_col, c_col, d_col = cols
     eps = 1e-7
     n_th, n_s = torch.linalg.vector_norm(c_col, dim=-1), torch.linalg.vector_norm(a_col, dim=-1)
     n_nu, n_g = torch.linalg.vector_norm(b_col, dim=-1), torch.linalg.vector_norm(d_col, dim=-1)

@@ -7,7 +7,7 @@ from typing import Any
 
 from verify.report.plots import Figure
 
-__all__ = ["influence_balancing_figures", "online_convergence_figures", "sec7_figures"]
+__all__ = ["influence_balancing_figures", "located_figure", "online_convergence_figures", "sec7_figures"]
 
 
 def online_convergence_figures(runs: Mapping[str, Any], steps: int) -> list[Figure]:
@@ -116,3 +116,25 @@ def sec7_figures(title: str, curves: list[Mapping[str, Any]]) -> list[Figure]:
             }
         )
     return figs
+
+
+def located_figure(row: dict[str, Any]) -> dict[str, Any]:
+    """Where a wrong gradient shows (:func:`verify.rtrl.exact.locate`): per parameter block, the relative error of
+    the per-step gradient against t, with the budget as a line (errors of exactly 0 are not drawn on the log axis;
+    the figure layer says how many)."""
+    w = row["where"]
+    T = len(next(iter(w["by_step"].values())))
+    return {
+        "kind": "line",
+        "title": f"rtrl.exact: where the gradient leaves its budget ({row['problem']})",
+        "x": list(range(1, T + 1)),
+        "series": [{"label": name, "y": errs} for name, errs in w["by_step"].items()],
+        "hlines": [{"y": w["budget"], "label": "budget"}],
+        "xlabel": "step t",
+        "ylabel": "error of dl_t/dtheta in the block / ||reference||",
+        "logy": True,
+        "caption": (
+            f"first over the budget at t = {w['first_step']}, largest in {w['block']}: a block whose line rises "
+            "from there is where the implementation differs."
+        ),
+    }
