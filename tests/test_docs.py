@@ -132,8 +132,8 @@ def _store(folder: Path, key: str, out: Path, images: Path) -> None:
     shutil.copytree(out, tmp / "html")
     shutil.copytree(images, tmp / "images")
     (tmp / "passed").write_text(key + "\n")
-    for old in folder.iterdir():
-        if old.name != key and not old.name.startswith("."):
+    for old in folder.iterdir():  # only builds this test stored (each holds its "passed" marker)
+        if old.name != key and not old.name.startswith(".") and (old / "passed").is_file():
             shutil.rmtree(old, ignore_errors=True)
     try:
         tmp.rename(folder / key)

@@ -45,8 +45,8 @@ def _run_gate(source: str | None, extra: list[str], seed: int, neighbours: int, 
     env = dict(os.environ)
     if source:
         env["PYTHONPATH"] = source + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    scratch = tempfile.mkdtemp(prefix="rnn-verify-bench-gate-")
-    doc = os.path.join(scratch, "results.json")
+    scratch = tempfile.TemporaryDirectory(prefix="rnn-verify-bench-gate-")  # removes only the folder it made
+    doc = os.path.join(scratch.name, "results.json")
     cmd = [sys.executable, "-m", "verify", "run", "--profile", "ci", "--seed", str(seed), "-q", *extra, "--json", doc]
     spinners = [
         subprocess.Popen(  # a CPU-bound neighbour, bounded in time; stopped below
@@ -69,10 +69,10 @@ def _run_gate(source: str | None, extra: list[str], seed: int, neighbours: int, 
     try:
         with open(doc, encoding="utf-8") as f:
             claims_s = sum(float(c.get("wall_time") or 0.0) for c in json.load(f)["claims"])
-        os.remove(doc)
-        os.rmdir(scratch)
     except (OSError, ValueError, KeyError, TypeError):
         pass
+    finally:
+        scratch.cleanup()
     m = _SUMMARY.search(proc.stdout + proc.stderr)
     counts = dict(zip(("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED"), map(int, m.groups()), strict=True)) if m else None
     return {"command": " ".join(cmd[2:-2]), "wall_s": wall, "cpu_s": cpu, "claims_s": claims_s,
