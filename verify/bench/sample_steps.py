@@ -5,9 +5,11 @@
 For every claim of the profile that exercises an online estimator (``rtrl.rtrl``, ``uoro.uoro``, ``uoro.kfrtrl``
 ... :data:`verify.run.plan.ESTIMATOR_PARTS`), the claim runs once per such part with that part replaced by a
 counting copy of the toolkit's own (a *user's* part, as ``--impl`` makes it: the claim runs what it runs for a
-user's code). Every ``step`` of an estimator the part's factory built adds its number of samples M. The result,
-claim -> part -> sample-steps, is what a user's estimator will be stepped for in that claim (up to sequential
-stopping); ``--plan`` multiplies it by the user's piloted cost per sample-step (:func:`verify.run.plan.speed_ratio`).
+user's code). Every ``step`` of an estimator the part's factory built adds its number of samples M to the
+sample-steps and 1 to the step calls. The result, claim -> part -> sample-steps (and step calls), is what a user's
+estimator will be stepped for in that claim (up to sequential stopping); ``--plan`` multiplies them by the user's
+piloted cost per sample-step and per call (:func:`verify.run.plan.step_costs`: a vectorized step has a fixed cost
+per call, a per-sample loop a cost per sample).
 ``--write`` regenerates :mod:`verify.run._sample_steps` (commit it with the catalog change that needs it;
 ``tests/test_plan_speed.py`` fails while a claim that exercises an estimator is missing from it).
 """
@@ -27,6 +29,7 @@ from verify.files import write_file_atomic
 
 TOOL = "verify.bench.sample_steps"
 _COUNTS: Counter[str] = Counter()
+_CALLS: Counter[str] = Counter()
 
 
 class _Counting:
@@ -50,6 +53,7 @@ def counted(est: Any, part: str) -> Any:
         out = cls.step(self, problem, theta, state, t, rng)
         g = out[1]
         _COUNTS[part] += int(g.shape[0]) if isinstance(g, torch.Tensor) and g.dim() > 1 else 1
+        _CALLS[part] += 1
         return out
 
     sub = type(cls.__name__, (cls,), {"step": step, "_rnn_verify_counted": part, "__module__": cls.__module__})
@@ -57,9 +61,11 @@ def counted(est: Any, part: str) -> Any:
     return est
 
 
-def count(profile: str = "ci", seed: int = 0, claims: list[str] | None = None) -> dict[str, dict[str, int]]:
-    """claim -> part -> sample-steps (see the module docstring), for the claims of ``profile`` that exercise an
-    online estimator (or ``claims``)."""
+def count(
+    profile: str = "ci", seed: int = 0, claims: list[str] | None = None
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """(claim -> part -> sample-steps, claim -> part -> step calls) (see the module docstring), for the claims of
+    ``profile`` that exercise an online estimator (or ``claims``)."""
     from theory.catalog import all_claims
     from verify.checks import uses
     from verify.config import RunConfig
@@ -68,6 +74,7 @@ def count(profile: str = "ci", seed: int = 0, claims: list[str] | None = None) -
     from verify.run.plan import ESTIMATOR_PARTS
 
     out: dict[str, dict[str, int]] = {}
+    calls: dict[str, dict[str, int]] = {}
     catalog = all_claims()
     ids = (
         claims
@@ -80,24 +87,27 @@ def count(profile: str = "ci", seed: int = 0, claims: list[str] | None = None) -
                 fam, _, name = part.partition(".")
                 impls = DEFAULT.with_part(fam, name, _Counting(DEFAULT.part(part), part))
                 _COUNTS.clear()
+                _CALLS.clear()
                 t0 = time.perf_counter()
                 res = run_check(catalog[cid], RunConfig(profile=profile, seed=seed, implementations=impls))
                 out.setdefault(cid, {})[part] = int(_COUNTS[part])
-                print(f"{cid:45s} {part:22s} {_COUNTS[part]:>10d} sample-steps  {res.verdict.value:12s} "
-                      f"{time.perf_counter() - t0:6.1f} s", flush=True)  # fmt: skip
-    return out
+                calls.setdefault(cid, {})[part] = int(_CALLS[part])
+                print(f"{cid:45s} {part:22s} {_COUNTS[part]:>10d} sample-steps {_CALLS[part]:>8d} calls  "
+                      f"{res.verdict.value:12s} {time.perf_counter() - t0:6.1f} s", flush=True)  # fmt: skip
+    return out, calls
 
 
 _HEADER = '''"""Sample-steps each claim draws from each online-estimator part (generated: ``python -m {tool}
 --write``).
 
 ``SAMPLE_STEPS[profile][claim][part]``: the samples summed over every ``step`` of the estimators the part's factory
-built while the claim ran at seed {seed} with that part a user's (a counting copy of the toolkit's own). ``--plan``
-scales them by a user's piloted cost per sample-step (:func:`verify.run.plan.speed_ratio`).
+built while the claim ran at seed {seed} with that part a user's (a counting copy of the toolkit's own);
+``STEP_CALLS[profile][claim][part]``: the number of those ``step`` calls. ``--plan`` scales them by a user's
+piloted cost per sample-step and per call (:func:`verify.run.plan.step_costs`).
 """
 
 # fmt: off
-SAMPLE_STEPS: dict[str, dict[str, dict[str, int]]] = '''
+'''
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, int]]:
@@ -107,13 +117,19 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, int]]:
     ap.add_argument("--claims", default=None, help="comma-separated claim ids (default: every claim of the profile)")
     ap.add_argument("--write", action="store_true", help="regenerate verify/run/_sample_steps.py")
     a = ap.parse_args(argv)
-    got = count(a.profile, a.seed, a.claims.split(",") if a.claims else None)
+    got, calls = count(a.profile, a.seed, a.claims.split(",") if a.claims else None)
     if a.write:
         from verify.run import _sample_steps
 
-        table = {**_sample_steps.SAMPLE_STEPS, a.profile: got}
+        tables = {
+            "SAMPLE_STEPS": {**_sample_steps.SAMPLE_STEPS, a.profile: got},
+            "STEP_CALLS": {**_sample_steps.STEP_CALLS, a.profile: calls},
+        }
         path = Path(_sample_steps.__file__)
-        text = _HEADER.format(tool=TOOL, seed=a.seed) + pprint.pformat(table, width=116, sort_dicts=True) + "\n"
+        text = _HEADER.format(tool=TOOL, seed=a.seed) + "".join(
+            f"{name}: dict[str, dict[str, dict[str, int]]] = " + pprint.pformat(t, width=116, sort_dicts=True) + "\n"
+            for name, t in tables.items()
+        )
         write_file_atomic(path, text.encode("utf-8"))
         print(f"wrote {path}")
     return got

@@ -62,8 +62,8 @@ class ClaimPlan:
     """What a claim's check would do, said before it runs: ``draws`` (None: not a sampling check), the estimated
     ``seconds`` and their ``basis`` in words; ``measured``: the seconds come from a pilot of the implementation
     under test (else from a recorded timing or an assumption); ``pieces``: the pilot of each part of the work;
-    ``upper``: where the estimate is a range (a user's part of unknown share in the claim's work), its upper end
-    (``seconds`` the lower)."""
+    ``upper``: where the estimate is a range (a user's part of unknown share in the claim's work; a sequential test
+    that may draw up to its plan), its upper end (``seconds`` the lower, or the expected)."""
 
     claim_id: str
     seconds: float

@@ -45,20 +45,29 @@ _NOT_COUNTED = "controls, references and statistics not counted"
 
 
 def _plan(claim_id: str, what: str, pilots: Sequence[Pilot]) -> ClaimPlan:
-    """The claim's plan from the pilots of its pieces: draws and seconds summed, the basis in words."""
+    """The claim's plan from the pilots of its pieces: draws and seconds summed, the basis in words. A planned
+    piece is expected to stop near half its fixed-sample plan (:attr:`~verify.uoro.planning.Pilot.expected_draws`:
+    the seconds), and may draw all of it (the upper end of the range)."""
     draws = sum(p.draws for p in pilots)
     step_us = max(p.per_draw / max(p.steps, 1) for p in pilots) * 1e6
     planned = any(p.planned for p in pilots)
-    how = "draws planned (fixed-sample plan; the sequential test may stop earlier)" if planned else "fixed draws"
+    expected = sum(p.expected_draws for p in pilots)
+    how = (
+        f"draws planned (fixed-sample plan); the sequential test expected to stop at about {expected:,} "
+        "(it is tuned to certify a correct estimator near half the plan), at most the plan"
+        if planned
+        else "fixed draws"
+    )
     basis = f"measured: pilot of {what}, up to {step_us:.3g} us per sample-step; {how}; {_NOT_COUNTED}"
     return ClaimPlan(
         claim_id,
-        sum(p.seconds for p in pilots),
+        sum(p.expected_seconds for p in pilots),
         basis,
         draws=draws,
         measured=True,
         pilot_seconds=sum(p.pilot_seconds for p in pilots),
         pieces=tuple(p.as_dict() for p in pilots),
+        upper=sum(p.seconds for p in pilots) if planned else None,
     )
 
 

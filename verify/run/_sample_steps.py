@@ -2,8 +2,9 @@
 --write``).
 
 ``SAMPLE_STEPS[profile][claim][part]``: the samples summed over every ``step`` of the estimators the part's factory
-built while the claim ran at seed 0 with that part a user's (a counting copy of the toolkit's own). ``--plan``
-scales them by a user's piloted cost per sample-step (:func:`verify.run.plan.speed_ratio`).
+built while the claim ran at seed 0 with that part a user's (a counting copy of the toolkit's own);
+``STEP_CALLS[profile][claim][part]``: the number of those ``step`` calls. ``--plan`` scales them by a user's
+piloted cost per sample-step and per call (:func:`verify.run.plan.step_costs`).
 """
 
 # fmt: off
@@ -25,7 +26,7 @@ SAMPLE_STEPS: dict[str, dict[str, dict[str, int]]] = {'ci': {'rtrl.bias-alignmen
         'uoro.influence-balancing-learning': {'truncation.tbptt': 400, 'uoro.uoro': 312},
         'uoro.kfrtrl-unbiased': {'uoro.kfrtrl': 963584},
         'uoro.kfrtrl-variance': {'uoro.kfrtrl': 48000},
-        'uoro.mutants-caught': {'uoro.uoro': 87030},
+        'uoro.mutants-caught': {'uoro.uoro': 87330},
         'uoro.ok-unbiased': {'uoro.ok': 35},
         'uoro.ok-variance': {'uoro.kfrtrl': 96000, 'uoro.ok': 288017},
         'uoro.preactivation': {'uoro.preactivation': 1342464},
@@ -36,3 +37,32 @@ SAMPLE_STEPS: dict[str, dict[str, dict[str, int]]] = {'ci': {'rtrl.bias-alignmen
         'uoro.variance-growth': {'uoro.uoro': 49612},
         'uoro.variance-matches-algorithm-1': {'uoro.uoro': 15010},
         'uoro.variance-reduction-optimal': {'uoro.uoro': 96000}}}
+STEP_CALLS: dict[str, dict[str, dict[str, int]]] = {'ci': {'rtrl.bias-alignment': {'rtrl.eprop': 216,
+                                'rtrl.rflo': 216,
+                                'rtrl.rtrl': 216,
+                                'rtrl.snap': 432,
+                                'uoro.kfrtrl': 216,
+                                'uoro.uoro': 216},
+        'rtrl.eprop-limits': {'rtrl.eprop': 74},
+        'rtrl.exact': {'rtrl.rtrl': 108},
+        'rtrl.influence-balancing': {'rtrl.rtrl': 380, 'truncation.tbptt': 12},
+        'rtrl.online-convergence': {'rtrl.rtrl': 1000},
+        'rtrl.rflo-limits': {'rtrl.rflo': 98},
+        'rtrl.snap-exactness': {'rtrl.snap': 98},
+        'rtrl.truncated-bptt': {'truncation.tbptt': 119},
+        'uoro.algorithm-1-conformance': {'uoro.uoro': 39},
+        'uoro.exact-expectation': {'uoro.preactivation': 52, 'uoro.uoro': 221},
+        'uoro.influence-balancing-learning': {'truncation.tbptt': 400, 'uoro.uoro': 306},
+        'uoro.kfrtrl-unbiased': {'uoro.kfrtrl': 264},
+        'uoro.kfrtrl-variance': {'uoro.kfrtrl': 48},
+        'uoro.mutants-caught': {'uoro.uoro': 315},
+        'uoro.ok-unbiased': {'uoro.ok': 35},
+        'uoro.ok-variance': {'uoro.kfrtrl': 64, 'uoro.ok': 209},
+        'uoro.preactivation': {'uoro.preactivation': 304},
+        'uoro.rank-unbiased': {'uoro.uoro': 240},
+        'uoro.rank-variance': {'uoro.uoro': 15},
+        'uoro.truncated-unbiased': {'uoro.uoro': 400},
+        'uoro.unbiased-statistical': {'uoro.uoro': 1859},
+        'uoro.variance-growth': {'uoro.uoro': 44},
+        'uoro.variance-matches-algorithm-1': {'uoro.uoro': 10},
+        'uoro.variance-reduction-optimal': {'uoro.uoro': 24}}}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -26,12 +26,16 @@ from verify.run.check import describe_exception, torch_threads
 __all__ = [
     "PILOT_SECONDS",
     "RECORDED_SECONDS",
+    "RUN_OVERHEAD_S",
     "TIMEOUT_FACTOR",
     "TIMEOUT_FLOOR_S",
+    "StepCosts",
     "claim_timeout",
     "plan_claims",
     "plan_document",
     "plan_table",
+    "schedule_seconds",
+    "step_costs",
 ]
 
 #: the pilot budget of one claim's planner, seconds
@@ -101,11 +105,13 @@ def _recorded(claim: Claim, config: RunConfig, note: str = "") -> ClaimPlan:
     """The recorded timing of the toolkit's implementation (or the assumed 0.5 s); ``note`` says what else. Where
     the claim exercises an online estimator of the user's, its speed is piloted against the toolkit's
     (:func:`step_costs`): a batch-1 numpy estimator stepped per draw is often 100x slower, and a plan from the
-    toolkit's timings alone would say seconds for a run of many minutes (issue 37). With the sample-steps the
-    claim draws from that part (:data:`verify.run._sample_steps.SAMPLE_STEPS`, counted on the toolkit's run) the
-    estimate is the recorded time + sample-steps x (the user's cost - the toolkit's) per sample-step; without
-    them, a range: the recorded time .. recorded x the speed ratio (the user's share of the work unknown)."""
-    from verify.run._sample_steps import SAMPLE_STEPS
+    toolkit's timings alone would say seconds for a run of many minutes (issue 37). With the work the claim asks
+    of that part (:mod:`verify.run._sample_steps`: its sample-steps and step calls, counted on the toolkit's run)
+    the estimate is the claim's own work -- the recorded time less the toolkit's sampling at its piloted cost
+    (at least a tenth of the recorded time) -- plus the user's sampling at the user's piloted cost: step calls x
+    the cost per call + sample-steps x the cost per sample-step. Without the counts, a range: the recorded time ..
+    recorded x the speed ratio (the user's share of the work unknown)."""
+    from verify.run._sample_steps import SAMPLE_STEPS, STEP_CALLS
 
     sec = RECORDED_SECONDS.get(config.profile, {}).get(claim.id)
     mine = [u for u in uses(claim.id) if u in set(config.impls.user_parts())]
@@ -115,14 +121,24 @@ def _recorded(claim: Claim, config: RunConfig, note: str = "") -> ClaimPlan:
     seconds = _ASSUMED if sec is None else sec
     costs = {u: step_costs(config, u) for u in mine if u in ESTIMATOR_PARTS}
     counts = SAMPLE_STEPS.get(config.profile, {}).get(claim.id, {})
+    calls = STEP_CALLS.get(config.profile, {}).get(claim.id, {})
     counted = {u: c for u, c in costs.items() if c is not None and u in counts}
-    ranged = {u: c[0] / c[1] for u, c in costs.items() if c is not None and u not in counts}
+    ranged = {u: c.mine / c.theirs for u, c in costs.items() if c is not None and u not in counts}
     untimed = [u for u in mine if costs.get(u) is None]
-    for u, (mine_s, theirs_s) in counted.items():
-        seconds += counts[u] * max(mine_s - theirs_s, 0.0)
+    if counted:
+        theirs = sum(c.sampling(counts[u], calls.get(u, 0), mine=False) for u, c in counted.items())
+        ours = sum(c.sampling(counts[u], calls.get(u, 0), mine=True) for u, c in counted.items())
+        seconds = max(seconds - theirs, 0.1 * seconds) + ours
         basis += (
-            f"; + {counts[u]:,} sample-steps of your {u} (counted on the toolkit's run) at {mine_s * 1e6:.3g} us each "
-            f"(a pilot; the toolkit's {theirs_s * 1e6:.3g} us)"
+            f"; its own work {_fmt_seconds(max(seconds - ours, 0.0))} (recorded less the toolkit's sampling, "
+            f"{_fmt_seconds(theirs)} at its piloted cost)"
+        )
+    for u, c in counted.items():
+        n_calls = calls.get(u, 0)
+        basis += (
+            f"; + {counts[u]:,} sample-steps of your {u} in {n_calls:,} step calls (counted on the toolkit's run) at "
+            f"{c.mine * 1e6:.3g} us each + {c.mine_call * 1e6:.3g} us per call (a pilot; the toolkit's "
+            f"{c.theirs * 1e6:.3g} us + {c.theirs_call * 1e6:.3g} us)"
         )
     upper = None
     if ranged:  # the share of the claim's work that is the user's sampling is not known: a range
@@ -137,13 +153,28 @@ def _recorded(claim: Claim, config: RunConfig, note: str = "") -> ClaimPlan:
     return ClaimPlan(claim.id, seconds, basis + note, upper=upper)
 
 
+class StepCosts(NamedTuple):
+    """Piloted seconds of an online estimator's ``step``: per sample-step (``mine``: the user's, ``theirs``: the
+    toolkit's) and per call, beyond its samples (``mine_call``, ``theirs_call``: a vectorized step's fixed cost)."""
+
+    mine: float
+    theirs: float
+    mine_call: float = 0.0
+    theirs_call: float = 0.0
+
+    def sampling(self, sample_steps: int, calls: int, *, mine: bool) -> float:
+        """Seconds of ``sample_steps`` sample-steps in ``calls`` step calls, the user's (``mine``) or the toolkit's."""
+        per_sample, per_call = (self.mine, self.mine_call) if mine else (self.theirs, self.theirs_call)
+        return sample_steps * per_sample + calls * per_call
+
+
 #: the parts that are online estimators (their speed is piloted against the toolkit's: :func:`speed_ratio`)
 ESTIMATOR_PARTS = (
     "rtrl.rtrl", "rtrl.snap", "rtrl.rflo", "rtrl.eprop", "truncation.tbptt", "uoro.uoro", "uoro.preactivation",
     "uoro.kfrtrl", "uoro.ok",
 )  # fmt: skip
-#: part name -> (the part object piloted, its costs per sample-step): a pilot per part object, not per claim
-_RATIOS: dict[str, tuple[Any, tuple[float, float] | None]] = {}
+#: part name -> (the part object piloted, its costs): a pilot per part object, not per claim
+_RATIOS: dict[str, tuple[Any, StepCosts | None]] = {}
 
 
 def _timed(est: Any, P: Any, th: torch.Tensor, samples: int) -> float:
@@ -158,7 +189,7 @@ def speed_ratio(config: RunConfig, part: str) -> float | None:
     """How many times slower the user's online estimator ``part`` is than the toolkit's per sample-step
     (:func:`step_costs`); None where the pilot cannot run."""
     costs = step_costs(config, part)
-    return None if costs is None else costs[0] / costs[1]
+    return None if costs is None else costs.mine / costs.theirs
 
 
 #: samples of the pilots: the user's estimator (often stepped per sample) and the toolkit's (vectorized: its
@@ -166,12 +197,14 @@ def speed_ratio(config: RunConfig, part: str) -> float | None:
 PILOT_SAMPLES = {"user": (32, 256), "toolkit": (256, 4096)}
 
 
-def step_costs(config: RunConfig, part: str) -> tuple[float, float] | None:
-    """Marginal seconds per sample-step of the user's online estimator ``part`` and of the toolkit's: each runs
-    two sample counts (:data:`PILOT_SAMPLES`) of a small problem both support (the load check's cells) after a
-    warm-up, the least of three each; the difference over the difference of samples x T (the claims draw thousands
-    of samples: a fixed cost per step does not scale, a per-sample loop does). None where either cannot be built
-    or run (the plan then says the speed is not measured). Cached per part object."""
+def step_costs(config: RunConfig, part: str) -> StepCosts | None:
+    """Seconds per sample-step and per step call of the user's online estimator ``part`` and of the toolkit's
+    (:class:`StepCosts`): each runs two sample counts (:data:`PILOT_SAMPLES`) of a small problem both support (the
+    load check's cells) after a warm-up, the least of three each. The line through the two: its slope over the
+    T steps is the cost per sample-step (the claims draw thousands of samples: a per-sample loop scales with them),
+    its intercept over T the cost per call (a vectorized step's fixed cost, which the claims pay once per step
+    call however few its samples). None where either cannot be built or run (the plan then says the speed is not
+    measured). Cached per part object."""
     obj = config.impls.part(part)
     cached = _RATIOS.get(part)
     if cached is not None and cached[0] is obj:  # the same object (held here: its id cannot be reused)
@@ -182,18 +215,19 @@ def step_costs(config: RunConfig, part: str) -> tuple[float, float] | None:
 
     args, kwargs = _estimator_args(part)
     kwargs = {**kwargs, "order": 1} if part == "rtrl.snap" else kwargs
-    out: tuple[float, float] | None = None
+    out: StepCosts | None = None
     try:
         mine, theirs = (build(p, part, *args, **kwargs) for p in (obj, DEFAULT.part(part)))
         P, th = _supported_problem(mine)
-        costs = []
+        lines = []
         with torch_threads(1):  # as the checks run: one torch thread per process
             for est, (a, b) in ((mine, PILOT_SAMPLES["user"]), (theirs, PILOT_SAMPLES["toolkit"])):
                 run_estimator(est, P, th, torch.Generator().manual_seed(0), samples=2)  # warm-up: imports, jit
                 small, big = (min(_timed(est, P, th, m) for _ in range(3)) for m in (a, b))  # least of three
                 # marginal cost per sample-step; never below a tenth of the average (timing noise at a small slope)
-                costs.append(max((big - small) / ((b - a) * P.T), 0.1 * big / (b * P.T), 1e-9))
-        out = (costs[0], costs[1])
+                slope = max((big - small) / ((b - a) * P.T), 0.1 * big / (b * P.T), 1e-9)
+                lines.append((slope, max(small / P.T - slope * a, 0.0)))
+        out = StepCosts(lines[0][0], lines[1][0], lines[0][1], lines[1][1])
     except Exception as exc:  # a pilot that cannot run: the plan says the speed is not measured
         stop.reraise_if_stopped(exc)
     _RATIOS[part] = (obj, out)
@@ -238,8 +272,29 @@ def _fmt_seconds(s: float) -> str:
     return f"{s:.1f} s"
 
 
+#: seconds a run spends beyond its claims' schedule: start-up, imports, the load check, the workers' start and the
+#: report. Measured as the wall time of ``rnn-verify run --impl ... --impl-only`` less its claims' schedule on 2
+#: workers (each claim's own wall time, in the run's order), on a quiet 2-core x86_64 machine (torch 2.13,
+#: 2026-11-27): 4.7 s (numpy UORO), 6.5 s (numpy KF-RTRL), 7.3 s (torch UORO through vmap)
+RUN_OVERHEAD_S = 6.0
+
+
+def schedule_seconds(plans: Sequence[ClaimPlan], workers: int, upper: bool = False) -> float:
+    """The wall seconds of ``plans`` on ``workers`` workers as the run schedules them: in the run's order (the
+    recorded time, longest first: :func:`verify.run.catalog.longest_first`), each claim to the first worker free,
+    at its planned seconds (``upper``: the upper end of a range)."""
+    from verify.run.catalog import EXPECTED_SECONDS
+
+    free = [0.0] * max(workers, 1)
+    for p in sorted(plans, key=lambda p: -EXPECTED_SECONDS.get(p.claim_id, _ASSUMED)):
+        i = free.index(min(free))
+        free[i] += p.upper if upper and p.upper is not None else p.seconds
+    return max(free)
+
+
 def plan_table(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], workers: int) -> str:
-    """The plan as a text table (claim, kind, draws, seconds (est.), basis) and a total."""
+    """The plan as a text table (claim, kind, draws, seconds (est.), basis) and a total: the claims' seconds, and
+    the run's wall time (:func:`schedule_seconds` + :data:`RUN_OVERHEAD_S`)."""
     rows = [("claim", "kind", "draws", "seconds (est.)", "basis")]
     for p in plans:
         draws = f"{p.draws:,}" if p.draws is not None else "-"
@@ -256,17 +311,13 @@ def plan_table(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], workers: in
     top = sum(p.upper if p.upper is not None else p.seconds for p in plans)
     measured = sum(p.seconds for p in plans if p.measured)
     pilots = sum(p.pilot_seconds for p in plans)
+    wall, wall_top = (schedule_seconds(plans, workers, upper=u) + RUN_OVERHEAD_S for u in (False, True))
     lines.append(
         f"total: {_fmt_seconds(total)} of checks in one process ({_fmt_seconds(measured)} measured by pilots of the "
-        f"implementation under test, the rest recorded or assumed); with {workers} worker(s) the wall time is "
-        f"about {_fmt_seconds(max(total / max(workers, 1), max((p.seconds for p in plans), default=0.0)))} "
-        f"at best; pilots took {pilots:.1f} s"
-        + (
-            f"; with your estimators' speed ({_fmt_seconds(top)} in all) it may take up to "
-            f"{_fmt_seconds(max(top / max(workers, 1), max((p.upper or p.seconds for p in plans), default=0.0)))}"
-            if top > total
-            else ""
-        )
+        f"implementation under test, the rest recorded or assumed); with {workers} worker(s) the run takes about "
+        f"{_fmt_seconds(wall)} (the claims in the run's order on {workers} worker(s), + about "
+        f"{RUN_OVERHEAD_S:.0f} s to start, load and write the report); pilots took {pilots:.1f} s"
+        + (f"; it may take up to {_fmt_seconds(wall_top)} (the upper ends of the ranges)" if top > total else "")
     )
     return "\n".join(lines)
 
@@ -275,4 +326,12 @@ def plan_document(plans: Sequence[ClaimPlan], kinds: Mapping[str, str], info: Ma
     """The plan as JSON: ``run`` (``info``), ``claims`` (one record per claim) and ``total_seconds``."""
     claims = [{**p.as_dict(), "kind": kinds.get(p.claim_id, "?")} for p in plans]
     upper = sum(p.upper if p.upper is not None else p.seconds for p in plans)
-    return {"run": dict(info), "claims": claims, "total_seconds": sum(p.seconds for p in plans), "upper_seconds": upper}
+    workers = int(info.get("workers", 1))
+    return {
+        "run": dict(info),
+        "claims": claims,
+        "total_seconds": sum(p.seconds for p in plans),
+        "upper_seconds": upper,
+        "wall_seconds": schedule_seconds(plans, workers) + RUN_OVERHEAD_S,
+        "wall_upper_seconds": schedule_seconds(plans, workers, upper=True) + RUN_OVERHEAD_S,
+    }

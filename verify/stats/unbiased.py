@@ -184,6 +184,7 @@ from verify.stats.roundoff import (
 from verify.verdict import Verdict
 
 __all__ = [
+    "TARGET_SHARE",
     "QuantityResult",
     "Sampler",
     "SubTest",
@@ -204,8 +205,9 @@ __all__ = [
 Sampler = Callable[[int, torch.Generator], torch.Tensor | Sequence[torch.Tensor]]
 
 #: the mixture boundaries are tuned for this fraction of the fixed-sample plan (about where the sequential
-#: test stops: 0.4-0.6 of the plan in the UORO claims)
-_TARGET_FRAC = 0.5
+#: test stops: 0.4-0.6 of the plan in the UORO claims; ``--plan`` expects an unbiased estimator's stop there)
+TARGET_SHARE = 0.5
+_TARGET_FRAC = TARGET_SHARE
 
 #: evidence of a FAIL, by subtest family
 MEAN_SHIFT = "mean shift along noisy directions"

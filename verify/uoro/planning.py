@@ -20,17 +20,34 @@ import torch
 
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.stats import TestOptions
-from verify.stats.unbiased import pilot_plan
+from verify.stats.unbiased import TARGET_SHARE, pilot_plan
 from verify.uoro.cases import Case
 from verify.uoro.unbiased import declared_options, family_sampler
 
-__all__ = ["PROBE", "Pilot", "draws_pilot", "sequential_calls", "speed", "timed_pilot", "unbiased_pilot"]
+__all__ = [
+    "PROBE",
+    "Pilot",
+    "draws_pilot",
+    "sequential_calls",
+    "sequential_look",
+    "speed",
+    "timed_pilot",
+    "unbiased_pilot",
+]
 
 #: draws of the first, sizing batch of a pilot
 PROBE = 8
 #: the sequential test's schedule in the checks (:func:`verify.uoro.unbiased.unbiased_family`): a first batch, then
 #: x GROWTH, by at least MIN_STEP draws -- one sampler call per look
 FIRST, GROWTH, MIN_STEP = 1000, 1.1, 4000
+
+
+def sequential_look(draws: int) -> int:
+    """The checks' sequential test's first look at or beyond ``draws`` draws (its first batch at least)."""
+    m = FIRST
+    while m < draws:
+        m = max(m + MIN_STEP, math.ceil(m * GROWTH))
+    return m
 
 
 def sequential_calls(draws: int) -> int:
@@ -60,8 +77,22 @@ class Pilot:
 
     @property
     def seconds(self) -> float:
-        """Estimated seconds of the piece's draws at the measured speed."""
+        """Estimated seconds of the piece's draws at the measured speed (all the ``draws``)."""
         return self.calls * self.per_call + self.draws * self.per_draw
+
+    @property
+    def expected_draws(self) -> int:
+        """The draws expected of a correct estimator: a planned piece's sequential test is tuned to certify at
+        :data:`~verify.stats.unbiased.TARGET_SHARE` of the fixed-sample plan (its stop on the toolkit's runs:
+        0.41-0.63 of the plan), at the first look there; a fixed piece's ``draws``."""
+        return sequential_look(math.ceil(TARGET_SHARE * self.draws)) if self.planned else self.draws
+
+    @property
+    def expected_seconds(self) -> float:
+        """Estimated seconds of :attr:`expected_draws` at the measured speed."""
+        n = self.expected_draws
+        calls = sequential_calls(n) if self.planned else self.calls
+        return calls * self.per_call + n * self.per_draw
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -74,6 +105,8 @@ class Pilot:
             "pilot_draws": self.pilot_draws,
             "pilot_seconds": self.pilot_seconds,
             "seconds": self.seconds,
+            "expected_draws": self.expected_draws,
+            "expected_seconds": self.expected_seconds,
         }
 
 
