@@ -4,7 +4,8 @@ Decides only: the rows come from :func:`verify.estimators.snap.exactness_suite` 
 test (``config.impls.rtrl.snap``, built as ``snap(order=n)``). PASS when every row the pattern says is exact
 (diagonal ``W`` at n = 1, dense ``W`` at n = 2, the first n steps of a directed ring) is within 1e-12 of
 exact float64 RTRL, and every row it says is biased (the ring over all T steps, pattern not closed) differs by
-more than 1e-6 (an RTRL passed off as SnAp is not SnAp). Negative controls: the mutants of
+more than 1e-6 (an RTRL passed off as SnAp is not SnAp); code that computes in float32 (declared so) is judged
+by 2.7e-4 for both (:func:`verify.checks.exact_cases.thresholds`). Negative controls: the mutants of
 :mod:`verify.impl.mutants.snap` rerun through the same suite must FAIL.
 """
 
@@ -15,8 +16,8 @@ from typing import Any
 
 import torch
 
-from verify.checks import register
-from verify.checks.exact_cases import BIASED, EXACT, decide_cases
+from verify.checks import judged_dtype, register
+from verify.checks.exact_cases import decide_cases, thresholds
 from verify.config import RunConfig
 from verify.estimators.snap import exactness_suite
 from verify.impl import build
@@ -67,12 +68,13 @@ def _name(r: dict[str, Any]) -> str:
     return f"{r['cell']} {r['W']} W, n = {r['order']}, {r['steps']} steps ({r['expect']}: error {r['error']:.1e})"
 
 
-def _summary(rows: list[dict[str, Any]]) -> str:
+def _summary(rows: list[dict[str, Any]], dtype: torch.dtype = torch.float64) -> str:
+    exact_t, biased_t = thresholds(dtype)
     exact = [r["error"] for r in rows if r["expect"] == "exact"]
     biased = [r["error"] for r in rows if r["expect"] == "biased"]
     return (
-        f"{len(exact)} exact cases: largest error {max(exact):.1e} (must be <= {EXACT:.0e}); {len(biased)} biased "
-        f"cases: relative bias {min(biased):.1e}..{max(biased):.1e} (must be > {BIASED:.0e})"
+        f"{len(exact)} exact cases: largest error {max(exact):.1e} (must be <= {exact_t:.2g}); {len(biased)} biased "
+        f"cases: relative bias {min(biased):.1e}..{max(biased):.1e} (must be > {biased_t:.2g})"
     )
 
 
@@ -82,8 +84,9 @@ def check_snap_exactness(config: RunConfig) -> CheckResult:
     steps; biased elsewhere."""
     t0 = time.perf_counter()
     cells, orders, coverage = _covered(config.impls.rtrl.snap, config)
+    dtype = judged_dtype(config, CLAIM)
     return decide_cases(
-        CLAIM, config, t0, _suite(config.impls.rtrl.snap, config, cells, orders), summary=_summary, controls=CONTROLS,
-        rerun=lambda part: _suite(part, config), name=_name, label=_label,
-        title="SnAp-n: each case against exact RTRL", coverage=coverage,
+        CLAIM, config, t0, _suite(config.impls.rtrl.snap, config, cells, orders),
+        summary=lambda rows: _summary(rows, dtype), controls=CONTROLS, rerun=lambda part: _suite(part, config),
+        name=_name, label=_label, title="SnAp-n: each case against exact RTRL", coverage=coverage, dtype=dtype,
     )  # fmt: skip

@@ -43,6 +43,7 @@ __all__ = [
     "DTYPES",
     "FLOAT32_LOW",
     "declared_dtype",
+    "exact_target",
     "judged_dtype",
     "pair_unit",
     "roundoff_hint",
@@ -87,6 +88,14 @@ def judged_dtype(run_dtype: str, parts: Iterable[Any]) -> torch.dtype:
     them declares float32 (the coarsest wins), else float64."""
     names = {run_dtype, *(declared_dtype(p) for p in parts)}
     return torch.float32 if "float32" in names else torch.float64
+
+
+def exact_target(dtype: torch.dtype, target: float) -> float:
+    r"""A fixed float64 round-off target (``target``, e.g. DESIGN.md's 1e-12 for an online algorithm in a limit where
+    it equals RTRL) at the precision ``dtype`` a claim judges by: ``target`` for float64, else ``target`` with the
+    rounding unit replaced, :math:`	ext{target}\cdot(u_{dtype}+u_{64})/(2u_{64})` -- the same scaling as every
+    other budget of this module (:func:`~verify.oracles.budget.pair_unit`; 2.7e-4 for 1e-12 at float32)."""
+    return target * pair_unit(dtype) / unit_roundoff(torch.float64)
 
 
 #: the smallest relative error a float32 computation of these quantities is taken to show: u₃₂/16. Below it an
