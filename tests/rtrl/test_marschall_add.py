@@ -198,3 +198,16 @@ def test_sweep_definition() -> None:
     assert len(d.build(SweepOptions(scale="paper")).cells) == 27
     with pytest.raises(InvalidArgument, match="--scale"):
         d.build(SweepOptions(scale="huge"))
+
+
+def test_eprop_equals_snap1_on_an_elman_network() -> None:
+    """On s' = tanh(W s + U x + b) both keep exactly each unit's own derivative on its own row's parameters (SnAp-1's
+    mask keeps row i's entries of unit i; e-prop's trace decays them by the diagonal of dF/ds): the same estimates,
+    which is why the sweep's e-prop and SnAp-1 rows agree."""
+    from verify.estimators.snap import SnAp
+
+    prob, th = random_problem("elman-tanh", n=5, d=2, T=8, k=2, loss="cross-entropy",
+                              generator=torch.Generator().manual_seed(4))  # fmt: skip
+    a = run_estimator(EProp(path="auto"), prob, th, torch.Generator().manual_seed(0))
+    b = run_estimator(SnAp(1), prob, th, torch.Generator().manual_seed(0))
+    assert float((a - b).norm() / a.norm()) < 1e-10
