@@ -25,7 +25,7 @@ sweep                  what                                                     
 ``uoro-ib-truncation``  UORO §4 influence balancing, block TBPTT-k across k and eta       50
                        ("requires a truncation above 200"; one scale)
 ``rflo-fig2``          Murray 2019 Fig. 2, periodic output, RFLO vs BPTT, N = 30      5 (full 4, ci 2)
-``marschall-add``      Marschall et al. 2020, the Add task: RTRL, UORO, KF-RTRL,       27 (full 10, ci 2)
+``marschall-add``      Marschall et al. 2020, the Add task: RTRL, UORO, KF-RTRL,       27 (full 5, ci 2)
                        RFLO, e-prop, SnAp-1 and two controls, one lr grid
 ``rtrl-sec71``         RTRL convergence §7.1 Fig. 1-2: linear RNN, RTRL vs TBPTT(k)    1680 (ci 40)
 ``rtrl-sec72``         RTRL convergence §7.2 Fig. 3-8: Elman ReLU/tanh, RTRL vs TBPTT   2520 (ci 60)
