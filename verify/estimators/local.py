@@ -56,7 +56,9 @@ Guarantee: **biased** (no claim about the mean); the limits in which each equals
 :mod:`verify.checks.rtrl_local`), and :mod:`verify.estimators.alignment` measures how far each is elsewhere.
 
 The traces are stored densely, shape (M, *B, n, p) like RTRL's influence, and the one-step Jacobians come
-from autograd: clarity over speed (the point here is the comparison with exact RTRL, not RFLO's O(n²) cost).
+from autograd by default: clarity over speed (the point here is the comparison with exact RTRL, not RFLO's O(n²)
+cost); ``path="auto"`` takes RTRL's structured Jacobians (:mod:`verify.estimators.kernels`, tested equal to
+autograd's) on the standard cells, for long training runs (the ``marschall-add`` sweep).
 ``immediate`` transforms :math:`\partial F/\partial\theta` before it enters the trace (identity by default):
 the mutant catalog's "transposed eligibility trace" is such a transform.
 """
@@ -71,6 +73,7 @@ import torch
 
 from verify._validate import require_positive_int
 from verify.errors import InvalidArgument
+from verify.estimators import kernels
 from verify.estimators.base import OnlineEstimator
 from verify.estimators.guarantee import Guarantee
 from verify.estimators.online import (
@@ -151,6 +154,7 @@ class _LocalTrace(_Named):
     feedback: torch.Tensor | None = None
     immediate: Immediate = identity_immediate
     label: str = ""
+    path: str = "generic"
 
     _default_name = "local"
 
@@ -165,6 +169,7 @@ class _LocalTrace(_Named):
             raise InvalidArgument("feedback", what, "must be None (symmetric) or an (n, k) feedback matrix B")
         if not callable(self.immediate):
             raise InvalidArgument("immediate", self.immediate, "must be a function (problem, dF/dtheta) -> tensor")
+        kernels.check_path(self.path)
         object.__setattr__(self, "name", self.label or self._default_name + ("" if fb is None else "-random-B"))
 
     def _check_feedback(self, problem: Problem) -> torch.Tensor | None:
@@ -218,7 +223,8 @@ class _LocalTrace(_Named):
         with torch.enable_grad():
             th = theta.clone().requires_grad_(True)
             s_in = s_prev.detach().clone().requires_grad_(True)
-            s_next, J_s, J_th = _JACOBIANS.transition_jacobians(problem, th, s_in, problem.inputs[t - 1])
+            jac = _JACOBIANS if self.path == "generic" else RTRL(path=self.path, label="local-trace-jacobians")
+            s_next, J_s, J_th = jac.transition_jacobians(problem, th, s_in, problem.inputs[t - 1])
             s_leaf = s_next.detach().requires_grad_(True)
             out = problem.output(th, s_leaf)
             o_leaf = out.detach().requires_grad_(True)

@@ -14,6 +14,8 @@
   (:func:`verify.uoro.influence_truncation.block_tbptt_run`).
 * ``rtrl.rflo-periodic-run`` -- one period of Murray 2019 Fig. 2's periodic output task, every learner and
   realization (:func:`verify.rtrl.rflo_periodic.run_period`).
+* ``rtrl.marschall-add-run`` -- one (realization, learning rate) of Marschall et al. 2020's Add task, every learner
+  (:func:`verify.rtrl.marschall_add.run_cell`).
 * ``rtrl.sec7-run`` -- one run of the RTRL convergence paper's §7.1-7.2 sweeps
   (:func:`verify.rtrl.sec7.run_cell`).
 * ``sweep.selftest`` -- a small deterministic torch computation that takes
@@ -39,6 +41,7 @@ from verify.fpp.reproduction import Block, run_block
 from verify.impl import Implementations
 from verify.impl.loader import load_implementations
 from verify.impl.mutants import get as get_mutant
+from verify.rtrl.marschall_add import run_cell as marschall_add_cell
 from verify.rtrl.rflo_periodic import run_period
 from verify.rtrl.sec7 import Run, run_cell
 from verify.run.check import implementations_from_params, run_check
@@ -53,6 +56,7 @@ __all__ = [
     "fpp_online_block",
     "load_impls_task",
     "plan_task",
+    "rtrl_marschall_add_run",
     "rtrl_rflo_periodic_run",
     "rtrl_sec7_run",
     "sec7_learner",
@@ -150,6 +154,12 @@ def rtrl_rflo_periodic_run(params: dict[str, Any]) -> dict[str, Any]:
     return run_period(int(params["period"]), str(params["scale"]), int(params["seed"]))
 
 
+def rtrl_marschall_add_run(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"realization", "lr", "scale", "seed"}`` -> every learner on one realization of the Add task at one lr."""
+    return marschall_add_cell(str(params["scale"]), int(params["realization"]), float(params["lr"]),
+                              int(params["seed"]))  # fmt: skip
+
+
 def rtrl_sec7_run(params: dict[str, Any]) -> dict[str, Any]:
     """One run (learner, eta0, schedule, k, seed) of the RTRL convergence paper's §7.1-7.2 sweeps."""
     return run_cell(Run.from_params(params), sec7_learner)
@@ -174,6 +184,7 @@ BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "impl.load": load_impls_task,
     "run.plan": plan_task,
     "fpp.online-block": fpp_online_block,
+    "rtrl.marschall-add-run": rtrl_marschall_add_run,
     "rtrl.rflo-periodic-run": rtrl_rflo_periodic_run,
     "rtrl.sec7-run": rtrl_sec7_run,
     "sweep.selftest": selftest,
