@@ -289,6 +289,7 @@ def _two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(catalog_mod, "_cpus", lambda: 2)
 
 
+@pytest.mark.slow  # two runs, one with two worker processes: .ci/run's slow step (tests/cli)
 def test_workers_load_the_users_file_and_give_the_same_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

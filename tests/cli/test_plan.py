@@ -68,6 +68,7 @@ def test_plan_bad_input_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--plan", "--claims", "no.such-claim"]) == 2
 
 
+@pytest.mark.slow  # the whole ci-size check beside its plan: .ci/run's slow step (tests/cli)
 def test_planned_draws_are_the_checks_own_plan() -> None:
     """With the check's first batch as pilot, the plan is the samples_planned the check reports (not a guess)."""
     config = RunConfig(profile="ci", seed=0, options=(("controls", False),))  # the control does not change the plan

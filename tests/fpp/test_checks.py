@@ -84,7 +84,8 @@ def test_stochasticworld_reports_levels_that_do_not_round_to_the_printed_ones() 
     assert "0.5192" in res.findings[0] and "0.4545" in res.findings[1]
 
 
-@pytest.mark.parametrize("seed", [64, 71])
+#: seed 71 (the same control, the same size, twice the time) in .ci/run's slow step
+@pytest.mark.parametrize("seed", [64, pytest.param(71, marks=pytest.mark.slow)])
 def test_stationarity_control_is_caught_where_400_steps_were_too_few(seed: int) -> None:
     """Issue 27 (gate sweep over 200 seeds): at these seeds the sign mutant did not break the 1/N bound within 400
     steps and the check FAILed correct code; the harness now reruns the mutant longer until it breaks."""

@@ -28,6 +28,7 @@ def _repo() -> object:
     return dataclasses.replace(real, entries=entries)
 
 
+@pytest.mark.slow  # the stand-in's rows through their claims: .ci/run's slow step
 def test_gallery_rows_say_how_each_ran(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -100,6 +100,7 @@ def test_mutant_that_no_test_uses_does_not_pass_silently(inner: pytest.Pytester)
     res.stdout.fnmatch_lines(["*mutant adjoint.no-propagation*NOT injected*"])
 
 
+@pytest.mark.slow  # four inner pytest processes: .ci/run's slow step
 def test_profile_option_and_ini_set_fixture_sizes(inner: pytest.Pytester) -> None:
     inner.makepyfile(
         test_p="""

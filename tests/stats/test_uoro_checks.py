@@ -110,7 +110,8 @@ def test_reinforce_with_baseline_is_close_to_uoro_at_small_sigma() -> None:
     assert float(Rn.norm()) > 10 * float(U.norm())
 
 
-@pytest.mark.parametrize("seed", [2, 5, 7, 8, 17, 20])
+#: the two quickest seeds in the default run; the other four (the same control at the same size) in .ci/run's slow step
+@pytest.mark.parametrize("seed", [2, 8, *(pytest.param(s, marks=pytest.mark.slow) for s in (5, 7, 17, 20))])
 def test_variance_control_is_caught_at_the_seeds_that_missed_it(seed: int) -> None:
     """Issue 27: at these seeds the rho1 = 1 control was missed (3000 draws on a problem where rho1 = 1 changes
     E q by ~1 %). The fixture is now chosen and its draws planned from the exact moments: the control and the kill

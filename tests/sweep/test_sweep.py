@@ -112,6 +112,7 @@ def test_process_pool_survives_a_killed_worker_and_a_rerun_recomputes_nothing(tm
     assert again.computed == 0 and again.cached == 6 and _values(again) == reference
 
 
+@pytest.mark.slow  # a loopback Dask cluster started and a worker killed: .ci/run's slow step
 def test_dask_localcluster_two_workers_one_killed_same_results_then_nothing_recomputed(tmp_path: Path) -> None:
     """The must-show test: loopback LocalCluster, 2 workers, one SIGKILLed mid-sweep."""
     pytest.importorskip("distributed")
