@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from verify.checks import register
+from verify.checks import judged_dtype, precision_name, register
 from verify.checks.uoro_common import alpha_of, combine, controls_on, finish, max_samples, options
 from verify.config import RunConfig
 from verify.errors import NotApplicable
@@ -32,6 +32,7 @@ from verify.estimators.noise import require_noise_hook
 from verify.impl import build
 from verify.impl.capabilities import cover
 from verify.impl.mutants import get as get_mutant
+from verify.impl.precision import exact_target
 from verify.report.plots.kfrtrl import kfrtrl_variance_figure
 from verify.report.plots.uoro import sequential_looks_figure
 from verify.text import bound_words
@@ -55,8 +56,9 @@ def _kf(factory: Any, claim: str) -> Any:
     return build(factory, claim)
 
 
-def _enum_bad(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if r["gradient_error"] > EXACT or (r["influence_error"] or 0.0) > EXACT]
+def _enum_bad(rows: list[dict[str, Any]], exact: float = EXACT) -> list[dict[str, Any]]:
+    """The enumeration rows above ``exact`` (:data:`EXACT`, or its float32 scaling for code declared float32)."""
+    return [r for r in rows if r["gradient_error"] > exact or (r["influence_error"] or 0.0) > exact]
 
 
 def _enum_cases(config: RunConfig) -> list[Case]:
@@ -94,7 +96,12 @@ def _enum_control(name: str, cases: list[Case], expect: str) -> Control:
 
 
 def _unbiased_summary(
-    rows: list[dict[str, Any]] | None, why: str, bad: list[dict[str, Any]], results: list[Any], delta: float
+    rows: list[dict[str, Any]] | None,
+    why: str,
+    bad: list[dict[str, Any]],
+    results: list[Any],
+    delta: float,
+    exact: float = EXACT,
 ) -> str:
     if rows is None:
         enum_s = f"exact enumeration not run ({why})"
@@ -102,7 +109,7 @@ def _unbiased_summary(
         worst = max(max(r["gradient_error"], r["influence_error"] or 0.0) for r in rows)
         enum_s = (
             f"exact enumeration on {len(rows)} problem(s): largest relative error {worst:.1e} "
-            f"({bound_words(worst, EXACT)})"
+            f"({bound_words(worst, exact)}{'' if exact == EXACT else ': the float32 target'})"
         )
         if bad:
             enum_s += "; not exact: " + "; ".join(_row(r) for r in bad[:3])
@@ -121,30 +128,32 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
     n·T ≥ 64 with δ = 0.02 on the implementation under test."""
     t0 = time.perf_counter()
     est = _kf(config.impls.uoro.kfrtrl, UNBIASED)
+    dtype = judged_dtype(config, UNBIASED)
+    exact = exact_target(dtype, EXACT)  # code that computes in float32: the target at float32's rounding unit
     items = [("enum", c) for c in _enum_cases(config)] + [("stat", c) for c in _stat_cases(config)]
     kept, coverage = cover(UNBIASED, items, lambda it: (it[1].label, est, it[1].problem, it[1].theta))
     enum_cases = [c for part, c in kept if part == "enum"]
     stat_cases = [c for part, c in kept if part == "stat"]
     rows, why = _enumerate(est, enum_cases) if enum_cases else (None, "no enumeration fixture supported")
-    bad = _enum_bad(rows) if rows else []
+    bad = _enum_bad(rows, exact) if rows else []
     verdicts = [Verdict.FAIL if bad else Verdict.PASS] if rows is not None else []
     results = []
     opts = options(config, UNBIASED, split=max(len(stat_cases), 1))
     if stat_cases and not bad:
         runs = [(c, est, _steps(c.problem.T), (c.problem.T,)) for c in stat_cases]
-        results = unbiased_runs(runs, opts, config.generator(salt=497), max_samples(config))
+        results = unbiased_runs(runs, opts, config.generator(salt=497), max_samples(config), dtype=dtype)
         verdicts += [r.verdict for _, r in results]
     verdict = combine(verdicts) if verdicts else Verdict.INCONCLUSIVE
     controls: list[Control] = []
     if controls_on(config) and enum_cases:
         controls += [_enum_control(name, enum_cases, "FAIL") for name in BIASED_CONTROLS]
         controls.append(_enum_control(UNBIASED_CONTROL, enum_cases, "PASS"))
-    summary = _unbiased_summary(rows, why, bad, results, opts.delta)
+    summary = _unbiased_summary(rows, why, bad, results, opts.delta, exact)
     reason = None
     if verdict is Verdict.INCONCLUSIVE:
         reason = "; ".join(r.reason for _, r in results if r.reason) or summary
     tests = [dict(r.to_data(), problem=lab) for lab, r in results]
-    data: dict[str, Any] = {"enumeration": rows, "exact": EXACT, "tests": tests}
+    data: dict[str, Any] = {"enumeration": rows, "exact": exact, "tests": tests}
     if results:
         data["figures"] = [sequential_looks_figure(results, opts.delta)]
     used = sum(r.samples_used for _, r in results)
@@ -164,6 +173,7 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
         beta=opts.beta * max(len(stat_cases), 1),
         delta=opts.delta,
         samples_used=used,
+        dtype=precision_name(dtype),
     )
 
 
