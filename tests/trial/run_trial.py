@@ -60,7 +60,7 @@ TRIALS: tuple[Trial, ...] = (
     # ---- numpy RTRL, one flat theta in its own order [U, W, b, V, c]
     Trial("flat-rtrl", "rtrl", "flat_rtrl.py:TrialFlatRTRL", "numpy RTRL, one flat θ in its own order"),
     Trial("flat-rtrl-usign", "rtrl", "flat_rtrl.py:TrialFlatRTRLUSign", "numpy RTRL, one flat θ",
-          bug="U block of ∂F/∂θ with the wrong sign", part="U block", part_words=("cell.U",)),
+          bug="U block of ∂F/∂θ with the wrong sign", part="U block", part_words=("block cell.U",)),
     Trial("flat-rtrl-f32", "rtrl", "flat_rtrl.py:TrialFlatRTRLF32", "numpy RTRL, one flat θ",
           bug="influence J stored in float32 between steps (code says float64)", part="precision of J",
           part_words=("float32 round-off",)),
@@ -68,15 +68,15 @@ TRIALS: tuple[Trial, ...] = (
     Trial("transposed-uoro", "uoro", "transposed_uoro.py:TrialTransposedUORO",
           "numpy UORO, W stored (in, out), h @ W; ν through the noise hook; g̃ pre"),
     Trial("transposed-uoro-rho1", "uoro", "transposed_uoro.py:TrialTransposedUORORho1", "numpy UORO, transposed W",
-          bug="θ̃ update without 1/ρ₁", part="θ̃ update (ρ₁)", part_words=("theta~", "θ̃")),
+          bug="θ̃ update without 1/ρ₁", part="θ̃ update (ρ₁)", part_words=("theta~ are scaled by normalizers", "rho1")),
     Trial("transposed-uoro-stale", "uoro", "transposed_uoro.py:TrialTransposedUOROStale", "numpy UORO, transposed W",
-          bug="g̃ uses θ̃ of one step earlier", part="g̃ (stale θ̃)", part_words=("g~", "g̃")),
+          bug="g̃ uses θ̃ of one step earlier", part="g̃ (stale θ̃)", part_words=("over budget: g~ ",)),
     # ---- KF-RTRL in numpy, batch-first, written against the estimator contract itself (no adapter)
     Trial("batchfirst-kfrtrl", "kfrtrl", "batchfirst_kfrtrl.py:kfrtrl",
           "numpy KF-RTRL, batch-first (M, ...) arrays, the online-estimator contract directly, signs via the hook"),
     Trial("batchfirst-kfrtrl-unew", "kfrtrl", "batchfirst_kfrtrl.py:kfrtrl_u_new_state", "numpy KF-RTRL, batch-first",
           bug="h_t instead of h_(t-1) in the Kronecker factor u", part="W block's factor u",
-          part_words=("cell.W", "factor u", "u_t")),
+          part_words=("block cell.W", "factor u", "u_t")),
     Trial("batchfirst-kfrtrl-rho2", "kfrtrl", "batchfirst_kfrtrl.py:kfrtrl_rho2_inverted",
           "numpy KF-RTRL, batch-first", bug="immediate term scaled by ρ₂ instead of 1/ρ₂",
           part="normalizer ρ₂ of the immediate term", part_words=("rho2", "ρ₂", "normalizer")),
@@ -98,29 +98,29 @@ TRIALS: tuple[Trial, ...] = (
           "torch.func UORO (jvp/vjp), Gaussian ν drawn by the step, tuple carry, flat θ̃, g̃ post"),
     Trial("torchfunc-uoro-freshnu", "uoro", "torchfunc_uoro.py:TrialTorchFuncUOROFreshNu", "torch.func UORO",
           bug="θ̃ update uses a second, independent ν'", part="ν shared by eq. (5) and (6)",
-          part_words=("ν", " nu ", "nu'", "noise")),
+          part_words=("same ν", "shared ν", "independent ν", "nu'")),
     # ---- float32 numpy RTRL, Williams-Zipser per-block sensitivities, declared dtype="float32"
     Trial("f32-rtrl", "rtrl", "float32_rtrl.py:TrialF32RTRL",
           "float32 numpy RTRL, per-block sensitivities p^k_ij, Batch1(dtype='float32')"),
     Trial("f32-rtrl-bnorec", "rtrl", "float32_rtrl.py:TrialF32RTRLBiasNoRec", "float32 numpy RTRL",
-          bug="b's sensitivity without the recurrent term", part="b block", part_words=("cell.b",)),
+          bug="b's sensitivity without the recurrent term", part="b block", part_words=("block cell.b",)),
     # ---- float32 numpy UORO: declared, undeclared with --dtype float32, and a seeded bug
     Trial("f32-uoro", "uoro", "float32_uoro.py:TrialF32UORO", "float32 numpy UORO, Batch1(dtype='float32'), g̃ pre"),
     Trial("f32-uoro-flag", "uoro", "float32_uoro.py:TrialF32UOROUndeclared",
           "float32 numpy UORO, undeclared, run with --dtype float32", args=("--dtype", "float32")),
     Trial("f32-uoro-rho0", "uoro", "float32_uoro.py:TrialF32UORORho0", "float32 numpy UORO (declared)",
           bug="θ̃ multiplied by ρ₀ instead of divided", part="θ̃ update (ρ₀)",
-          part_words=("theta~", "θ̃", "rho0", "ρ₀")),
+          part_words=("rho0", "ρ₀", "normalizer")),
     # ---- SnAp-1 only: orders = (1,), NotImplementedError for any other order
     Trial("snap1", "snap", "snap1.py:snap1", "numpy SnAp-1 only (orders = (1,)), one trace per parameter"),
     Trial("snap1-bnodecay", "snap", "snap1.py:snap1_b_no_decay", "numpy SnAp-1 only",
-          bug="b's trace without the W_ii decay", part="b block", part_words=("cell.b",)),
+          bug="b's trace without the W_ii decay", part="b block", part_words=("block cell.b",)),
     # ---- UORO with theta~ over the recurrent parameters only, the readout's gradient exact
     Trial("recurrent-uoro", "uoro", "uoro_recurrent.py:TrialRecurrentUORO",
           "numpy UORO, θ̃ over W, U, b only (readout exact), g̃ pre"),
     Trial("recurrent-uoro-norho", "uoro", "uoro_recurrent.py:TrialRecurrentUORONoRho", "numpy UORO, θ̃ over W, U, b",
           bug="ρ₀ = ρ₁ = 1 (unbiased: only Algorithm 1's formulas differ)", part="normalizers ρ₀, ρ₁",
-          part_words=("normalizer", "rho0", "rho1")),
+          part_words=("normalizers differ",)),
 )  # fmt: skip
 
 
@@ -133,10 +133,37 @@ def _verdicts(results: Path) -> tuple[dict[str, str], dict[str, str], float | No
     return verdicts, fails, data["run"].get("wall_time")
 
 
-def excerpt(summary: str, limit: int = 320) -> str:
-    """A FAIL summary without its coverage tail (``covered: ...; left out ...``), cut to ``limit`` characters."""
+def excerpt(summary: str, words: tuple[str, ...] = (), limit: int = 420) -> str:
+    """A FAIL summary without its coverage tail (``covered: ...; left out ...``), cut to ``limit`` characters; where
+    a word that names the broken part lies beyond the cut, the excerpt shows the start and the words around it."""
     text = re.split(r";\s*covered: ", summary)[0]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    hits = [i for i in (text.lower().find(w.lower()) for w in words) if i >= 0]
+    at = min(hits) if hits else -1
+    if at < 0 or at + 40 <= limit:
+        return text[: limit - 3] + "..."
+    head = text[:140].rsplit(" ", 1)[0]
+    start = max(at - 60, len(head))
+    return f"{head} ... {text[start : start + limit - len(head) - 10]}..."
+
+
+def judge(record: dict, results: Path) -> dict:
+    """``record`` with its verdicts, FAIL summaries, diagnosis excerpts and whether a FAIL names the broken part,
+    read from the run's ``results.json``."""
+    verdicts, fails, _ = _verdicts(results)
+    words = tuple(record.get("part_words", ()))
+    names = None
+    if record["bug"]:  # the implementation's own name ("... (bug: theta~ without 1/rho1)") is not the diagnosis
+        said = [re.sub(r"\(bug: [^)]*\)", "", s).lower() for s in fails.values()]
+        names = any(w.lower() in s for s in said for w in words)
+    return {
+        **record,
+        "verdicts": verdicts,
+        "fail_summaries": fails,
+        "diagnosis": {cid: excerpt(s, words) for cid, s in fails.items()},
+        "names_part": names,
+    }
 
 
 def run_one(trial: Trial, out: Path) -> dict:
@@ -146,31 +173,52 @@ def run_one(trial: Trial, out: Path) -> dict:
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.monotonic() - t0
-    verdicts, fails, _ = _verdicts(folder / "results.json")
-    diagnosis = {cid: excerpt(s) for cid, s in fails.items()}
-    names = None
-    if trial.bug:
-        words = [w.lower() for w in trial.part_words]
-        names = any(w in s.lower() for s in fails.values() for w in words)
     shown = " ".join(c if " " not in c else repr(c) for c in cmd[3:]).replace(sys.executable, "python")
-    return {
+    shown = shown.replace(str(ROOT) + os.sep, "")
+    record = {
         **asdict(trial),
-        "command": "python " + shown.removeprefix(sys.executable + " "),
+        "command": shown,
         "exit": proc.returncode,
         "as_expected": proc.returncode == trial.expected_exit,
-        "verdicts": verdicts,
         "seconds": round(wall, 1),
-        "diagnosis": diagnosis,
-        "names_part": names,
         "stderr_tail": proc.stderr.strip().splitlines()[-3:] if proc.returncode not in (0, 1) else [],
         "stdout_tail": proc.stdout.strip().splitlines()[-12:],
         "load": os.getloadavg()[0],
         "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
+    return judge(record, folder / "results.json")
+
+
+def _command(record: dict, out: Path) -> str:
+    """The row's command as run, its report folder under ``out`` (relative to the repository where it lies there)."""
+    cmd = re.sub(r"^(python )+", "python ", "python " + record["command"].removeprefix("python "))
+    rel = str(out.resolve().relative_to(ROOT)) if out.resolve().is_relative_to(ROOT) else str(out)
+    return re.sub(r"--out \S+", f"--out {rel}/runs/{record['name']}", cmd)
 
 
 def _short(verdicts: dict[str, str]) -> str:
-    return ", ".join(f"{cid} {v}" for cid, v in verdicts.items()) or "(none: see the exit)"
+    """``FAIL: a, b; PASS: c; SKIPPED: 3`` (the SKIPPED claims counted; their reasons are in trial.json)."""
+    if not verdicts:
+        return "(none: see the exit)"
+    parts = []
+    for word in ("FAIL", "INCONCLUSIVE", "PASS"):
+        ids = [cid for cid, v in verdicts.items() if v == word]
+        if ids:
+            parts.append(f"{word}: {', '.join(ids)}")
+    skipped = sum(v == "SKIPPED" for v in verdicts.values())
+    return "; ".join(parts + ([f"SKIPPED: {skipped}"] if skipped else []))
+
+
+def _diagnosis(r: dict) -> str:
+    """The FAIL that names the broken part (the first such claim), else the first FAIL; the others counted."""
+    diag = r["diagnosis"]
+    if not diag:
+        return "--"
+    said = {cid: re.sub(r"\(bug: [^)]*\)", "", s).lower() for cid, s in r.get("fail_summaries", {}).items()}
+    naming = [cid for cid in diag if any(w.lower() in said.get(cid, "") for w in r.get("part_words", ()))]
+    cid = (naming or list(diag))[0]
+    more = len(diag) - 1
+    return f"`{cid}`: {diag[cid]}" + (f" (and {more} other FAIL{'s' if more > 1 else ''})" if more else "")
 
 
 def write_readme(out: Path, records: list[dict]) -> None:
@@ -200,8 +248,7 @@ def write_readme(out: Path, records: list[dict]) -> None:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
-        diag = "<br>".join(f"`{cid}`: {d}" for cid, d in r["diagnosis"].items()) or "--"
-        diag = diag.replace("|", "\\|")
+        diag = _diagnosis(r).replace("|", "\\|")
         names = "--" if not r["bug"] else ("yes" if r["names_part"] else "**no**")
         if r["bug"]:
             names += f" (words: {', '.join(r['part_words'])})"
@@ -214,6 +261,7 @@ def write_readme(out: Path, records: list[dict]) -> None:
     if notes:
         lines += ["", "Notes:", ""] + [f"* `{r['name']}`: {r['note']}" for r in notes]
     lines += ["", "Commands, one per row:", "", "```bash"] + [r["command"] for r in records] + ["```", ""]
+    lines[-2 - len(records) : -2] = [_command(r, out) for r in records]
     (out / "README.md").write_text("\n".join(lines))
 
 
@@ -222,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", metavar="NAME", help="run only these rows (default: all)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "user-trial")
     ap.add_argument("--list", action="store_true", help="print the rows and exit")
+    ap.add_argument(
+        "--report-only", action="store_true", help="run nothing: rebuild README.md and trial.json from OUT/records"
+    )
     args = ap.parse_args(argv)
     if args.list:
         for t in TRIALS:
@@ -234,14 +285,20 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     (out / "records").mkdir(parents=True, exist_ok=True)
     for t in TRIALS:
-        if args.only and t.name not in args.only:
+        if args.report_only or (args.only and t.name not in args.only):
             continue
         print(f"[trial] {t.name} ...", flush=True)
         rec = run_one(t, out)
         (out / "records" / f"{t.name}.json").write_text(json.dumps(rec, indent=1, ensure_ascii=False))
         print(f"[trial] {t.name}: exit {rec['exit']} ({rec['seconds']} s) {_short(rec['verdicts'])}", flush=True)
     order = [t.name for t in TRIALS]
-    records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json") if p.stem in known]
+    by_name = {t.name: t for t in TRIALS}
+    records = []
+    for path in (out / "records").glob("*.json"):
+        if path.stem in known:  # the row's declaration as it stands now, its run's results as they were
+            rec = {**json.loads(path.read_text()), **asdict(by_name[path.stem])}
+            results = out / "runs" / path.stem / "results.json"
+            records.append(judge(rec, results) if results.is_file() else rec)
     records.sort(key=lambda r: order.index(r["name"]))
     (out / "trial.json").write_text(
         json.dumps(
