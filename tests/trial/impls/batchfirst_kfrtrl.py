@@ -57,7 +57,8 @@ class BatchFirstKFRTRL:
     def supports(self, problem: Any) -> str | None:
         act = getattr(problem.cell, "activation", None)
         if problem.cell.name != "elman" or act != "tanh":
-            return f"{self.name} implements the Elman tanh cell only (this problem: {problem.cell.name} {act})"
+            kind = problem.cell.name + (f"-{act}" if act else "")
+            return f"{self.name} implements the Elman tanh cell only (this problem: {kind})"
         if problem.loss.name != "squared-error" or problem.batch_shape or problem.readout.name != "linear":
             return f"{self.name} implements unbatched squared-error problems with a linear readout only"
         return None
@@ -83,7 +84,7 @@ class BatchFirstKFRTRL:
         p = self._params(problem, theta)
         n, m = problem.n, problem.n + p["U"].shape[1] + 1
         h0 = np.broadcast_to(_np(problem.s0), (samples, n))
-        as_t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=problem.dtype)  # noqa: E731
+        as_t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=problem.dtype)  # noqa: E731
         return KFState(
             as_t(h0), as_t(np.zeros((samples, m))), as_t(np.zeros((samples, n, n))), as_t(np.zeros((samples, 2)))
         )
@@ -127,7 +128,7 @@ class BatchFirstKFRTRL:
         )
         order = [e.name.split(".")[-1] for e in problem.layout.entries]
         assert order == ["W", "U", "b", "V", "c"], order
-        as_t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=problem.dtype)  # noqa: E731
+        as_t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=problem.dtype)  # noqa: E731
         return KFState(as_t(h), as_t(u_new), as_t(A_new), signs.to(problem.dtype)), as_t(g)
 
     def influence_estimate(self, problem: Any, state: KFState) -> torch.Tensor:
