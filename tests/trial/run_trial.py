@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPLS = "tests/trial/impls"
+#: an implementation's own name's bug label, "(bug: h_t for h_(t-1) in dF/dtheta)": not part of the diagnosis
+BUG_NAME = re.compile(r"\(bug: (?:[^()]|\([^()]*\))*\)")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,20 @@ class Trial:
         ]  # fmt: skip
 
 
+#: the UORO claims that decide in seconds (exact enumeration, Algorithm 1's formulas, the second-moment test, the
+#: declared-guarantee check): used where a full run took over 5 minutes on the loaded machine
+FAST_UORO = (
+    "--claims",
+    "uoro.exact-expectation",
+    "uoro.algorithm-1-conformance",
+    "uoro.variance-matches-algorithm-1",
+    "rtrl.bias-alignment",
+)
+LOADED = (
+    "--claims: the fast UORO claims only -- a full run took over 5 minutes on the loaded machine (load average 16-32 "
+    "on 2 cores); the statistical claims (unbiased-statistical, variance-growth, variance-reduction-optimal, "
+    "mutants-caught) left out"
+)
 TRIALS: tuple[Trial, ...] = (
     # ---- numpy RTRL, one flat theta in its own order [U, W, b, V, c]
     Trial("flat-rtrl", "rtrl", "flat_rtrl.py:TrialFlatRTRL", "numpy RTRL, one flat θ in its own order"),
@@ -105,22 +121,24 @@ TRIALS: tuple[Trial, ...] = (
     Trial("f32-rtrl-bnorec", "rtrl", "float32_rtrl.py:TrialF32RTRLBiasNoRec", "float32 numpy RTRL",
           bug="b's sensitivity without the recurrent term", part="b block", part_words=("block cell.b",)),
     # ---- float32 numpy UORO: declared, undeclared with --dtype float32, and a seeded bug
-    Trial("f32-uoro", "uoro", "float32_uoro.py:TrialF32UORO", "float32 numpy UORO, Batch1(dtype='float32'), g̃ pre"),
+    Trial("f32-uoro", "uoro", "float32_uoro.py:TrialF32UORO", "float32 numpy UORO, Batch1(dtype='float32'), g̃ pre",
+          args=FAST_UORO, note=LOADED),
     Trial("f32-uoro-flag", "uoro", "float32_uoro.py:TrialF32UOROUndeclared",
-          "float32 numpy UORO, undeclared, run with --dtype float32", args=("--dtype", "float32")),
+          "float32 numpy UORO, undeclared, run with --dtype float32",
+          args=("--dtype", "float32", *FAST_UORO), note=LOADED),
     Trial("f32-uoro-rho0", "uoro", "float32_uoro.py:TrialF32UORORho0", "float32 numpy UORO (declared)",
           bug="θ̃ multiplied by ρ₀ instead of divided", part="θ̃ update (ρ₀)",
-          part_words=("rho0", "ρ₀", "normalizer")),
+          part_words=("rho0", "ρ₀", "normalizer"), args=FAST_UORO, note=LOADED),
     # ---- SnAp-1 only: orders = (1,), NotImplementedError for any other order
     Trial("snap1", "snap", "snap1.py:snap1", "numpy SnAp-1 only (orders = (1,)), one trace per parameter"),
     Trial("snap1-bnodecay", "snap", "snap1.py:snap1_b_no_decay", "numpy SnAp-1 only",
           bug="b's trace without the W_ii decay", part="b block", part_words=("block cell.b",)),
     # ---- UORO with theta~ over the recurrent parameters only, the readout's gradient exact
     Trial("recurrent-uoro", "uoro", "uoro_recurrent.py:TrialRecurrentUORO",
-          "numpy UORO, θ̃ over W, U, b only (readout exact), g̃ pre"),
+          "numpy UORO, θ̃ over W, U, b only (readout exact), g̃ pre", args=FAST_UORO, note=LOADED),
     Trial("recurrent-uoro-norho", "uoro", "uoro_recurrent.py:TrialRecurrentUORONoRho", "numpy UORO, θ̃ over W, U, b",
           bug="ρ₀ = ρ₁ = 1 (unbiased: only Algorithm 1's formulas differ)", part="normalizers ρ₀, ρ₁",
-          part_words=("normalizers differ",)),
+          part_words=("normalizers differ",), args=FAST_UORO, note=LOADED),
 )  # fmt: skip
 
 
@@ -155,7 +173,7 @@ def judge(record: dict, results: Path) -> dict:
     words = tuple(record.get("part_words", ()))
     names = None
     if record["bug"]:  # the implementation's own name ("... (bug: theta~ without 1/rho1)") is not the diagnosis
-        said = [re.sub(r"\(bug: [^)]*\)", "", s).lower() for s in fails.values()]
+        said = [re.sub(BUG_NAME, "", s).lower() for s in fails.values()]
         names = any(w.lower() in s for s in said for w in words)
     return {
         **record,
@@ -214,7 +232,7 @@ def _diagnosis(r: dict) -> str:
     diag = r["diagnosis"]
     if not diag:
         return "--"
-    said = {cid: re.sub(r"\(bug: [^)]*\)", "", s).lower() for cid, s in r.get("fail_summaries", {}).items()}
+    said = {cid: re.sub(BUG_NAME, "", s).lower() for cid, s in r.get("fail_summaries", {}).items()}
     naming = [cid for cid in diag if any(w.lower() in said.get(cid, "") for w in r.get("part_words", ()))]
     cid = (naming or list(diag))[0]
     more = len(diag) - 1
