@@ -7,7 +7,7 @@ use) and each of its seeded bugs runs as a user would run it::
 
 one at a time, and the trial records the exit code, each claim's verdict, the wall time and, for a FAIL, the
 diagnosis; for a seeded bug it also records whether a FAIL's diagnosis names the part the bug is in (the words
-that name it were chosen with the bug, before the run: :attr:`Trial.part_words`). Writes
+that name it were chosen with the bug: :attr:`Trial.part_words`; the implementation's own name is left out). Writes
 ``OUT/README.md`` (the table) and ``OUT/trial.json``; each run's report folder is ``OUT/runs/NAME/``.
 
 Usage: ``python tests/trial/run_trial.py [--only NAME ...] [--out reports/user-trial] [--list]`` from the
@@ -84,7 +84,7 @@ TRIALS: tuple[Trial, ...] = (
     Trial("transposed-uoro", "uoro", "transposed_uoro.py:TrialTransposedUORO",
           "numpy UORO, W stored (in, out), h @ W; ν through the noise hook; g̃ pre"),
     Trial("transposed-uoro-rho1", "uoro", "transposed_uoro.py:TrialTransposedUORORho1", "numpy UORO, transposed W",
-          bug="θ̃ update without 1/ρ₁", part="θ̃ update (ρ₁)", part_words=("theta~ are scaled by normalizers", "rho1")),
+          bug="θ̃ update without 1/ρ₁", part="θ̃ update (ρ₁)", part_words=("(rho1: s~",)),
     Trial("transposed-uoro-stale", "uoro", "transposed_uoro.py:TrialTransposedUOROStale", "numpy UORO, transposed W",
           bug="g̃ uses θ̃ of one step earlier", part="g̃ (stale θ̃)", part_words=("over budget: g~ ",)),
     # ---- KF-RTRL in numpy, batch-first, written against the estimator contract itself (no adapter)
@@ -95,20 +95,21 @@ TRIALS: tuple[Trial, ...] = (
           part_words=("block cell.W", "factor u", "u_t")),
     Trial("batchfirst-kfrtrl-rho2", "kfrtrl", "batchfirst_kfrtrl.py:kfrtrl_rho2_inverted",
           "numpy KF-RTRL, batch-first", bug="immediate term scaled by ρ₂ instead of 1/ρ₂",
-          part="normalizer ρ₂ of the immediate term", part_words=("rho2", "ρ₂", "normalizer")),
+          part="normalizer ρ₂ of the immediate term", part_words=("rho2", "ρ₂")),
     # ---- functional torch RTRL for a GRU only (cells=("gru",)), jacrev for both Jacobians
     Trial("gru-rtrl", "rtrl", "functional_gru_rtrl.py:TrialGRURTRL",
           "functional torch RTRL (pure init/step, torch.func.jacrev), GRU only, TorchStep"),
     Trial("gru-rtrl-staleh", "rtrl", "functional_gru_rtrl.py:TrialGRURTRLStaleH", "functional torch GRU RTRL",
           bug="∂F/∂θ evaluated at h_t instead of h_(t-1)", part="immediate Jacobian ∂F/∂θ",
           part_words=("∂F/∂θ", "dF/dtheta", "immediate"),
-          note="the summary's first step t = 1 (where J_0 = 0, so only ∂F/∂θ enters) points at the immediate "
-          "Jacobian for a reader who knows RTRL; the words do not say it, and the block named (cell.U) is not the "
-          "bug's (every block is wrong)"),
+          note="judged on the words the fix to rtrl.exact's location added (step_hint); before it the summary said "
+          "only 'first leaves its budget at step t = 1 ..., largest in the block cell.U' (every block is wrong;"
+          " U is not the bug's part)"),
     Trial("gru-rtrl-transds", "rtrl", "functional_gru_rtrl.py:TrialGRURTRLTransposedDs", "functional torch GRU RTRL",
           bug="recurrence with (∂F/∂s)ᵀ", part="state Jacobian ∂F/∂s (the recurrence)",
           part_words=("∂F/∂s", "dF/ds", "recurrence", "state Jacobian"),
-          note="the first step t = 2 (the recurrence's first use) points at ∂F/∂s; the words do not say it"),
+          note="judged on the words the fix to rtrl.exact's location added (step_hint); before it: 'step t = 2 ..., "
+          "largest in the block cell.U'"),
     # ---- torch.func UORO, Gaussian nu drawn by the step, tuple carry, flat theta~
     Trial("torchfunc-uoro", "uoro", "torchfunc_uoro.py:TrialTorchFuncUORO",
           "torch.func UORO (jvp/vjp), Gaussian ν drawn by the step, tuple carry, flat θ̃, g̃ post"),
@@ -128,7 +129,7 @@ TRIALS: tuple[Trial, ...] = (
           args=("--dtype", "float32", *FAST_UORO), note=LOADED),
     Trial("f32-uoro-rho0", "uoro", "float32_uoro.py:TrialF32UORORho0", "float32 numpy UORO (declared)",
           bug="θ̃ multiplied by ρ₀ instead of divided", part="θ̃ update (ρ₀)",
-          part_words=("rho0", "ρ₀", "normalizer"), args=FAST_UORO, note=LOADED),
+          part_words=("(rho0: s~",), args=FAST_UORO, note=LOADED),
     # ---- SnAp-1 only: orders = (1,), NotImplementedError for any other order
     Trial("snap1", "snap", "snap1.py:snap1", "numpy SnAp-1 only (orders = (1,)), one trace per parameter"),
     Trial("snap1-bnodecay", "snap", "snap1.py:snap1_b_no_decay", "numpy SnAp-1 only",
@@ -242,6 +243,9 @@ def _diagnosis(r: dict) -> str:
 def write_readme(out: Path, records: list[dict]) -> None:
     ok = sum(r["as_expected"] for r in records)
     bugs = [r for r in records if r["bug"]]
+    loads = [float(r.get("load", 0.0)) for r in records] or [0.0]
+    times = sorted(str(r.get("finished", "")) for r in records)
+    first, last = (times[0], times[-1]) if times else ("", "")
     lines = [
         "# A new user's trial of `rnn-verify run --impl` (issue 37)",
         "",
@@ -253,13 +257,17 @@ def write_readme(out: Path, records: list[dict]) -> None:
         "# each row runs: python -m verify run --impl FAMILY=tests/trial/impls/FILE.py:OBJ --impl-only --out DIR -q",
         "```",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, shared with other agents' work (the load average",
-        "when each row finished is in `trial.json`); every run under `nice -n 10`, every claim that exercises the",
-        "implementation (`--impl-only`, no `--claims`).",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, shared with other agents' work: load average "
+        f"{min(loads):.0f} to {max(loads):.0f} when the rows finished ({first} to {last}; each row's in `trial.json`);",
+        "every run under `nice -n 10`, every claim that exercises the implementation (`--impl-only`), except the rows",
+        "whose note says `--claims`. Each row's report folder (`runs/NAME/`, not committed) holds its `results.json`;",
+        "this table is built from them (`run_trial.py --report-only`).",
         "",
         f"**{ok} of {len(records)} rows as expected** (correct: exit 0; seeded bug: exit 1); "
         f"{sum(bool(r['names_part']) for r in bugs)} of {len(bugs)} bug diagnoses name the part (judged by the",
-        "words listed per row, chosen with the bug before the run).",
+        "words listed per row, chosen with the bug; three were made stricter after the first runs because they also",
+        "appear in summaries that do not name the part, e.g. 'normalizer' in '3 unbiased normalizer mutants pass').",
+        "What the trial found, the toolkit fixes it led to and what is left: [findings.md](findings.md).",
         "",
         "| implementation | style | bug (or correct) | part broken | exit | verdicts | time | diagnosis (excerpt) "
         "| names the part? |",
