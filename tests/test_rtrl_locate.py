@@ -48,3 +48,18 @@ def test_locate_gives_every_blocks_error_at_every_step_for_the_figure() -> None:
     normalize_figure(fig)
     assert render_png(fig)[:4] == b"\x89PNG"
     assert fig["x"] == list(range(1, P.T + 1)) and fig["hlines"][0]["y"] == 1e-10 and "t = 2" in fig["caption"]
+
+
+def test_the_first_wrong_step_points_at_the_part_of_rtrl() -> None:
+    """t = 1: the immediate Jacobian (J_0 = 0, so the influence at t = 1 is dF/dtheta alone); t >= 2 after exact
+    steps: the recurrence dF/ds J_(t-1) (Tallec & Ollivier 2017, eq. (4))."""
+    from verify.rtrl.exact import located_words, step_hint
+
+    assert "immediate Jacobian dF/dtheta" in step_hint(1) and "recurrence" not in step_hint(1)
+    assert "recurrence" in step_hint(2) and "before t = 2" in step_hint(2)
+    P = _problem()
+    ref = torch.randn(P.T, P.p, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    est = ref.clone()
+    est[1:, :3] += 1e-3
+    words = located_words({"where": locate(est, ref, P, budget=1e-10), "problem": "p"})
+    assert "first leaves its budget at step t = 2" in words and words.endswith(step_hint(2))

@@ -180,3 +180,51 @@ def test_snap_matches_rtrl_on_a_batch() -> None:
     R = run_estimator(RTRL(), P, th, torch.Generator())
     S = run_estimator(SnAp(2), P, th, torch.Generator())  # dense W: exact
     assert float(((S - R).norm(dim=-1) / R.norm(dim=-1)).max()) <= EXACT
+
+
+class _BiasOff:
+    """SnAp-1 whose estimate of the ``block``'s gradient is off by a fixed amount from step 2 on (a stand-in for a
+    bug confined to one parameter block)."""
+
+    def __init__(self, block: str) -> None:
+        self.block, self.inner, self.name = block, SnAp(1), f"snap1-off-in-{block}"
+
+    def init(self, problem: Problem, theta: torch.Tensor, rng: torch.Generator, *, samples: int = 1) -> object:
+        return self.inner.init(problem, theta, rng, samples=samples)
+
+    def step(self, problem: Problem, theta: torch.Tensor, state: object, t: int, rng: torch.Generator):  # type: ignore[no-untyped-def]
+        state, g = self.inner.step(problem, theta, state, t, rng)
+        if t >= 2:
+            g = g.clone()
+            g[:, problem.layout[self.block].slice] += 0.1
+        return state, g
+
+
+@pytest.mark.parametrize("block", ["cell.b", "cell.U"])
+def test_the_largest_error_is_located_in_its_block_and_step(block: str) -> None:
+    """A wrong estimate says where it is wrong: the step of the largest error and, at it, the block (issue 37)."""
+    P, th = _with_w("elman-tanh", DIAG)
+    m = relative_bias(_BiasOff(block), P, th)
+    assert m.per_block is not None and set(m.per_block) == {e.name for e in P.layout.entries}
+    step, where = m.worst()  # type: ignore[misc]
+    assert where == block and step >= 2
+    assert m.worst(1) is not None and float(m.per_step[0]) <= EXACT  # step 1 untouched: exact there
+    assert relative_bias(SnAp(1), P, th).worst() is not None  # defined for a correct estimate too (round-off)
+
+
+def test_the_exactness_check_names_the_block_of_a_wrong_snap() -> None:
+    from theory.catalog import all_claims
+    from verify.config import RunConfig
+    from verify.impl import DEFAULT
+    from verify.run.check import run_check
+
+    def factory(order: int = 1) -> _BiasOff:
+        if order != 1:
+            raise NotImplementedError("SnAp-1 only")
+        return _BiasOff("cell.b")
+
+    res = run_check(
+        all_claims()["rtrl.snap-exactness"], RunConfig(implementations=DEFAULT.with_part("rtrl", "snap", factory))
+    )
+    assert res.verdict.value == "FAIL", res.summary
+    assert "in the block cell.b" in res.summary, res.summary

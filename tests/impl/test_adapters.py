@@ -82,3 +82,53 @@ def test_narrow_floats_are_recorded_on_the_fast_path_too(value: object, narrow: 
     out = _f64(value)
     assert out.dtype == np.float64 and low_precision_seen() == narrow
     reset_precision()
+
+
+# ---------------------------------------------------------------- θ̃ over the cell's parameters only (issue 37, item 2)
+class _Factors:
+    """A stand-in object whose factors() returns what the test puts in it (s̃ and θ̃ in the user's names)."""
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        self.tt = {k: np.full(v.shape, i + 1.0) for i, (k, v) in enumerate(ctx.params.items())}
+        self.st = np.ones(ctx.s0.size)
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.zeros(0)
+
+
+def _factors(form: str) -> tuple[torch.Tensor, torch.Tensor]:
+    P, th = random_problem("elman-tanh", n=3, d=2, T=4, k=2, generator=torch.Generator().manual_seed(0))
+    cell = ("Wh", "Wx", "bh")
+
+    def factors(obj):  # type: ignore[no-untyped-def]
+        tt = obj.tt
+        if form == "cell-dict":
+            tt = {k: tt[k] for k in cell}
+        elif form == "cell-flat":  # θ's layout order: W, U, b
+            tt = np.concatenate([tt[k].ravel() for k in cell])
+        elif form == "missing-cell":
+            tt = {k: tt[k] for k in ("Wh", "bh", "Wy", "by")}
+        return obj.st, tt
+
+    est = Batch1(_Factors, names=NAMES, factors=factors, name="factors")
+    state = est.init(P, th, torch.Generator().manual_seed(1), samples=2)
+    return est.uoro_factors(P, state)
+
+
+def test_theta_tilde_over_the_cell_only_is_padded_with_the_readouts_zeros() -> None:
+    """Tallec & Ollivier 2017, Alg. 1's own form (θ̃ over F_state's parameters, the readout's gradient exact) is
+    taken as a dict without the readout's names or flat over the cell; the readout's entries of θ̃ are 0."""
+    _, full = _factors("full")
+    p_cell = 3 * 3 + 3 * 2 + 3
+    for form in ("cell-dict", "cell-flat"):
+        _st, tt = _factors(form)
+        assert tt.shape == full.shape == (2, 1, 3 * 3 + 3 * 2 + 3 + 2 * 3 + 2)
+        assert torch.equal(tt[..., :p_cell], full[..., :p_cell]), form
+        assert torch.count_nonzero(tt[..., p_cell:]) == 0 and torch.count_nonzero(full[..., p_cell:]) > 0, form
+
+
+def test_theta_tilde_without_a_cell_parameter_is_refused_naming_it() -> None:
+    from verify.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match=r"factors\(obj\)\[1\].*'Wx' missing"):
+        _factors("missing-cell")

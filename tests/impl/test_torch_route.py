@@ -145,3 +145,30 @@ def test_torch_uoro_claims(claim: str, wrap: str, verdict: str) -> None:
     res = _check(claim, getattr(torch_uoro, wrap))
     assert res.verdict.name == verdict, res.summary
     assert getattr(torch_uoro, wrap).vectorized  # judged through vmap, not the loop
+
+
+@pytest.mark.parametrize("form", ["cell-dict", "cell-flat"])
+def test_theta_tilde_over_the_cell_only_is_padded_with_the_readouts_zeros(form: str) -> None:
+    """θ̃ over the cell's parameters only (Tallec & Ollivier 2017, Alg. 1's own form: the readout's gradient exact)
+    is taken from a torch carry as a dict without the readout's names or flat over the cell (issue 37, item 2)."""
+    P, th = random_problem("elman-tanh", n=3, d=2, T=4, k=2, generator=torch.Generator().manual_seed(0))
+    cell = [k for k, v in NAMES.items() if v in ("W", "U", "b")]
+    order = sorted(cell, key=lambda k: ("W", "U", "b").index(NAMES[k]))
+
+    def factors(c: dict[str, Any]) -> tuple[Any, Any]:
+        tt = {k: c["theta_tilde"][k] for k in cell}
+        return c["s_tilde"], (tt if form == "cell-dict" else torch.cat([tt[k].reshape(-1) for k in order]))
+
+    full = TorchStep(uoro_init, uoro_step, names=NAMES, factors=lambda c: (c["s_tilde"], c["theta_tilde"]),
+                     noise_hook=True)  # fmt: skip
+    part = TorchStep(uoro_init, uoro_step, names=NAMES, factors=factors, noise_hook=True)
+    outs = []
+    for est in (full, part):
+        g = torch.Generator().manual_seed(3)
+        state = est.init(P, th, g, samples=2)
+        for t in (1, 2):
+            state, _ = est.step(P, th, state, t, g)
+        outs.append(est.uoro_factors(P, state))
+    p_cell = 3 * 3 + 3 * 2 + 3
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    assert torch.count_nonzero(outs[1][1][..., p_cell:]) == 0 and torch.count_nonzero(outs[1][1][..., :p_cell]) > 0

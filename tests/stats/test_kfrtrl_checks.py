@@ -136,3 +136,18 @@ def test_without_the_noise_hook_the_statistical_test_decides_and_says_so() -> No
     res = _run("uoro.kfrtrl-unbiased", impls, options=NO_CONTROLS)
     assert res.verdict is Verdict.PASS, res.summary
     assert "exact enumeration not run" in res.summary and "no noise hook" in res.summary
+
+
+def test_the_enumeration_locates_a_wrong_factor_in_its_step_and_block() -> None:
+    """A KF-RTRL whose row factor takes h_t for h_(t-1) (only W's columns read it) is off from step 1 on, largest
+    in the block cell.W, and the claim says so (issue 37: diagnoses localize); the correct one has no location."""
+    from verify.impl.mutants.kfrtrl import KFRTRLNewStateFactor
+    from verify.uoro.kfrtrl import enumeration_rows
+
+    case = problem_case("elman-tanh", n=3, T=3, seed=0, salt=0)
+    (bad,) = enumeration_rows(KFRTRLNewStateFactor(), [case])
+    assert bad["where"]["first_step"] == 1 and bad["where"]["block"] == "cell.W", bad["where"]
+    (good,) = enumeration_rows(KFRTRL(), [case])
+    assert good["where"] == {} and good["gradient_error"] <= 1e-12
+    res = _run("uoro.kfrtrl-unbiased", DEFAULT.with_part("uoro", "kfrtrl", KFRTRLNewStateFactor), options=NO_CONTROLS)
+    assert res.verdict is Verdict.FAIL and "first off at step t = 1, largest in the block cell.W" in res.summary

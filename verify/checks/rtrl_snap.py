@@ -65,7 +65,14 @@ def _label(r: Any) -> str:
 
 
 def _name(r: dict[str, Any]) -> str:
-    return f"{r['cell']} {r['W']} W, n = {r['order']}, {r['steps']} steps ({r['expect']}: error {r['error']:.1e})"
+    where = (
+        f", largest at t = {r['worst_step']} in the block {r['worst_block']}"
+        if r.get("worst_block") and r["expect"] == "exact"
+        else ""
+    )
+    return (
+        f"{r['cell']} {r['W']} W, n = {r['order']}, {r['steps']} steps ({r['expect']}: error {r['error']:.1e}{where})"
+    )
 
 
 def _summary(rows: list[dict[str, Any]], dtype: torch.dtype = torch.float64) -> str:

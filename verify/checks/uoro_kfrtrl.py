@@ -76,7 +76,9 @@ def _steps(T: int) -> tuple[int, ...]:
 
 def _row(r: dict[str, Any]) -> str:
     infl = "" if r["influence_error"] is None else f", influence {r['influence_error']:.1e}"
-    return f"{r['problem']}: gradient {r['gradient_error']:.1e}{infl}"
+    w = r.get("where") or {}
+    at = f", E g~ first off at step t = {w['first_step']}, largest in the block {w['block']}" if w else ""
+    return f"{r['problem']}: gradient {r['gradient_error']:.1e}{infl}{at}"
 
 
 def _enumerate(est: Any, cases: list[Case]) -> tuple[list[dict[str, Any]] | None, str]:
@@ -85,11 +87,11 @@ def _enumerate(est: Any, cases: list[Case]) -> tuple[list[dict[str, Any]] | None
         require_noise_hook(est, UNBIASED)
     except NotApplicable as exc:
         return None, exc.reason
-    return enumeration_rows(est, cases), ""
+    return enumeration_rows(est, cases, EXACT), ""
 
 
 def _enum_control(name: str, cases: list[Case], expect: str) -> Control:
-    rows = enumeration_rows(_kf(get_mutant(name).part, UNBIASED), cases)
+    rows = enumeration_rows(_kf(get_mutant(name).part, UNBIASED), cases, EXACT)
     bad = _enum_bad(rows)
     detail = "; ".join(_row(r) for r in (bad or rows)[:2])
     return Control(f"mutant {name}", expect, "FAIL" if bad else "PASS", f"enumeration: {detail}")

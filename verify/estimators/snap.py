@@ -237,12 +237,25 @@ class BiasMeasurement(NamedTuple):
     r"""How far a deterministic estimator is from exact float64 RTRL on one problem.
 
     ``per_step`` (T,): :math:`\|\tilde g_t - g_t\| / \|g_t\|`; ``total``: the same for
-    :math:`\sum_t g_t` (the gradient of the whole loss); ``cosine``: :math:`\cos(\sum\tilde g_t, \sum g_t)`.
+    :math:`\sum_t g_t` (the gradient of the whole loss); ``cosine``: :math:`\cos(\sum\tilde g_t, \sum g_t)`;
+    ``per_block``: per parameter block of θ's layout (``cell.W`` ...), its part of ``per_step`` (T,), on the same
+    scale :math:`\|g_t\|` -- where a wrong estimate is wrong (:meth:`worst`).
     """
 
     per_step: torch.Tensor
     total: float
     cosine: float
+    per_block: dict[str, torch.Tensor] | None = None
+
+    def worst(self, steps: int | None = None) -> tuple[int, str] | None:
+        """Among the first ``steps`` steps (default: all), the step t (1-based) with the largest error and, at that
+        step, the parameter block with the largest error; None without ``per_block``."""
+        if not self.per_block:
+            return None
+        per = self.per_step if steps is None else self.per_step[:steps]
+        t = int(torch.argmax(per))
+        block = max(self.per_block, key=lambda name: float(self.per_block[name][t]))  # type: ignore[index]
+        return t + 1, block
 
 
 def relative_bias(estimator: OnlineEstimator, problem: Problem, theta: torch.Tensor) -> BiasMeasurement:
@@ -256,11 +269,13 @@ def relative_bias(estimator: OnlineEstimator, problem: Problem, theta: torch.Ten
     ref = run_estimator(RTRL(), problem, theta, rng)[:, 0]
     est = run_estimator(estimator, problem, theta, rng)[:, 0]
     tiny = torch.finfo(problem.dtype).tiny
-    per_step = (est - ref).norm(dim=-1) / ref.norm(dim=-1).clamp_min(tiny)
+    scale = ref.norm(dim=-1).clamp_min(tiny)
+    per_step = (est - ref).norm(dim=-1) / scale
+    per_block = {e.name: (est[:, e.slice] - ref[:, e.slice]).norm(dim=-1) / scale for e in problem.layout.entries}
     G, Gt = ref.sum(0), est.sum(0)
     total = float((Gt - G).norm() / G.norm().clamp_min(tiny))
     cosine = float(torch.dot(Gt, G) / (Gt.norm() * G.norm()).clamp_min(tiny))
-    return BiasMeasurement(per_step, total, cosine)
+    return BiasMeasurement(per_step, total, cosine, per_block)
 
 
 def sparse_elman_problem(
@@ -367,7 +382,8 @@ def exactness_suite(
     Rows (one per cell kind, recurrence and n): ``cell``, ``W`` (``diagonal``/``dense``/``ring``), ``order``,
     ``steps`` (``"all"`` or ``"first n"``), ``expect`` (``"exact"`` or ``"biased"``), ``error`` (the largest
     per-step :math:`\|\tilde g_t - g_t\|/\|g_t\|` over those steps), ``bias_total`` and ``cosine`` of the
-    summed gradient (:class:`BiasMeasurement`), ``closed`` (the n-step pattern is closed: :math:`M_{n+1} = M_n`,
+    summed gradient (:class:`BiasMeasurement`), ``worst_step`` and ``worst_block`` (where the error is largest:
+    the step and, at it, the parameter block), ``closed`` (the n-step pattern is closed: :math:`M_{n+1} = M_n`,
     computed here from the structural pattern, not from the estimator under test). Cases: diagonal ``W`` at
     n = 1 and dense ``W`` at n = 2 over all T steps (closed: exact); a directed ring at n = 1, 2 (not closed for
     H = 4 units: exact at the first n steps, biased over all T). ``orders``: the n to run (an implementation of
@@ -385,6 +401,7 @@ def exactness_suite(
             closed = bool(torch.equal(snap_pattern(P, C, order), snap_pattern(P, C, order + 1)))
             m = relative_bias(snap(order), P, th)
             per = m.per_step[:order] if steps == "first n" else m.per_step
+            worst = m.worst(order if steps == "first n" else None)
             rows.append(
                 {
                     "cell": kind,
@@ -396,6 +413,9 @@ def exactness_suite(
                     "bias_total": m.total,
                     "cosine": m.cosine,
                     "closed": closed,
+                    # where the error is largest: the step (1-based) and the parameter block at that step
+                    "worst_step": None if worst is None else worst[0],
+                    "worst_block": None if worst is None else worst[1],
                 }
             )
     return rows

@@ -124,6 +124,11 @@ def declared_support(
     return None
 
 
+def _cell_size(problem: Problem) -> int:
+    """p_cell: how many of θ's p entries are the cell's (they come first in θ's layout, the readout's after)."""
+    return sum(e.size for e in problem.layout.entries if e.name.startswith("cell."))
+
+
 def problem_kind(problem: Problem) -> str:
     """``elman-tanh``, ``elman-relu``, ``lstm``, ``gru``, ``linear`` ... -- the cell as the fixtures name it."""
     cell = problem.cell
@@ -204,8 +209,9 @@ class _Layout:
         flat = problem.layout.unflatten(theta.detach().to("cpu", torch.float64), "")
         return {u: (flat[t].numpy().T if tr else flat[t].numpy()).copy() for u, t, tr in self.entries}
 
-    def to_flat(self, problem: Problem, grads: Any, what: str) -> np.ndarray:
-        """A user's gradient (dict of user names, or a flat array in θ's layout) as a flat float64 array (p,)."""
+    def to_flat(self, problem: Problem, grads: Any, what: str, zeros: set[str] | None = None) -> np.ndarray:
+        """A user's gradient (dict of user names, or a flat array in θ's layout) as a flat float64 array (p,);
+        the user names in ``zeros`` are 0 whatever ``grads`` holds for them."""
         if not isinstance(grads, Mapping):
             arr = _f64(grads).reshape(-1)
             if arr.size != problem.p:
@@ -213,6 +219,9 @@ class _Layout:
             return arr
         out = np.empty(problem.p)
         for u, t, tr, sl, shape in self._slots(problem):
+            if zeros and u in zeros:
+                out[sl] = 0.0
+                continue
             g = grads.get(u) if isinstance(grads, dict) else (grads[u] if u in grads else None)
             if g is None:
                 raise InvalidArgument(what, f"keys {sorted(grads)}", f"the gradient of every parameter, {u!r} missing")
@@ -222,6 +231,34 @@ class _Layout:
                 raise InvalidArgument(f"{what}[{u!r}]", f"shape {tuple(g.shape)}", f"{t} has shape {shape}")
             out[sl] = g.reshape(-1)
         return out
+
+    def theta_tilde(self, problem: Problem, tt: Any, what: str) -> np.ndarray:
+        """UORO's θ̃ as a flat float64 array (p,): over every parameter (a dict of your names, or flat in θ's
+        layout), or over the cell's parameters only -- Tallec & Ollivier 2017, Algorithm 1's own form when the
+        readout's gradient is exact: a dict without the readout's names, or flat of the cell's p_cell values --
+        whose readout entries are then 0."""
+        p_cell = _cell_size(problem)
+        if not isinstance(tt, Mapping):
+            arr = _f64(tt).reshape(-1)
+            if arr.size == p_cell < problem.p:
+                return np.concatenate([arr, np.zeros(problem.p - p_cell)])
+            if arr.size != problem.p:
+                raise InvalidArgument(
+                    what,
+                    f"array of {arr.size} values",
+                    f"θ̃ over θ (p = {problem.p}) or over the cell (p_cell = {p_cell})",
+                )
+            return arr
+        cell = [u for u, t, _ in self.entries if t.startswith("cell.")]
+        missing = [u for u in cell if u not in tt]
+        if missing:
+            raise InvalidArgument(
+                what,
+                f"keys {sorted(tt)}",
+                f"θ̃ over every parameter or over the cell's ({', '.join(cell)}): {missing[0]!r} missing",
+            )
+        readout = {u for u, t, _ in self.entries if t.startswith("readout.") and u not in tt}
+        return self.to_flat(problem, tt, what, zeros=readout)
 
     def _slots(self, problem: Problem) -> tuple[tuple[str, str, bool, slice, tuple[int, ...]], ...]:
         """Per entry: (user name, toolkit name, transposed, θ's slice, the toolkit's shape), built once per layout."""
@@ -263,7 +300,8 @@ class Batch1:
     ∂ℓ_t/∂θ's estimate (a dict of your names, or a flat array in θ's layout); ``names`` maps your
     parameter names to the toolkit's (``"W"``, ``"cell.W"``, ``"V.T"`` for a transposed one; default: the
     toolkit's short names); ``influence(obj)`` (optional) returns the estimate of ∂s_t/∂θ (dict name ->
-    (n, *shape), or (n, p)); ``factors(obj)`` (optional, UORO) returns (s̃, θ̃) with θ̃ a dict or flat;
+    (n, *shape), or (n, p)); ``factors(obj)`` (optional, UORO) returns (s̃, θ̃) with θ̃ a dict or flat, over every
+    parameter or over the cell's only (Algorithm 1's form with an exact readout gradient: the readout's entries 0);
     ``state(obj)`` (optional) returns s_t; ``set_params(obj, params)`` (optional) takes new θ in an online
     run; ``expectation(obj, xs, ys)`` (optional) returns the T per-step gradients' exact expectation over the
     object's own randomness, from the fresh object ``make`` built and the inputs and targets as lists of numpy
@@ -447,7 +485,7 @@ class Batch1:
         for obj, _ in _objects(state.handle):
             s_tilde, theta_tilde = self.factors(obj)
             st.append(np.asarray(s_tilde, dtype=np.float64).reshape(1, -1))
-            tt.append(layout.to_flat(problem, theta_tilde, "factors(obj)[1]").reshape(1, -1))
+            tt.append(layout.theta_tilde(problem, theta_tilde, "factors(obj)[1]").reshape(1, -1))
         dt, dev = problem.dtype, problem.device
         return torch.as_tensor(np.stack(st), dtype=dt, device=dev), torch.as_tensor(np.stack(tt), dtype=dt, device=dev)
 

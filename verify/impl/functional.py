@@ -91,13 +91,15 @@ class Plan:
     entries: tuple[tuple[str, int, int, tuple[int, ...], bool], ...]
     n: int
     p: int
+    p_cell: int = -1  #: how many of θ's entries are the cell's (first in θ's layout); -1: all of them
 
     @staticmethod
     def build(names: Mapping[str, str] | None, problem: Problem) -> Plan:
         lay = _Layout.build(names, problem)
         by = {e.name: e for e in problem.layout.entries}
         rows = [(u, by[t].slice.start, by[t].slice.stop, tuple(by[t].shape), tr) for u, t, tr in lay.entries]
-        return Plan(tuple(sorted(rows, key=lambda r: r[1])), problem.n, problem.p)
+        p_cell = sum(e.size for e in problem.layout.entries if e.name.startswith("cell."))
+        return Plan(tuple(sorted(rows, key=lambda r: r[1])), problem.n, problem.p, p_cell)
 
     def to_user(self, theta: Any, ops: ArrayOps) -> dict[str, Any]:
         return {
@@ -122,6 +124,33 @@ class Plan:
                 raise InvalidArgument(f"{what}[{u!r}]", f"shape {tuple(v.shape)}", f"shape {tuple(want)}")
             parts.append(ops.f64((ops.T(v) if tr else v).reshape(-1), f"{what}[{u!r}]"))
         return ops.concat(parts)
+
+    def theta_tilde(self, tt: Any, what: str, ops: ArrayOps) -> Any:
+        """UORO's θ̃ as a flat float64 array (p,): over every parameter (as :meth:`to_flat` takes a gradient), or
+        over the cell's parameters only -- Tallec & Ollivier 2017, Algorithm 1's own form when the readout's
+        gradient is exact: a dict without the readout's names, or flat of the cell's p_cell values -- whose
+        readout entries are then 0."""
+        p_cell = self.p if self.p_cell < 0 else self.p_cell
+        if not isinstance(tt, Mapping):
+            arr = ops.asarray(tt)
+            size = int(np.prod(tuple(arr.shape)))
+            if size == p_cell < self.p:
+                return ops.concat([ops.f64(arr.reshape(-1), what), ops.zeros((self.p - p_cell,))])
+            if size != self.p:
+                raise InvalidArgument(
+                    what, f"array of {size} values", f"θ̃ over θ (p = {self.p}) or over the cell (p_cell = {p_cell})"
+                )
+            return ops.f64(arr.reshape(-1), what)
+        cell = [e[0] for e in self.entries if e[1] < p_cell]
+        missing = [u for u in cell if u not in tt]
+        if missing:
+            raise InvalidArgument(
+                what,
+                f"keys {sorted(tt)}",
+                f"θ̃ over every parameter or over the cell's ({', '.join(cell)}): {missing[0]!r} missing",
+            )
+        zeros = {u: ops.T(ops.zeros(sh)) if tr else ops.zeros(sh) for u, a, _b, sh, tr in self.entries if u not in tt}
+        return self.to_flat({**tt, **zeros}, what, ops)
 
     def columns(self, infl: Any, what: str, ops: ArrayOps) -> Any:
         """∂s/∂θ (dict name -> (n, *shape), readout names absent; or (n, p)) as (n, p) in θ's layout."""
@@ -332,7 +361,9 @@ class FunctionalStep:
         def factors_one(flat: Any) -> tuple[Any, Any]:
             assert self.factors is not None
             st, tt = self.factors(carry.tree(flat))
-            return ops.f64(ops.asarray(st).reshape(-1), "factors(carry)[0]"), plan.to_flat(tt, "factors(carry)[1]", ops)
+            return ops.f64(ops.asarray(st).reshape(-1), "factors(carry)[0]"), plan.theta_tilde(
+                tt, "factors(carry)[1]", ops
+            )
 
         def influence_one(flat: Any) -> Any:
             assert self.influence is not None

@@ -124,7 +124,8 @@ class TorchStep(FunctionalStep):
     (``params``: θ in your names and shapes, float64; ``nu``: ν (n,) with ``noise_hook=True``, else None); the
     gradient estimates ∂ℓ_t/∂θ (a dict of your names, or flat in θ's layout). Optional accessors of the carry:
     ``state(carry)`` s_t; ``influence(carry)`` the estimate of ∂s_t/∂θ (dict name -> (n, *shape), or (n, p));
-    ``factors(carry)`` UORO's (s̃, θ̃) (θ̃ a dict or flat). ``names``, ``cells``, ``losses``, ``gtilde``,
+    ``factors(carry)`` UORO's (s̃, θ̃) (θ̃ a dict or flat, over every parameter or over the
+    cell's only: the readout's entries are then 0). ``names``, ``cells``, ``losses``, ``gtilde``,
     ``random_start``, ``noise_law``, ``guarantee``, ``name``: as for :class:`~verify.impl.adapters.Batch1`.
     ``vmap=False`` steps the samples one by one, eagerly (what the adapter falls back to when ``torch.func.vmap``
     cannot trace ``step``).

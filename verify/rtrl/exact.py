@@ -39,6 +39,7 @@ __all__ = [
     "locate",
     "located_words",
     "relative_error",
+    "step_hint",
     "suite",
     "target",
 ]
@@ -226,4 +227,22 @@ def located_words(located: dict[str, Any] | None) -> str:
     return (
         f"; the gradient first leaves its budget at step t = {w['first_step']} of {located['problem']}, "
         f"largest in the block {w['block']} ({w['block_errors'][w['block']]:.2e} of the gradient's norm)"
+        + step_hint(int(w["first_step"]))
+    )
+
+
+def step_hint(first_step: int) -> str:
+    r"""Which part of RTRL the first wrong step points at (Tallec & Ollivier 2017, eq. (4):
+    :math:`J_t = \partial F/\partial s\,J_{t-1} + \partial F/\partial	heta`, with :math:`J_0 = 0`): at t = 1 the
+    influence is :math:`\partial F/\partial	heta` alone, so a wrong first step is the immediate Jacobian, the
+    readout or the loss gradient; a first wrong step t ≥ 2 after exact ones is where the recurrence enters (from
+    t = 2) or a step-dependent quantity -- a pointer to read the code at, not a proof."""
+    if first_step == 1:
+        return (
+            " (at t = 1 the influence is dF/dtheta alone, J_0 = 0: look at the immediate Jacobian dF/dtheta, "
+            "the readout or the loss gradient)"
+        )
+    return (
+        f" (steps before t = {first_step} agree, dF/dtheta at t = 1 included: look at the recurrence "
+        "J_t = dF/ds J_(t-1) + dF/dtheta, which enters from t = 2, or at what changes with t)"
     )

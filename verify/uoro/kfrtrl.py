@@ -22,6 +22,7 @@ from verify.errors import InvalidArgument
 from verify.estimators import UORO, enumerate_expectation, run_estimator
 from verify.estimators.base import OnlineEstimator
 from verify.oracles.bptt import influence_matrices, per_step_gradients
+from verify.rtrl.exact import locate
 from verify.stats import compare_second_moments, squared_errors
 from verify.stats.rates import fit_rate
 from verify.stats.variance import log_mean_with_se
@@ -37,8 +38,10 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(a - b)) / float(torch.linalg.vector_norm(b))
 
 
-def enumeration_rows(est: Any, cases: Sequence[Case]) -> list[dict[str, Any]]:
-    """Per case: the enumerated E g̃_t (t = 1..T) and E[u_t ⊗ A_t] vs exact RTRL, relative errors (float64).
+def enumeration_rows(est: Any, cases: Sequence[Case], budget: float = 1e-12) -> list[dict[str, Any]]:
+    """Per case: the enumerated E g̃_t (t = 1..T) and E[u_t ⊗ A_t] vs exact RTRL, relative errors (float64), and
+    ``where`` E g̃ first leaves ``budget`` (:func:`verify.rtrl.exact.locate`: the step and the parameter block;
+    ``{}`` where it does not).
 
     ``est`` must have the noise hook (:mod:`verify.estimators.noise`) with a discrete law; the influence row is
     ``None`` for an estimator without ``influence_estimate``.
@@ -48,12 +51,15 @@ def enumeration_rows(est: Any, cases: Sequence[Case]) -> list[dict[str, Any]]:
         P, th = case.problem, case.theta
         E = enumerate_expectation(est, P, th)
         infl = None if E.influence is None else _rel(E.influence, influence_matrices(P, th))
+        ref = per_step_gradients(P, th)
+        where = locate(E.gradients, ref, P, budget)
         rows.append(
             {
                 "problem": case.label,
                 "patterns": E.patterns,
-                "gradient_error": _rel(E.gradients, per_step_gradients(P, th)),
+                "gradient_error": _rel(E.gradients, ref),
                 "influence_error": infl,
+                "where": {k: where[k] for k in ("first_step", "block", "block_errors")} if where else {},
             }
         )
     return rows
