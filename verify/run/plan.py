@@ -283,10 +283,9 @@ def schedule_seconds(plans: Sequence[ClaimPlan], workers: int, upper: bool = Fal
     """The wall seconds of ``plans`` on ``workers`` workers as the run schedules them: in the run's order (the
     recorded time, longest first: :func:`verify.run.catalog.longest_first`), each claim to the first worker free,
     at its planned seconds (``upper``: the upper end of a range)."""
-    from verify.run.catalog import EXPECTED_SECONDS
-
+    order = RECORDED_SECONDS["ci"]  # verify.run.catalog.EXPECTED_SECONDS, the run's order
     free = [0.0] * max(workers, 1)
-    for p in sorted(plans, key=lambda p: -EXPECTED_SECONDS.get(p.claim_id, _ASSUMED)):
+    for p in sorted(plans, key=lambda p: -order.get(p.claim_id, _ASSUMED)):
         i = free.index(min(free))
         free[i] += p.upper if upper and p.upper is not None else p.seconds
     return max(free)
