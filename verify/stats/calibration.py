@@ -570,35 +570,36 @@ def issue39_cells() -> list[Scenario]:
     """The premises of issue 39 as calibration cells, both sides (:class:`Scenario`'s issue-39 fields).
 
     Unbiased cells count false FAILs, ``biased-*`` cells false certificates (a bias 1.01·δ‖g‖, or exactly δ‖g‖:
-    the certificate claims < δ‖g‖). The p = 500 cells run 1000 draws (fixed; pilot / first look 1000, ≤ 3000):
-    a draw costs O(p²) in the dense mode.
+    the certificate claims < δ‖g‖). Draws: fixed 2000, pilot / first look 1000, ≤ 10 000 (biased: ≤ 5000); the
+    p = 500 cells 1000, 1000, ≤ 3000 (a draw costs O(p²) in the dense mode).
     """
     b = BIAS_FACTOR
     p500 = (1000, 1000, 3000)
+    draws = (FIXED_M, FIRST, 10_000)  # a third of the suite's budget: 1000 seeds of a cell are minutes
     return [
         # one infinite-variance coordinate among 21 Gaussian ones (axis-aligned: the tail stays in coordinate 0)
-        Scenario("pareto1.5-axis", rotated=False, tail=1.5),
-        Scenario("biased-pareto1.5-axis", rotated=False, tail=1.5, bias=b),
+        Scenario("pareto1.5-axis", draws=draws, rotated=False, tail=1.5),
+        Scenario("biased-pareto1.5-axis", draws=draws, rotated=False, tail=1.5, bias=b),
         # dependent draws: one offset per sampler call (s.d. 0.03 per coordinate; unit noise), 8 calls for fixed
-        Scenario("shared-offset", offset=0.03, calls=8),
-        Scenario("shared-offset-0", calls=8),  # the control: independent draws, the same call structure
-        Scenario("biased-shared-offset", offset=0.03, calls=8, bias=b),
+        Scenario("shared-offset", draws=draws, offset=0.03, calls=8),
+        Scenario("shared-offset-0", draws=draws, calls=8),  # the control: independent draws, the same call structure
+        Scenario("biased-shared-offset", draws=draws, offset=0.03, calls=8, bias=b),
         # extreme scales (the engine rescales; 1e-155 and below crashed, 1e-170 declared FAILed from underflow)
-        Scenario("scale1e-155", scale=1e-155),
-        Scenario("scale1e-170-declared", scale=1e-170, event_floor=1.0, declare_norm=True),
-        Scenario("biased-scale1e-170-declared", scale=1e-170, event_floor=1.0, declare_norm=True, bias=b),
-        Scenario("scale1e-300", scale=1e-300),
-        Scenario("biased-scale1e-300", scale=1e-300, bias=b),
+        Scenario("scale1e-155", draws=draws, scale=1e-155),
+        Scenario("scale1e-170-declared", draws=draws, scale=1e-170, event_floor=1.0, declare_norm=True),
+        Scenario("biased-scale1e-170-declared", draws=draws, scale=1e-170, event_floor=1.0, declare_norm=True, bias=b),
+        Scenario("scale1e-300", draws=draws, scale=1e-300),
+        Scenario("biased-scale1e-300", draws=draws, scale=1e-300, bias=b),
         # the issue's own shapes
-        Scenario("near-singular-p500", p=500, cond=1e16, draws=p500),
-        Scenario("biased-near-singular-p500", p=500, cond=1e16, draws=p500, bias=b, bias_dir="bottom"),
-        Scenario("one-noisy-1e6", spectrum="one-noisy", rotated=False),
-        Scenario("biased-one-noisy-1e6", spectrum="one-noisy", rotated=False, bias=b, bias_dir="bottom"),
-        Scenario("biased-exactly-delta", cond=1e4, bias=1.0),
-        Scenario("biased-low-variance-cond1e8", cond=1e8, bias=b, bias_dir="bottom"),
-        Scenario("biased-low-variance-cond1e16", cond=1e16, bias=b, bias_dir="bottom"),
-        Scenario("drift", drift=True, calls=4),
-        Scenario("biased-drift", drift=True, calls=4, bias=b),
+        Scenario("near-singular-p500", p=500, cond=1e16, plan=1500, draws=p500),
+        Scenario("biased-near-singular-p500", p=500, cond=1e16, plan=1500, draws=p500, bias=b, bias_dir="bottom"),
+        Scenario("one-noisy-1e6", draws=draws, spectrum="one-noisy", rotated=False),
+        Scenario("biased-one-noisy-1e6", draws=draws, spectrum="one-noisy", rotated=False, bias=b, bias_dir="bottom"),
+        Scenario("biased-exactly-delta", draws=draws, cond=1e4, bias=1.0),
+        Scenario("biased-low-variance-cond1e8", draws=draws, cond=1e8, bias=b, bias_dir="bottom"),
+        Scenario("biased-low-variance-cond1e16", draws=draws, cond=1e16, bias=b, bias_dir="bottom"),
+        Scenario("drift", draws=draws, drift=True, calls=4),
+        Scenario("biased-drift", draws=draws, drift=True, calls=4, bias=b),
     ]
 
 
