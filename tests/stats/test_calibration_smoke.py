@@ -20,6 +20,7 @@ import torch
 from verify.stats import binomial_upper_quantile
 from verify.stats.calibration import (
     KNOWN_GAPS,
+    LARGE_CELLS,
     MECHANISMS,
     Scenario,
     build,
@@ -131,12 +132,20 @@ def test_committed_calibration_report() -> None:
     assert {r["mechanism"] for r in data["cells"]} == set(MECHANISMS)
     for r in data["cells"]:
         assert r["seeds"] >= 1000
+        if r["cell"] in KNOWN_GAPS:
+            continue  # published over its level, with why (below: it still is, so a fix shows here)
         assert r["errors"] <= binomial_upper_quantile(r["seeds"], r["level"], 1e-4), r
         if r["level"] >= 0.05:
             assert r["resolved"], r
         if r["cell"] in ("exact", "roundoff-bernoulli", "roundoff-gauss"):
             assert r["fails"] == 0, r
+    for name in KNOWN_GAPS:
+        rows = [r for r in data["cells"] if r["cell"] == name]
+        assert any(r["errors"] > binomial_upper_quantile(r["seeds"], r["level"], 1e-4) for r in rows), rows
+    gap_keys = {(r["level"], r["mechanism"], r["error"]) for r in data["cells"] if r["cell"] in KNOWN_GAPS}
     for s in data["summary"]:
+        if s["scope"] in ("all cells", "issue 39 premises") and (s["level"], s["mechanism"], s["error"]) in gap_keys:
+            continue  # pools a known gap (its rows are checked above)
         # pooled over the cells: the observed rate is at most the level and not significantly above it; where
         # the seeds can resolve it (level 0.05: 38 000 runs) the CP95 upper bound is below the level too. At
         # 1e-3 a test that spends exactly alpha (the fixed mechanism) has CP95 > alpha however many seeds run.
@@ -162,6 +171,11 @@ def test_committed_calibration_report() -> None:
         assert s["pooled_rate"] <= s["level"], s
         if s["error"] == "false certificate":
             assert s["pooled_cp95_upper"] <= s["level"], s
+    # issue 39's must-show: its premise cells at 1e-3, every mechanism, 1000 seeds; no false certificate at all
+    rows39 = [r for r in data["cells"] if r["group"] == "premises"]
+    assert {r["cell"] for r in rows39} == {c.name for c in issue39_cells() if c.name not in LARGE_CELLS}
+    assert {(r["level"], r["mechanism"]) for r in rows39} >= {(1e-3, m) for m in MECHANISMS}
+    assert all(r["passes"] == 0 for r in rows39 if r["biased"]), [r for r in rows39 if r["biased"] and r["passes"]]
     md = (path.parent / "calibration.md").read_text(encoding="utf-8")
     assert md.startswith("# Adversarial calibration")
     # the statistics page of the docs quotes the summary table as generated (rows of the pooled error rates)

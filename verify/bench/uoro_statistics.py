@@ -159,10 +159,11 @@ def calibrate_adversarial(
         raise SystemExit(f"unknown mechanisms {bad_mechs}; known: {list(adversarial.MECHANISMS)}")
     suite = adversarial.suite()
     if cells:
-        unknown = sorted(set(cells) - {c.name for c in suite})
+        known = adversarial.all_cells()  # the suite and its costly cells (run by name only)
+        unknown = sorted(set(cells) - {c.name for c in known})
         if unknown:
-            raise SystemExit(f"unknown cells {unknown}; known: {[c.name for c in suite]}")
-        suite = [c for c in suite if c.name in cells]
+            raise SystemExit(f"unknown cells {unknown}; known: {[c.name for c in known]}")
+        suite = [c for c in known if c.name in cells]
     preflight_dir(out, "--out", needs=("calibration.md", "calibration.json"))  # refused now, not after the compute
     seeds = range(first_seed, first_seed + n)
     print(f"machine: {machine()}")
@@ -214,7 +215,7 @@ def merge_reports(parts: list[Path], out: Path, command: str) -> None:
     cells in suite order, the summary recomputed, the commands and wall times of the parts recorded."""
     datas = [json.loads((d / "calibration.json").read_text(encoding="utf-8")) for d in parts]
     rows = [adversarial.ScenarioResult.from_data(r) for d in datas for r in d["cells"]]
-    order = {c.name: i for i, c in enumerate(adversarial.suite())}
+    order = {c.name: i for i, c in enumerate(adversarial.all_cells())}
     mechs = {m: i for i, m in enumerate(adversarial.MECHANISMS)}
     rows.sort(key=lambda r: (order.get(r.cell, len(order)), r.level, mechs[r.mechanism]))
     seen = {(r.cell, r.level, r.mechanism) for r in rows}
