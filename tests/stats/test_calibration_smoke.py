@@ -289,3 +289,18 @@ def test_issue39_infinite_variance_is_named() -> None:
     assert all(r.verdict is Verdict.INCONCLUSIVE for r in runs.values()), runs
     assert "coordinate 0: tail index" in runs[7001].reason and "variance not finite" in runs[7001].reason
     assert "heavy tail" in runs[7000].reason
+
+
+def test_issue39_bench_runs_a_mechanism_subset_and_prints_the_premise_table(tmp_path: Path) -> None:
+    """``--mechanisms`` runs only those; the premise table gives the CP95 bound, the seeds that would show ≤ level
+    (0 errors at 1e-3: 2995, the one-sided 95 % bound) and a replay command per row."""
+    from verify.bench.premises import premise_calibration_table, seeds_to_show
+    from verify.bench.uoro_statistics import calibrate_adversarial
+
+    rows = calibrate_adversarial(2, 1000, [1e-3], ["scale1e-300"], 1, tmp_path / "a", "part", ["fixed"])
+    assert [(r.cell, r.mechanism, r.seeds) for r in rows] == [("scale1e-300", "fixed", 2)]
+    table = premise_calibration_table([str(tmp_path / "a" / "calibration.json")])
+    assert "--mechanisms fixed --cells scale1e-300" in table and "--first-seed 1000" in table
+    assert (seeds_to_show(0, 1e-3), seeds_to_show(1, 1e-3), seeds_to_show(0, 1e-3, 0.975)) == (2995, 4742, 3688)
+    with pytest.raises(SystemExit, match="unknown mechanisms"):
+        calibrate_adversarial(2, 1000, [1e-3], ["scale1e-300"], 1, tmp_path / "b", "part", ["fixd"])
