@@ -11,13 +11,27 @@ with probability ≤ 1e-4 per cell and mechanism).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import torch
 
 from verify.stats import binomial_upper_quantile
-from verify.stats.calibration import MECHANISMS, Scenario, build, markdown_table, run_scenario, smoke_suite, summarize
+from verify.stats.calibration import (
+    KNOWN_GAPS,
+    LARGE_CELLS,
+    MECHANISMS,
+    Scenario,
+    build,
+    issue39_cells,
+    markdown_table,
+    run_once,
+    run_scenario,
+    smoke_suite,
+    summarize,
+)
+from verify.verdict import Verdict
 
 pytestmark = pytest.mark.statistical
 
@@ -48,7 +62,8 @@ def test_suite_covers_the_issue() -> None:
     assert {c.p for c in cells} >= {1, 10, 100, 1000, 10_000}
     assert {c.cond for c in cells if c.spectrum == "geometric"} >= {1.0, 1e4, 1e8, 1e12, 1e16}
     assert {"rank-half-rot", "rank-half-axis", "roundoff-bernoulli", "roundoff-gauss", "exact"} <= names
-    assert sum(c.biased for c in cells) >= 5 and all(c.bias > 1 for c in cells if c.biased)
+    # biased cells at 1.01 δ‖g‖, and issue 39's at exactly δ‖g‖ (the certificate claims < δ‖g‖: still wrong)
+    assert sum(c.biased for c in cells) >= 5 and all(c.bias >= 1 for c in cells if c.biased)
     biased = build(next(c for c in cells if c.name == "biased-gauss-top"))
     assert biased.bias_norm > 0.1 * float(biased.truth.norm())  # 1.01 δ‖g‖ with δ = 0.1
     # issue 22: rare events (both sides, three probabilities), skewed and lattice noise, and their biased cells
@@ -60,6 +75,24 @@ def test_suite_covers_the_issue() -> None:
     x = rare.sampler(5000, torch.Generator().manual_seed(0))
     hits = int((x != rare.truth).any(1).sum())
     assert 0 < hits < 30  # every draw off the event equals g; the bias lives in ~5 hits
+    # issue 39: the premise classes, both sides (infinite variance, dependent draws, extreme scales, the issue's shapes)
+    p39 = {c.name: c for c in issue39_cells()}
+    assert set(p39) - names == LARGE_CELLS and set(KNOWN_GAPS) <= names  # p = 500: run by name (all_cells)
+    assert {c.tail for c in p39.values() if c.tail} == {1.5} and {c.biased for c in p39.values() if c.tail} == {
+        True,
+        False,
+    }
+    assert {c.biased for c in p39.values() if c.offset} == {True, False} and "shared-offset-0" in p39
+    assert {c.scale for c in p39.values()} >= {1e-155, 1e-170, 1e-300}
+    assert any(c.declare_norm and c.event_floor == 1.0 and c.scale == 1e-170 for c in p39.values())
+    assert {c.p for c in p39.values()} >= {22, 500} and any(c.spectrum == "one-noisy" for c in p39.values())
+    assert any(c.bias == 1.0 for c in p39.values()) and any(c.bias_dir == "bottom" for c in p39.values())
+    assert {c.biased for c in p39.values() if c.drift} == {True, False}
+    offset = build(p39["shared-offset"])
+    gen = torch.Generator().manual_seed(0)
+    means = torch.stack([offset.sampler(4000, gen).mean(0) - offset.truth for _ in range(50)])  # 50 calls
+    # per coordinate: 0.03² (the call's offset) + 1/4000 (the noise) = 1.15e-3; independent draws: 2.5e-4
+    assert float(means.var()) > 2.5 * (1 / 4000)
 
 
 def test_parallel_reports_merge(tmp_path: Path) -> None:
@@ -99,12 +132,20 @@ def test_committed_calibration_report() -> None:
     assert {r["mechanism"] for r in data["cells"]} == set(MECHANISMS)
     for r in data["cells"]:
         assert r["seeds"] >= 1000
+        if r["cell"] in KNOWN_GAPS:
+            continue  # published over its level, with why (below: it still is, so a fix shows here)
         assert r["errors"] <= binomial_upper_quantile(r["seeds"], r["level"], 1e-4), r
         if r["level"] >= 0.05:
             assert r["resolved"], r
         if r["cell"] in ("exact", "roundoff-bernoulli", "roundoff-gauss"):
             assert r["fails"] == 0, r
+    for name in KNOWN_GAPS:
+        rows = [r for r in data["cells"] if r["cell"] == name]
+        assert any(r["errors"] > binomial_upper_quantile(r["seeds"], r["level"], 1e-4) for r in rows), rows
+    gap_keys = {(r["level"], r["mechanism"], r["error"]) for r in data["cells"] if r["cell"] in KNOWN_GAPS}
     for s in data["summary"]:
+        if s["scope"] in ("all cells", "issue 39 premises") and (s["level"], s["mechanism"], s["error"]) in gap_keys:
+            continue  # pools a known gap (its rows are checked above)
         # pooled over the cells: the observed rate is at most the level and not significantly above it; where
         # the seeds can resolve it (level 0.05: 38 000 runs) the CP95 upper bound is below the level too. At
         # 1e-3 a test that spends exactly alpha (the fixed mechanism) has CP95 > alpha however many seeds run.
@@ -130,6 +171,11 @@ def test_committed_calibration_report() -> None:
         assert s["pooled_rate"] <= s["level"], s
         if s["error"] == "false certificate":
             assert s["pooled_cp95_upper"] <= s["level"], s
+    # issue 39's must-show: its premise cells at 1e-3, every mechanism, 1000 seeds; no false certificate at all
+    rows39 = [r for r in data["cells"] if r["group"] == "premises"]
+    assert {r["cell"] for r in rows39} == {c.name for c in issue39_cells() if c.name not in LARGE_CELLS}
+    assert {(r["level"], r["mechanism"]) for r in rows39} >= {(1e-3, m) for m in MECHANISMS}
+    assert all(r["passes"] == 0 for r in rows39 if r["biased"]), [r for r in rows39 if r["biased"] and r["passes"]]
     md = (path.parent / "calibration.md").read_text(encoding="utf-8")
     assert md.startswith("# Adversarial calibration")
     # the statistics page of the docs quotes the summary table as generated (rows of the pooled error rates)
@@ -199,3 +245,62 @@ def _in_two_processes(code: str, *args: str) -> set[str]:
         ).stdout.strip()
         for h in (1, 2)
     }
+
+
+# ------------------------------------------------------------------------------------------------- issue 39
+ISSUE39_SEEDS = range(7000, 7003)
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [pytest.param(c, marks=pytest.mark.slow) if c.p > 100 else c for c in issue39_cells()],  # p = 500: ~1 s a run
+    ids=lambda c: c.name,
+)
+def test_issue39_cell_smoke(cell: Scenario) -> None:
+    """Issue 39's premise cells (class ``premises`` of the published calibration) at the catalog's level α = β = 1e-3,
+    3 seeds per mechanism: every run ends in a verdict (no crash at 1e-155 ... 1e-300), and the errors stay at most
+    ``binomial_upper_quantile(3, 1e-3, 1e-4)`` = 1 (a correct engine exceeds it w.p. ≤ 1e-4 per cell and
+    mechanism) -- except in the cells of ``KNOWN_GAPS``, whose published rate exceeds the level (run, not judged)."""
+    for mech in MECHANISMS:
+        r = run_scenario(cell, 1e-3, mech, ISSUE39_SEEDS)
+        assert r.fails + r.passes + r.inconclusive == len(ISSUE39_SEEDS), r
+        if cell.name not in KNOWN_GAPS:
+            assert r.errors <= binomial_upper_quantile(len(ISSUE39_SEEDS), 1e-3, 1e-4), r
+
+
+@pytest.mark.parametrize("name", ["scale1e-300", "scale1e-170-declared", "biased-scale1e-300"])
+def test_issue39_scale_cells_decide_as_at_scale_one(name: str) -> None:
+    """The same cell at scale 1 (same name: the same problem and seeds, so the same draws unscaled) gets the same
+    verdicts: the engine's rescaling makes 1e-300 and 1e-170 (declared floor and norm) invisible."""
+    cell = next(c for c in issue39_cells() if c.name == name)
+    unit = dataclasses.replace(cell, scale=1.0)
+    for mech in MECHANISMS:
+        a, b = (run_scenario(c, 1e-3, mech, ISSUE39_SEEDS) for c in (cell, unit))
+        assert (a.fails, a.passes, a.inconclusive) == (b.fails, b.passes, b.inconclusive), (a, b)
+
+
+def test_issue39_infinite_variance_is_named() -> None:
+    """The Pareto(1.5) coordinate among 21 Gaussian ones (planned mechanism): no verdict rests on it, and a run whose
+    draws show it is INCONCLUSIVE naming coordinate 0 and the premise (seed 7001: "coordinate 0: tail index ~ 1.5
+    ..., variance not finite"; seed 7000's largest draw is 21 % of the *total* scatter: "heavy tail")."""
+    cell = next(c for c in issue39_cells() if c.name == "pareto1.5-axis")
+    problem = build(cell)
+    runs = {seed: run_once(problem, 1e-3, "planned", seed) for seed in ISSUE39_SEEDS}
+    assert all(r.verdict is Verdict.INCONCLUSIVE for r in runs.values()), runs
+    assert "coordinate 0: tail index" in runs[7001].reason and "variance not finite" in runs[7001].reason
+    assert "heavy tail" in runs[7000].reason
+
+
+def test_issue39_bench_runs_a_mechanism_subset_and_prints_the_premise_table(tmp_path: Path) -> None:
+    """``--mechanisms`` runs only those; the premise table gives the CP95 bound, the seeds that would show ≤ level
+    (0 errors at 1e-3: 2995, the one-sided 95 % bound) and a replay command per row."""
+    from verify.bench.premises import premise_calibration_table, seeds_to_show
+    from verify.bench.uoro_statistics import calibrate_adversarial
+
+    rows = calibrate_adversarial(2, 1000, [1e-3], ["scale1e-300"], 1, tmp_path / "a", "part", ["fixed"])
+    assert [(r.cell, r.mechanism, r.seeds) for r in rows] == [("scale1e-300", "fixed", 2)]
+    table = premise_calibration_table([str(tmp_path / "a" / "calibration.json")])
+    assert "--mechanisms fixed --cells scale1e-300" in table and "--first-seed 1000" in table
+    assert (seeds_to_show(0, 1e-3), seeds_to_show(1, 1e-3), seeds_to_show(0, 1e-3, 0.975)) == (2995, 4742, 3688)
+    with pytest.raises(SystemExit, match="unknown mechanisms"):
+        calibrate_adversarial(2, 1000, [1e-3], ["scale1e-300"], 1, tmp_path / "b", "part", ["fixd"])

@@ -40,8 +40,11 @@ in a ``biased-*`` cell -- ‖E ĝ − g‖ = bias·δ‖g‖, the FAIL side's di
 Each row: verdict counts over the seeds, crashes (an exception is a crash), the error rate with its two-sided
 Clopper–Pearson 95 % interval, and one reason seen.
 
-``--cells`` runs the issue-39 calibration cells above (``--scale`` multiplies their seeds too), ``--cells-table``
-prints them with one-sided Clopper–Pearson 95 % upper bounds; ``--calibration`` reruns cells of
+The published calibration (:func:`verify.stats.calibration.issue39_cells`, class ``premises`` of
+``reports/calibration/calibration.json``) holds these classes as cells of its own shapes; ``--premise-table JSON ...``
+prints its issue-39 rows with their Clopper–Pearson bounds, the seeds that would show ≤ α and each row's replay
+command. ``--cells`` runs the issue-39 calibration cells above (``--scale`` multiplies their seeds too),
+``--cells-table`` prints them with one-sided Clopper–Pearson 95 % upper bounds; ``--calibration`` reruns cells of
 :func:`verify.stats.calibration.suite` (the same seeds as ``reports/calibration/``, fewer of them) at level 0.05 for
 the three mechanisms; ``--table`` on two such files prints the false-FAIL / PASS counts before and after side by
 side.
@@ -388,6 +391,56 @@ def cells_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def seeds_to_show(errors: int, level: float, conf: float = 0.95) -> int:
+    """The fewest seeds n with a one-sided Clopper–Pearson ``conf`` upper bound on errors / n at most ``level``,
+    if no further error occurs (0 errors at 1e-3: 2995)."""
+    from verify.stats.binomial import clopper_pearson_upper
+
+    lo, hi = max(errors, 1), max(errors, 1)
+    while clopper_pearson_upper(errors, hi, conf) > level:
+        lo, hi = hi, hi * 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if clopper_pearson_upper(errors, mid, conf) > level else (lo, mid)
+    return hi
+
+
+def premise_calibration_table(paths: list[str]) -> str:
+    """Issue 39's cells in published calibration reports (``calibration.json`` of
+    ``python -m verify.bench.uoro_statistics --what adversarial``; the class ``premises``): per row the counts, the
+    error (false FAIL or false certificate), its one-sided Clopper–Pearson 95 % upper bound, whether that bound
+    shows the rate ≤ level, the seeds that would show it (no further error), and the command that replays the row."""
+    from verify.stats.calibration import KNOWN_GAPS, ScenarioResult, issue39_cells
+
+    names = [c.name for c in issue39_cells()]
+    rows: list[tuple[ScenarioResult, int]] = []
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        first = int(data["seeds"][0])
+        rows += [(ScenarioResult.from_data(r), first) for r in data["cells"] if r["cell"] in names]
+    rows.sort(key=lambda x: (names.index(x[0].cell), x[0].level, x[0].mechanism, x[1]))
+    lines = [
+        "| cell | error | level | mechanism | seeds | FAIL / PASS / INCONCLUSIVE | errors | rate | CP95 upper | "
+        "≤ level shown | seeds to show it | replay |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r, first in rows:
+        kind = "false certificate" if r.biased else "false FAIL"
+        shown = "yes" if r.resolved else ("**NO** (known gap)" if r.cell in KNOWN_GAPS and not r.ok else "not yet")
+        need = "" if r.resolved else (f"{seeds_to_show(r.errors, r.level):,}" if r.ok else "—")
+        seeds = f"{r.seeds} ({first}..{first + r.seeds - 1})"
+        replay = (
+            f"`python -m verify.bench.uoro_statistics --what adversarial --calibrate {r.seeds} --first-seed {first} "
+            f"--levels {r.level:g} --mechanisms {r.mechanism} --cells {r.cell} --out DIR`"
+        )
+        lines.append(
+            f"| {r.cell} | {kind} | {r.level:g} | {r.mechanism} | {seeds} | {r.fails} / {r.passes} / "
+            f"{r.inconclusive} | {r.errors} | {r.rate:.2g} | {r.cp_upper:.2g} | {shown} | {need} | {replay} |"
+        )
+    return "\n".join(lines)
+
+
 #: the calibration cells rerun before/after (the smoke cells and one of each law and corner)
 CALIBRATION_CELLS = (
     "gauss-cond1e+16-rot", "t3-cond1e+08-rot", "rank-half-rot", "roundoff-bernoulli", "exact", "gauss-p1000",
@@ -428,11 +481,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--calibration", type=int, metavar="SEEDS", help="rerun CALIBRATION_CELLS with this many seeds")
     ap.add_argument("--cells", action="store_true", help="run issue 39's calibration cells (both sides, α = 1e-3)")
     ap.add_argument("--cells-table", metavar="JSON", help="print the table of a --cells run")
+    ap.add_argument(
+        "--premise-table", nargs="+", metavar="JSON", help="print issue 39's cells in calibration.json reports"
+    )
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     if a.table:
         with open(a.table[0]) as f0, open(a.table[1]) as f1:
             print(table(json.load(f0), json.load(f1)))
+        return
+    if a.premise_table:
+        print(premise_calibration_table(a.premise_table))
         return
     if a.cells_table:
         with open(a.cells_table) as f:

@@ -24,7 +24,7 @@
     planned and sequential mechanisms in every cell (ill-conditioned, rotated, rank-deficient,
     round-off-level, exact, heavy-tailed, p = 1 … 10⁴, biased at 1.01 δ‖g‖); writes
     ``reports/calibration/calibration.md`` and ``.json`` (``--out``) with the command line and
-    the wall time. ``--cells a,b`` runs a subset.
+    the wall time. ``--cells a,b`` runs a subset, ``--mechanisms fixed,planned`` a subset of the mechanisms.
 """
 
 from __future__ import annotations
@@ -142,19 +142,34 @@ def calibrate(n: int, alpha: float, what: list[str], first_seed: int) -> dict[st
 
 
 def calibrate_adversarial(
-    n: int, first_seed: int, levels: list[float], cells: list[str], jobs: int, out: Path, command: str
+    n: int,
+    first_seed: int,
+    levels: list[float],
+    cells: list[str],
+    jobs: int,
+    out: Path,
+    command: str,
+    mechanisms: list[str] | None = None,
 ) -> list[adversarial.ScenarioResult]:
-    """Run :func:`verify.stats.calibration.run_suite` and write ``calibration.md`` / ``.json`` under ``out``."""
+    """Run :func:`verify.stats.calibration.run_suite` and write ``calibration.md`` / ``.json`` under ``out``
+    (``mechanisms``: a subset of :data:`~verify.stats.calibration.MECHANISMS`, default all)."""
+    mechs = list(mechanisms or adversarial.MECHANISMS)
+    bad_mechs = sorted(set(mechs) - set(adversarial.MECHANISMS))
+    if bad_mechs:
+        raise SystemExit(f"unknown mechanisms {bad_mechs}; known: {list(adversarial.MECHANISMS)}")
     suite = adversarial.suite()
     if cells:
-        unknown = sorted(set(cells) - {c.name for c in suite})
+        known = adversarial.all_cells()  # the suite and its costly cells (run by name only)
+        unknown = sorted(set(cells) - {c.name for c in known})
         if unknown:
-            raise SystemExit(f"unknown cells {unknown}; known: {[c.name for c in suite]}")
-        suite = [c for c in suite if c.name in cells]
+            raise SystemExit(f"unknown cells {unknown}; known: {[c.name for c in known]}")
+        suite = [c for c in known if c.name in cells]
     preflight_dir(out, "--out", needs=("calibration.md", "calibration.json"))  # refused now, not after the compute
     seeds = range(first_seed, first_seed + n)
     print(f"machine: {machine()}")
-    print(f"adversarial calibration: {len(suite)} cells x {len(levels)} levels x 3 mechanisms, {n} seeds each")
+    print(
+        f"adversarial calibration: {len(suite)} cells x {len(levels)} levels x {len(mechs)} mechanisms, {n} seeds each"
+    )
     t0 = time.perf_counter()
 
     def progress(r: adversarial.ScenarioResult) -> None:
@@ -166,7 +181,7 @@ def calibrate_adversarial(
             flush=True,
         )
 
-    results = adversarial.run_suite(suite, seeds=seeds, levels=levels, jobs=jobs, progress=progress)
+    results = adversarial.run_suite(suite, seeds=seeds, levels=levels, mechanisms=mechs, jobs=jobs, progress=progress)
     wall = time.perf_counter() - t0
     table = adversarial.markdown_table(results, command=command, wall_s=wall, machine=machine())
     payload = {
@@ -200,7 +215,7 @@ def merge_reports(parts: list[Path], out: Path, command: str) -> None:
     cells in suite order, the summary recomputed, the commands and wall times of the parts recorded."""
     datas = [json.loads((d / "calibration.json").read_text(encoding="utf-8")) for d in parts]
     rows = [adversarial.ScenarioResult.from_data(r) for d in datas for r in d["cells"]]
-    order = {c.name: i for i, c in enumerate(adversarial.suite())}
+    order = {c.name: i for i, c in enumerate(adversarial.all_cells())}
     mechs = {m: i for i, m in enumerate(adversarial.MECHANISMS)}
     rows.sort(key=lambda r: (order.get(r.cell, len(order)), r.level, mechs[r.mechanism]))
     seen = {(r.cell, r.level, r.mechanism) for r in rows}
@@ -213,7 +228,7 @@ def merge_reports(parts: list[Path], out: Path, command: str) -> None:
     table = adversarial.markdown_table(rows, command=full, wall_s=wall, machine=datas[0]["machine"])
     payload = {
         "command": datas[0]["command"],
-        "commands": [d["command"] for d in datas],
+        "commands": [c for d in datas for c in d.get("commands", [d["command"]])],
         "wall_s": wall,
         "machine": datas[0]["machine"],
         "seeds": datas[0]["seeds"],
@@ -237,6 +252,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--first-seed", type=int, default=1000)
     ap.add_argument("--levels", default="1e-3,0.05", help="adversarial: alpha = beta levels")
     ap.add_argument("--cells", default="", help="adversarial: a comma-separated subset of the cells")
+    ap.add_argument(
+        "--mechanisms", default="", help="adversarial: a comma-separated subset of fixed,planned,sequential"
+    )
     ap.add_argument("--jobs", type=int, default=1, help="adversarial: worker processes")
     ap.add_argument("--out", default="reports/calibration", help="adversarial: output folder")
     ap.add_argument("--merge", default="", help="merge the calibration reports in these comma-separated folders")
@@ -266,6 +284,7 @@ def main(argv: list[str] | None = None) -> None:
                 args.jobs,
                 Path(args.out),
                 "python -m verify.bench.uoro_statistics " + " ".join(raw),
+                [m.strip() for m in args.mechanisms.split(",") if m.strip()],
             )
         except VerifyError as exc:  # e.g. --out names a folder rnn-verify did not write
             print(f"verify.bench.uoro_statistics: error: {exc}", file=sys.stderr)

@@ -25,7 +25,13 @@ of a standardised law --
   use 100–300 draws per test, so they measure the FAIL side only: a PASS needs M ≥ 1000);
 * biased cells: :math:`\|b\| = 1.01\,\delta\|g\|` along the top, the bottom or a random
   direction -- a PASS there is a false certificate (rate ≤ β); they run with the FAIL side's
-  noisy-direction tests off (:func:`options`), so the certificate alone is measured.
+  noisy-direction tests off (:func:`options`), so the certificate alone is measured;
+* the premises of issue 39 (:func:`issue39_cells`, both sides): one infinite-variance coordinate
+  (a centred Pareto(1.5)) among Gaussian ones, draws that share one random offset per sampler
+  call (dependent within a call) and their independent control, extreme scales (1e-155, 1e-170
+  with ``event_floor`` and ``reference_norm`` declared, 1e-300), a near-singular covariance in
+  p = 500, one coordinate 10⁶ times noisier, a bias of exactly δ‖g‖, a bias along the
+  least-variance direction (cond 1e8, 1e16), and draws whose law drifts with the index.
 
 The truth's norm is set so that the planner asks for ≈ 4000 draws at α = β = 1e-3 with
 δ = 0.1 (the round-off and case-1 cells keep their own scales); the rates do not depend
@@ -58,12 +64,16 @@ from verify.stats.unbiased import (
 from verify.verdict import Verdict
 
 __all__ = [
+    "KNOWN_GAPS",
+    "LARGE_CELLS",
     "LEVELS",
     "MECHANISMS",
     "Scenario",
     "ScenarioResult",
+    "all_cells",
     "build",
     "group_of",
+    "issue39_cells",
     "markdown_table",
     "run_scenario",
     "run_seed",
@@ -111,6 +121,16 @@ class Scenario:
     rare: float = 0.0  # rare-event cells: the event's probability q per draw
     event_floor: float | None = None  # declared (TestOptions.event_floor): a deterministic computation declares 1
     declare_radius: bool = False  # declare the cell's almost-sure radius ‖X − g‖ ≤ R (TestOptions.draw_radius)
+    # issue 39 (premises): coordinate 0's noise a centred Pareto(tail) (scale PARETO_SCALE; variance infinite for
+    # tail ≤ 2); one N(0, offset² I) offset per sampler call shared by its draws; the fixed mechanism's M draws as
+    # ``calls`` calls stacked in call order; g, b and the noise multiplied by ``scale``; ‖g‖ declared as
+    # ``reference_norm``; the law drifting with the draw's index (and the call: :func:`_drift_sampler`)
+    tail: float = 0.0
+    offset: float = 0.0
+    calls: int = 1
+    scale: float = 1.0
+    declare_norm: bool = False
+    drift: bool = False
 
     @property
     def biased(self) -> bool:
@@ -129,9 +149,17 @@ class Scenario:
             )
         decl = "".join(
             [f", declared event floor {self.event_floor:g}" if self.event_floor is not None else "",
-             ", declared radius" if self.declare_radius else ""]
+             ", declared radius" if self.declare_radius else "",
+             ", declared reference norm" if self.declare_norm else ""]
         )  # fmt: skip
-        return f"{self.law}, p={self.p}, {spec}, {basis}{b}{decl}"
+        premise = "".join(
+            [f", coordinate 0 Pareto({self.tail:g})" if self.tail else "",
+             f", shared offset s.d. {self.offset:g} per call" if self.offset else "",
+             f", fixed draws in {self.calls} calls" if self.calls > 1 else "",
+             f", scale {self.scale:g}" if self.scale != 1.0 else "",
+             ", law drifting with the index" if self.drift else ""]
+        )  # fmt: skip
+        return f"{self.law}, p={self.p}, {spec}, {basis}{b}{premise}{decl}"
 
 
 @dataclass(frozen=True)
@@ -269,6 +297,8 @@ def _sd(cell: Scenario) -> torch.Tensor:
         return torch.logspace(8, -8, p, dtype=F64)
     if cell.spectrum == "rare-half":  # noise in the first half, the event in the other half
         return torch.cat([torch.ones(p // 2), torch.zeros(p - p // 2)]).to(F64)
+    if cell.spectrum == "one-noisy":  # issue 39: coordinate 0 10⁶ times noisier than the others
+        return torch.cat([torch.full((1,), 1e6), torch.ones(p - 1)]).to(F64)
     if cell.spectrum == "case1":
         return torch.cat([torch.full((3,), 1e5), torch.full((15,), 1e-3), torch.zeros(p - 18)]).to(F64)
     return torch.zeros(p, dtype=F64)  # exact / round-off cells: no modelled noise
@@ -284,10 +314,16 @@ class Problem:
     draws: tuple[int, int, int] = (FIXED_M, FIRST, MAX_SAMPLES)
     radius: float | None = None  # an almost-sure bound on ‖X − g‖ when the cell has one (declared if asked)
     event_floor: float | None = None
+    calls: int = 1  # the fixed mechanism's draws: this many sampler calls stacked (issue 39's dependent draws)
+    reference_norm: float | None = None  # declared to the test (issue 39's extreme scales)
+    fresh: Callable[[], Callable[[int, torch.Generator], torch.Tensor]] | None = None  # a stateful sampler, per run
 
 
 def group_of(cell: Scenario) -> str:
-    """The class of a cell: ``rare events``, ``skewed``, ``lattice`` (issue 22) or ``issue 14`` (the original suite)."""
+    """The class of a cell: ``premises`` (issue 39), ``rare events``, ``skewed``, ``lattice`` (issue 22) or
+    ``issue 14`` (the original suite)."""
+    if cell.name in _ISSUE39_NAMES:
+        return "premises"
     if cell.rare:
         return "rare events"
     if cell.law.startswith("lognormal") or cell.law == "exponential":
@@ -299,6 +335,11 @@ def group_of(cell: Scenario) -> str:
 
 #: the classes issue 22 added
 NEW_GROUPS = ("rare events", "skewed", "lattice")
+#: the class issue 39 added
+PREMISE_GROUPS = ("premises",)
+#: coordinate 0's Pareto scale x_m in the infinite-variance cells (at 0.3 no single draw dominates the *total*
+#: scatter of 22 coordinates: the diluted case of issue 39)
+PARETO_SCALE = 0.3
 
 
 def run_seed(name: str, seed: int) -> int:
@@ -323,7 +364,7 @@ def build(cell: Scenario) -> Problem:
     rot = _Rotation(p, gen) if cell.rotated and p > 1 else None
     direction = torch.randn(p, generator=gen, dtype=F64)
     direction /= torch.linalg.vector_norm(direction)
-    if cell.spectrum in ("geometric", "rank-half", "multiscale"):
+    if cell.spectrum in ("geometric", "rank-half", "multiscale", "one-noisy"):
         pl = plan_samples(delta=DELTA, alpha=1e-3, beta=1e-3, truth_norm=1.0, eigenvalues=sd * sd)
         g = direction * math.sqrt(pl.samples / cell.plan)  # plan ∝ 1/||g||^2
     else:
@@ -339,6 +380,8 @@ def build(cell: Scenario) -> Problem:
         b = v / torch.linalg.vector_norm(v) * cell.bias * DELTA * gnorm
     mean = g + b
     law, spectrum = cell.law, cell.spectrum
+    if cell.scale != 1.0 or cell.tail or cell.offset or cell.drift:
+        return _build_premise(cell, g, b, sd, rot)
 
     def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
         if spectrum == "exact":
@@ -351,7 +394,61 @@ def build(cell: Scenario) -> Problem:
         w = noise(law, m, p, rng) * sd
         return mean + (rot.apply_rows(w) if rot is not None else w)
 
-    return Problem(g, sampler, float(torch.linalg.vector_norm(b)), cell.draws, None, cell.event_floor)
+    ref = float(torch.linalg.vector_norm(g)) if cell.declare_norm else None
+    bnorm = float(torch.linalg.vector_norm(b))
+    return Problem(g, sampler, bnorm, cell.draws, None, cell.event_floor, cell.calls, ref)
+
+
+def _pareto(m: int, a: float, gen: torch.Generator) -> torch.Tensor:
+    """m draws of a centred Pareto(a) with scale PARETO_SCALE (x_m (U^{-1/a} − a/(a − 1)): mean 0, variance
+    infinite for a ≤ 2, right-skewed)."""
+    u = torch.rand(m, generator=gen, dtype=F64)
+    return PARETO_SCALE * (u.pow(-1.0 / a) - a / (a - 1.0))
+
+
+def _build_premise(
+    cell: Scenario, g: torch.Tensor, b: torch.Tensor, sd: torch.Tensor, rot: _Rotation | None
+) -> Problem:
+    r"""Issue 39's premise cells: :math:`X = s\,(g + b + o_c + Q\,\mathrm{diag}(\sigma)\,z)` where s = ``scale``,
+    :math:`o_c \sim N(0, \mathrm{offset}^2 I)` is drawn once per sampler call c (dependent draws within a call,
+    independent calls: unbiased over calls), z's coordinate 0 is a centred Pareto(``tail``) when ``tail`` is set
+    (infinite variance for tail ≤ 2) and, with ``drift``, z's law changes with the index (:func:`_drift_noise`).
+    The truth is s·g; the bias s·b is formed at scale 1 and then scaled, so no norm underflows."""
+    p, s = cell.p, cell.scale
+    mean = g + b
+    tail, offset, law = cell.tail, cell.offset, cell.law
+
+    def make() -> Callable[[int, torch.Generator], torch.Tensor]:
+        calls = [0]
+
+        def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
+            z = _drift_noise(m, p, calls[0], rng) if cell.drift else noise(law, m, p, rng)
+            calls[0] += 1
+            if tail:
+                z[:, 0] = _pareto(m, tail, rng)
+            w = z * sd
+            x = mean + (rot.apply_rows(w) if rot is not None else w)
+            if offset:
+                x = x + offset * torch.randn(p, generator=rng, dtype=F64)
+            return x * s if s != 1.0 else x
+
+        return sampler
+
+    ref = s * float(torch.linalg.vector_norm(g)) if cell.declare_norm else None
+    bnorm = s * float(torch.linalg.vector_norm(b))
+    fresh = make if cell.drift else None  # the drifting law counts its calls: a fresh sampler per run
+    return Problem(g * s, make(), bnorm, cell.draws, None, cell.event_floor, cell.calls, ref, fresh)
+
+
+def _drift_noise(m: int, p: int, call: int, rng: torch.Generator) -> torch.Tensor:
+    """Mean-0 noise whose law drifts (issue 39): within a call the s.d. grows linearly 0.5 → 1.5 with the draw's
+    index; call c (from 0) mixes a share c/(c + 1) of centred Exp(1) noise into Gaussian noise, so the first call's
+    draws are Gaussian and later calls' grow skewed. Unbiased, not identically distributed."""
+    sd = torch.linspace(0.5, 1.5, m, dtype=F64)[:, None]
+    z = torch.randn(m, p, generator=rng, dtype=F64)
+    e = -torch.log1p(-torch.rand(m, p, generator=rng, dtype=F64)) - 1.0
+    w = call / (call + 1.0)
+    return sd * (math.sqrt(1.0 - w) * z + math.sqrt(w) * e)
 
 
 def _build_rare(cell: Scenario) -> Problem:
@@ -396,7 +493,8 @@ def _build_rare(cell: Scenario) -> Problem:
 
 # ------------------------------------------------------------------- cells
 def suite() -> list[Scenario]:
-    """The adversarial suite (module docstring): 46 cells."""
+    """The adversarial suite (module docstring): issue 14's 46 cells, issue 22's 40, issue 39's 17 (its two p = 500
+    cells are in :func:`all_cells`)."""
     cells: list[Scenario] = []
     for cond in (1.0, 1e4, 1e8, 1e12, 1e16):
         for rot in (True, False):
@@ -432,7 +530,13 @@ def suite() -> list[Scenario]:
         Scenario("biased-bounded-top", law="bounded", cond=1e4, bias=BIAS_FACTOR, bias_dir="top"),
         Scenario("biased-gauss-p1000", p=1000, cond=1e4, bias=BIAS_FACTOR, plan=1200, draws=(1000, 1000, 4800)),
     ]
-    return cells + issue22_cells()
+    return cells + issue22_cells() + [c for c in issue39_cells() if c.name not in LARGE_CELLS]
+
+
+def all_cells() -> list[Scenario]:
+    """:func:`suite` and the cells too costly for its 1000 seeds × 2 levels (:data:`LARGE_CELLS`): what
+    ``python -m verify.bench.uoro_statistics --what adversarial --cells NAME`` can run."""
+    return suite() + [c for c in issue39_cells() if c.name in LARGE_CELLS]
 
 
 def issue22_cells() -> list[Scenario]:
@@ -469,6 +573,61 @@ def issue22_cells() -> list[Scenario]:
         Scenario("biased-lattice-top", law="lattice", rotated=False, bias=BIAS_FACTOR, bias_dir="top"),
     ]
     return cells
+
+
+def issue39_cells() -> list[Scenario]:
+    """The premises of issue 39 as calibration cells, both sides (:class:`Scenario`'s issue-39 fields).
+
+    Unbiased cells count false FAILs, ``biased-*`` cells false certificates (a bias 1.01·δ‖g‖, or exactly δ‖g‖:
+    the certificate claims < δ‖g‖). Draws: fixed 2000, pilot / first look 1000, ≤ 10 000 (biased: ≤ 5000); the
+    p = 500 cells 1000, 1000, ≤ 3000 (a draw costs O(p²) in the dense mode).
+    """
+    b = BIAS_FACTOR
+    p500 = (1000, 1000, 3000)
+    draws = (FIXED_M, FIRST, 10_000)  # a third of the suite's budget: 1000 seeds of a cell are minutes
+    return [
+        # one infinite-variance coordinate among 21 Gaussian ones (axis-aligned: the tail stays in coordinate 0)
+        Scenario("pareto1.5-axis", draws=draws, rotated=False, tail=1.5),
+        Scenario("biased-pareto1.5-axis", draws=draws, rotated=False, tail=1.5, bias=b),
+        # dependent draws: one offset per sampler call (s.d. 0.03 per coordinate; unit noise), 8 calls for fixed
+        Scenario("shared-offset", draws=draws, offset=0.03, calls=8),
+        Scenario("shared-offset-0", draws=draws, calls=8),  # the control: independent draws, the same call structure
+        Scenario("biased-shared-offset", draws=draws, offset=0.03, calls=8, bias=b),
+        # extreme scales (the engine rescales; 1e-155 and below crashed, 1e-170 declared FAILed from underflow)
+        Scenario("scale1e-155", draws=draws, scale=1e-155),
+        Scenario("scale1e-170-declared", draws=draws, scale=1e-170, event_floor=1.0, declare_norm=True),
+        Scenario("biased-scale1e-170-declared", draws=draws, scale=1e-170, event_floor=1.0, declare_norm=True, bias=b),
+        Scenario("scale1e-300", draws=draws, scale=1e-300),
+        Scenario("biased-scale1e-300", draws=draws, scale=1e-300, bias=b),
+        # the issue's own shapes
+        Scenario("near-singular-p500", p=500, cond=1e16, plan=1500, draws=p500),
+        Scenario("biased-near-singular-p500", p=500, cond=1e16, plan=1500, draws=p500, bias=b, bias_dir="bottom"),
+        Scenario("one-noisy-1e6", draws=draws, spectrum="one-noisy", rotated=False),
+        Scenario("biased-one-noisy-1e6", draws=draws, spectrum="one-noisy", rotated=False, bias=b, bias_dir="bottom"),
+        Scenario("biased-exactly-delta", draws=draws, cond=1e4, bias=1.0),
+        Scenario("biased-low-variance-cond1e8", draws=draws, cond=1e8, bias=b, bias_dir="bottom"),
+        Scenario("biased-low-variance-cond1e16", draws=draws, cond=1e16, bias=b, bias_dir="bottom"),
+        Scenario("drift", draws=draws, drift=True, calls=4),
+        Scenario("biased-drift", draws=draws, drift=True, calls=4, bias=b),
+    ]
+
+
+_ISSUE39_NAMES = frozenset(c.name for c in issue39_cells())
+#: issue 39's p = 500 cells: ~1 CPU-second a run (dense mode: O(p²) a draw, O(p³) a decomposition), so 1000 seeds of
+#: one mechanism are ~15 CPU-minutes; outside :func:`suite` (and its slow test), run and published on their own
+#: (:func:`all_cells`; reports/calibration/premises.md)
+LARGE_CELLS = frozenset({"near-singular-p500", "biased-near-singular-p500"})
+
+#: cells whose published error rate exceeds its level: an open premise of the engine, published with why (never
+#: left out of the pooled rates); the committed-report test requires that they still exceed it, so a fix shows
+KNOWN_GAPS: dict[str, str] = {
+    "shared-offset": (
+        "issue 39 item 2 (independence across sampler calls) is open for the planned and sequential mechanisms: "
+        "their test draws come in one or a few sampler calls, each call's shared offset is a bias of that sample, "
+        "and the between-call check (2-3 calls, one degree of freedom per direction) lacks the power to see an "
+        "offset about the size of the mean's standard error; the fixed mechanism (8 calls) holds its level"
+    ),
+}
 
 
 def smoke_suite() -> list[Scenario]:
@@ -511,16 +670,22 @@ def run_once(problem: Problem, level: float, mechanism: str, seed: int, *, biase
     fixed_m, first, max_samples = problem.draws
     if biased:
         max_samples //= 2
+    sampler = problem.fresh() if problem.fresh is not None else problem.sampler
+    ref = problem.reference_norm
     if mechanism == "fixed":
-        return fixed_sample_test(problem.sampler(fixed_m, gen), problem.truth, options=opts, generator=gen)
+        calls = problem.calls
+        x = sampler(fixed_m, gen) if calls == 1 else torch.cat([sampler(fixed_m // calls, gen) for _ in range(calls)])
+        return fixed_sample_test(x, problem.truth, options=opts, generator=gen, reference_norm=ref)
     if mechanism == "planned":
         return planned_test(
-            problem.sampler, problem.truth, options=opts, generator=gen, max_samples=max_samples, pilot=first
-        )
+            sampler, problem.truth, options=opts, generator=gen, max_samples=max_samples, pilot=first,
+            reference_norm=ref,
+        )  # fmt: skip
     if mechanism == "sequential":
         return sequential_test(
-            problem.sampler, problem.truth, options=opts, generator=gen, max_samples=max_samples, first=first
-        )
+            sampler, problem.truth, options=opts, generator=gen, max_samples=max_samples, first=first,
+            reference_norm=ref,
+        )  # fmt: skip
     raise InvalidArgument("mechanism", mechanism, f"one of {MECHANISMS}")
 
 
@@ -592,9 +757,10 @@ def _cost(w: tuple[Scenario, float, str, list[int]]) -> float:
 
 # ------------------------------------------------------------------ report
 def summarize(results: Sequence[ScenarioResult]) -> list[dict[str, Any]]:
-    """Worst observed error rate per (classes, level, mechanism, kind of error): all cells, and issue 22's classes."""
+    """Worst observed error rate per (classes, level, mechanism, kind of error): all cells, issue 22's classes and
+    issue 39's premises."""
     rows = []
-    scopes = [("all cells", None), ("issue 22 classes", NEW_GROUPS)]
+    scopes = [("all cells", None), ("issue 22 classes", NEW_GROUPS), ("issue 39 premises", PREMISE_GROUPS)]
     for scope, groups in scopes:
         for lv in sorted({r.level for r in results}):
             for mech in MECHANISMS:
@@ -667,6 +833,10 @@ def markdown_table(results: Sequence[ScenarioResult], *, command: str, wall_s: f
         "ok | mean draws | s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    gaps = [name for name in KNOWN_GAPS if any(r.cell == name for r in results)]
+    if gaps:
+        lines[-4:-4] = ["**Known gaps** (cells over their level, with why): "
+                        + "; ".join(f"`{name}` -- {KNOWN_GAPS[name]}" for name in gaps) + ".", ""]  # fmt: skip
     for r in results:
         kind = "cert" if r.biased else "FAIL"
         lines.append(
