@@ -278,6 +278,23 @@ def test_a_sampler_whose_draws_overflow_is_a_variance_anomaly_never_pass_nor_bia
         assert "overflow float64" in res.reason
 
 
+def test_finite_draws_whose_sum_overflows_are_folded_as_before() -> None:
+    """Issue 42: the fold tells finite draws by one sum; finite draws whose sum overflows take the full check and
+    are folded as the deviations themselves would be (no overflow recorded for them, no NaN error)."""
+    from verify.stats.moments import fold_deviations
+    from verify.stats.unbiased import _directions, _fold, _new_acc
+
+    truth = torch.zeros(2, dtype=F64)
+    x = torch.tensor([[1e308, 1.0], [1e308, 2.0], [-1e308, 3.0]], dtype=F64)  # the sum of column 0 overflows
+    acc = _new_acc(truth, _directions(2, 4, torch.Generator().manual_seed(0)), TestOptions())
+    out = _fold(acc, x, truth, "x")
+    want = fold_deviations(acc.mom, x)
+    same = [torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True) for a, b in ((out.mom.mean, want.mean),
+            (out.mom.scatter, want.scatter))]  # fmt: skip
+    assert out.mom.n == 3 and all(same)  # the same arithmetic as before the fast check (its inf and NaN included)
+    assert out.res.data.shape == (3, 2) and out.groups.calls == 1
+
+
 def test_zero_norm_truth_rejected_with_explanation() -> None:
     z = torch.zeros(3, dtype=F64)
     with pytest.raises(InvalidArgument, match="undefined"):

@@ -10,7 +10,7 @@ import torch
 
 from theory.catalog import get_claim
 from theory.gate import planned_alpha
-from verify.run.catalog import EXPECTED_SECONDS, longest_first
+from verify.run.catalog import EXPECTED_SECONDS, SHARED_WORK, longest_first
 from verify.run.check import select_claims, torch_threads
 from verify.run.sweep import SerialExecutor, SweepOptions, get_definition, run_plan
 from verify.run.sweep.definitions import GATE_RECORD, family_wise_result, gate_result
@@ -83,6 +83,37 @@ def test_longest_claims_start_first_and_threads_are_restored() -> None:
     with torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+def test_claims_sharing_work_are_scheduled_together() -> None:
+    """Issue 42: the claims over one cached computation stay adjacent in the schedule (one worker runs them)."""
+    ordered = [c.id for c in longest_first(select_claims(None, profile="ci"))]
+    for name in set(SHARED_WORK.values()):
+        at = [i for i, cid in enumerate(ordered) if SHARED_WORK.get(cid) == name]
+        assert len(at) >= 2 and at == list(range(at[0], at[0] + len(at))), (name, at)
+
+
+def test_a_cell_goes_to_the_worker_holding_its_shared_work() -> None:
+    """The pool's choice of the next cell (no processes): a cell whose shared work another live worker holds is
+    passed over for the next one; taken where nothing else waits, or once that worker is gone."""
+    from collections import deque
+
+    from verify.run.pool import IsolatedPool
+
+    cell = {n: SimpleNamespace(params={"claim": n}) for n in ("a1", "b", "a2", "a3")}
+    w1, w2 = SimpleNamespace(pid=1), SimpleNamespace(pid=2)
+    pool = SimpleNamespace(
+        _workers=[w1, w2], _home={}, affinity_for=lambda c: "A" if c.params["claim"][0] == "a" else None
+    )
+    pending = deque(cell[n] for n in ("a1", "b", "a2", "a3"))
+    take = IsolatedPool._next_cell
+    assert take(pool, pending, w1) is cell["a1"] and pool._home == {"A": 1}  # type: ignore[arg-type]
+    assert take(pool, pending, w2) is cell["b"]  # type: ignore[arg-type]  # a2 waits for worker 1
+    assert take(pool, pending, w1) is cell["a2"]  # type: ignore[arg-type]
+    assert take(pool, pending, w2) is cell["a3"] and not pending  # type: ignore[arg-type]  # nothing else waits
+    pending = deque([cell["a1"], cell["b"]])
+    pool._workers = [w2]  # worker 1 is gone: its shared work with it
+    assert take(pool, pending, w2) is cell["a1"] and pool._home == {"A": 2}  # type: ignore[arg-type]
 
 
 @pytest.mark.slow

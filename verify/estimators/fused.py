@@ -213,7 +213,7 @@ class _Layout:
     def write_rows(self, X: torch.Tensor, out: torch.Tensor) -> None:
         """Internal (K, N, G, A) -> (K, N, p) in θ's layout (readout columns zero)."""
         K, N, G, H, d = X.shape[0], X.shape[1], self.G, self.H, self.d
-        out.zero_()
+        out[..., self.b.stop :].zero_()  # the readout columns; the cell blocks (first in θ's layout) are written below
         out[..., self.W].view(K, N, G, H).copy_(X[..., :H])
         if d:
             out[..., self.U].view(K, N, G, d).copy_(X[..., H : H + d])

@@ -42,6 +42,7 @@ from verify.verdict import CheckResult, Verdict
 __all__ = [
     "EXPECTED_SECONDS",
     "MAXFAIL_REASON",
+    "SHARED_WORK",
     "claim_time_limit",
     "isolated_pool",
     "longest_first",
@@ -137,8 +138,20 @@ EXPECTED_SECONDS: dict[str, float] = RECORDED_SECONDS["ci"]
 
 
 def longest_first(claims: Sequence[Claim]) -> list[Claim]:
-    """``claims`` ordered by :data:`EXPECTED_SECONDS`, longest first (stable: ties keep catalog order)."""
-    return sorted(claims, key=lambda c: -EXPECTED_SECONDS.get(c.id, 0.5))
+    """``claims`` ordered by :data:`EXPECTED_SECONDS`, longest first (stable: ties keep catalog order); claims that
+    share work (:data:`SHARED_WORK`) stay together, placed by their seconds summed, so that one worker runs them
+    early on (none left for the end, when another worker would compute their shared work again rather than idle)."""
+    secs = {c.id: EXPECTED_SECONDS.get(c.id, 0.5) for c in claims}
+    total: dict[str, float] = {}
+    for c in claims:
+        if c.id in SHARED_WORK:
+            total[SHARED_WORK[c.id]] = total.get(SHARED_WORK[c.id], 0.0) + secs[c.id]
+
+    def key(c: Claim) -> tuple[float, str, float]:
+        name = SHARED_WORK.get(c.id)
+        return (-(total[name] if name else secs[c.id]), name or "", -secs[c.id])
+
+    return sorted(claims, key=key)
 
 
 def _cpus() -> int:
@@ -173,7 +186,20 @@ def isolated_pool(workers: int, cfg: Callable[[Claim], RunConfig], todo: Sequenc
         claim = by_id.get(str(cell.params.get("claim")))
         return None if claim is None else claim_time_limit(cfg(claim), claim.id)
 
-    return IsolatedPool(workers, THREADS_PER_PROCESS, timeout_for=limit)
+    def affinity(cell: SweepCell) -> str | None:
+        return SHARED_WORK.get(str(cell.params.get("claim")))
+
+    return IsolatedPool(workers, THREADS_PER_PROCESS, timeout_for=limit, affinity_for=affinity)
+
+
+#: claims whose checks share a computation cached in the process (claim id -> the cache's name): a parallel run
+#: sends them to one worker where it can (:class:`~verify.run.pool.IsolatedPool`'s ``affinity_for``), so the
+#: computation runs once, not once per worker (the truncation suite's evaluations, 2 s; FPP's KKT path, 1 s)
+SHARED_WORK: dict[str, str] = {
+    "truncation.state-bound": "truncation-suite", "truncation.gradient-bound": "truncation-suite",
+    "truncation.tbptt-gradient-bound": "truncation-suite", "truncation.rate": "truncation-suite",
+    "fpp.kkt-recovery": "fpp-kkt-path", "fpp.prop2-kkt-equivalence": "fpp-kkt-path",
+}  # fmt: skip
 
 
 def run_on_executor(

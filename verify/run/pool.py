@@ -206,7 +206,11 @@ class IsolatedPool(Executor):
     :func:`verify.run.catalog.run_on_executor` can use it; :meth:`call` runs one task and returns its outcome.
     A worker that dies or runs past its limit gives an outcome with ``ok=False``, ``died=True`` and
     ``summary`` (what the worker -- the code under test -- did, in one line). ``on_start(cell)`` is called when
-    a cell is handed to a worker.
+    a cell is handed to a worker. ``affinity_for(cell)`` names a computation the cell shares with other cells
+    through a process's caches (None: none): such a cell goes to the worker that took the first cell of its name
+    while that worker lives, and meanwhile another worker takes the next cell instead -- unless no other cell
+    waits (no worker idles to keep an affinity). Outcomes never depend on it (issue 42: the claims over one
+    cached suite computed it once per worker).
     """
 
     kind = "isolated"
@@ -219,9 +223,12 @@ class IsolatedPool(Executor):
         timeout_for: Callable[[SweepCell], float | None] | None = None,
         max_attempts: int = 3,
         on_start: Callable[[SweepCell], None] | None = None,
+        affinity_for: Callable[[SweepCell], str | None] | None = None,
     ) -> None:
         super().__init__(workers, threads)
         self.timeout_for = timeout_for or (lambda cell: None)
+        self.affinity_for = affinity_for or (lambda cell: None)
+        self._home: dict[str, int] = {}  # affinity name -> pid of the worker that took its first cell
         self.max_attempts = max_attempts
         self.on_start = on_start
         self._workers: list[_Worker] = []
@@ -396,7 +403,7 @@ class IsolatedPool(Executor):
             while pending or busy:
                 while pending and len(busy) < self.workers:
                     worker = self._idle_worker(busy)
-                    cell = pending.popleft()
+                    cell = self._next_cell(pending, worker)
                     if not self._dispatch(worker, cell):
                         self._end(worker)
                         pending.appendleft(cell)
@@ -411,6 +418,20 @@ class IsolatedPool(Executor):
         except BaseException:
             self.close(terminate=True)
             raise
+
+    def _next_cell(self, pending: deque[SweepCell], worker: _Worker) -> SweepCell:
+        """Take the first pending cell ``worker`` may run (its affinity homed on no other live worker), else the
+        first pending cell."""
+        live = {w.pid for w in self._workers}
+        for i, cell in enumerate(pending):
+            name = self.affinity_for(cell)
+            home = self._home.get(name) if name else None
+            if home is None or home == worker.pid or home not in live:
+                del pending[i]
+                if name:
+                    self._home[name] = worker.pid
+                return cell
+        return pending.popleft()
 
     def _idle_worker(self, busy: Mapping[int, _Worker]) -> _Worker:
         for w in self._workers:

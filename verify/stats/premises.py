@@ -139,8 +139,7 @@ def reservoir_add(r: Reservoir, y: torch.Tensor) -> Reservoir:
     k = int(y.shape[0])
     if k == 0:
         return r
-    idx = torch.arange(r.seen, r.seen + k)
-    data = torch.cat([r.data, y[idx % r.stride == 0]])
+    data = torch.cat([r.data, y[(-r.seen) % r.stride :: r.stride]])  # the rows whose global index % stride == 0
     stride = r.stride
     while data.shape[0] > r.capacity:
         kept = torch.arange(0, r.seen + k, stride)[: data.shape[0]]  # the global indices of the rows kept so far
