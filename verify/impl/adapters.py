@@ -175,6 +175,25 @@ class Context:
         return out.reshape(want) if want else out
 
 
+def require_theta_tilde(what: str, tt: int | Mapping[str, Any], p: int, p_cell: int, cell: Sequence[str] = ()) -> None:
+    """θ̃ as a user's step gives it: a flat array of ``tt`` values over θ (``p``) or over the cell (``p_cell``), or
+    a mapping that holds every name of ``cell`` (the readout's may be left out: zeros); InvalidArgument naming
+    ``what`` otherwise (the shared check of :class:`Batch1` and :mod:`verify.impl.functional`)."""
+    if isinstance(tt, int):
+        if tt not in (p, p_cell):
+            raise InvalidArgument(
+                what, f"array of {tt} values", f"θ̃ over θ (p = {p}) or over the cell (p_cell = {p_cell})"
+            )
+        return
+    missing = [u for u in cell if u not in tt]
+    if missing:
+        raise InvalidArgument(
+            what,
+            f"keys {sorted(tt)}",
+            f"θ̃ over every parameter or over the cell's ({', '.join(cell)}): {missing[0]!r} missing",
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class _Layout:
     """User name <-> a slice of θ: (user name, toolkit entry name, transposed)."""
@@ -242,21 +261,9 @@ class _Layout:
             arr = _f64(tt).reshape(-1)
             if arr.size == p_cell < problem.p:
                 return np.concatenate([arr, np.zeros(problem.p - p_cell)])
-            if arr.size != problem.p:
-                raise InvalidArgument(
-                    what,
-                    f"array of {arr.size} values",
-                    f"θ̃ over θ (p = {problem.p}) or over the cell (p_cell = {p_cell})",
-                )
+            require_theta_tilde(what, arr.size, problem.p, p_cell)
             return arr
-        cell = [u for u, t, _ in self.entries if t.startswith("cell.")]
-        missing = [u for u in cell if u not in tt]
-        if missing:
-            raise InvalidArgument(
-                what,
-                f"keys {sorted(tt)}",
-                f"θ̃ over every parameter or over the cell's ({', '.join(cell)}): {missing[0]!r} missing",
-            )
+        require_theta_tilde(what, tt, problem.p, p_cell, cell=[u for u, t, _ in self.entries if t.startswith("cell.")])
         readout = {u for u, t, _ in self.entries if t.startswith("readout.") and u not in tt}
         return self.to_flat(problem, tt, what, zeros=readout)
 

@@ -28,7 +28,7 @@ import torch
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.guarantee import Guarantee
 from verify.estimators.uoro import NoiseSource, Rademacher
-from verify.impl.adapters import _Layout, declared_support
+from verify.impl.adapters import _Layout, declared_support, require_theta_tilde
 from verify.model.problem import Problem
 
 __all__ = ["ArrayOps", "Carry", "FunctionalStep", "Plan", "StepState"]
@@ -136,19 +136,9 @@ class Plan:
             size = int(np.prod(tuple(arr.shape)))
             if size == p_cell < self.p:
                 return ops.concat([ops.f64(arr.reshape(-1), what), ops.zeros((self.p - p_cell,))])
-            if size != self.p:
-                raise InvalidArgument(
-                    what, f"array of {size} values", f"θ̃ over θ (p = {self.p}) or over the cell (p_cell = {p_cell})"
-                )
+            require_theta_tilde(what, size, self.p, p_cell)
             return ops.f64(arr.reshape(-1), what)
-        cell = [e[0] for e in self.entries if e[1] < p_cell]
-        missing = [u for u in cell if u not in tt]
-        if missing:
-            raise InvalidArgument(
-                what,
-                f"keys {sorted(tt)}",
-                f"θ̃ over every parameter or over the cell's ({', '.join(cell)}): {missing[0]!r} missing",
-            )
+        require_theta_tilde(what, tt, self.p, p_cell, cell=[e[0] for e in self.entries if e[1] < p_cell])
         zeros = {u: ops.T(ops.zeros(sh)) if tr else ops.zeros(sh) for u, a, _b, sh, tr in self.entries if u not in tt}
         return self.to_flat({**tt, **zeros}, what, ops)
 
