@@ -151,3 +151,32 @@ def test_the_enumeration_locates_a_wrong_factor_in_its_step_and_block() -> None:
     assert good["where"] == {} and good["gradient_error"] <= 1e-12
     res = _run("uoro.kfrtrl-unbiased", DEFAULT.with_part("uoro", "kfrtrl", KFRTRLNewStateFactor), options=NO_CONTROLS)
     assert res.verdict is Verdict.FAIL and "first off at step t = 1, largest in the block cell.W" in res.summary
+
+
+def test_a_normalizer_that_does_not_cancel_is_named_a_scale() -> None:
+    """Issue 37: where KF-RTRL's enumerated mean leaves RTRL as a multiple of it (rho2 on both factors: the
+    immediate term rho2^2 a (x) D at t = 1) the enumeration says "a scale ... normalizer rho2"; a wrong factor
+    (h_t in u) is not a scale; the toolkit's KF-RTRL is not located at all."""
+    from pathlib import Path
+
+    from verify.checks.uoro_kfrtrl import _row
+    from verify.impl.loader import load_object
+    from verify.oracles.bptt import per_step_gradients
+    from verify.uoro.cases import problem_case
+    from verify.uoro.kfrtrl import enumeration_rows, mean_scale
+
+    case = problem_case("elman-tanh", 3, 4, 0, 490)
+    g = per_step_gradients(case.problem, case.theta)
+    assert mean_scale(1.7 * g[0], g[0], case.problem) == pytest.approx(1.7)
+    assert mean_scale(g[0], g[0], case.problem) is None  # not a deviation
+    bent = g[0].clone()
+    bent[0] += 0.1 * float(g[0].norm())
+    assert mean_scale(bent, g[0], case.problem) is None  # not a multiple
+    assert enumeration_rows(KFRTRL(), [case])[0]["where"] == {}
+    wrong = enumeration_rows(get("kfrtrl.new-state-factor").part(), [case])[0]
+    assert wrong["where"] and wrong["where"]["scale"] is None and "a scale" not in _row(wrong)
+    trial = Path(__file__).resolve().parents[1] / "trial" / "impls" / "batchfirst_kfrtrl.py"
+    rho2, _ = load_object("kfrtrl", f"{trial}:kfrtrl_rho2_inverted")
+    row = enumeration_rows(rho2(), [case])[0]
+    assert row["where"]["first_step"] == 1 and row["where"]["scale"] is not None
+    assert "a scale, not a direction -- the immediate term's normalizer rho2 does not cancel" in _row(row)

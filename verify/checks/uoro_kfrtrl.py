@@ -78,16 +78,24 @@ def _row(r: dict[str, Any]) -> str:
     infl = "" if r["influence_error"] is None else f", influence {r['influence_error']:.1e}"
     w = r.get("where") or {}
     at = f", E g~ first off at step t = {w['first_step']}, largest in the block {w['block']}" if w else ""
+    if w.get("scale") is not None:  # at t = 1 only the immediate term a_1 (x) D_1 is there: its normalizer rho2
+        which = (
+            "the immediate term's normalizer rho2 does not cancel (rho2 on both factors where rho2 and 1/rho2 belong?)"
+            if w["first_step"] == 1
+            else "a normalizer that does not cancel (rho1 or rho2 on both factors where rho and 1/rho belong?)"
+        )
+        at += f" (there E g~ is {w['scale']:.4g} x RTRL's on the cell's parameters: a scale, not a direction -- "
+        at += f"{which})"
     return f"{r['problem']}: gradient {r['gradient_error']:.1e}{infl}{at}"
 
 
-def _enumerate(est: Any, cases: list[Case]) -> tuple[list[dict[str, Any]] | None, str]:
-    """The enumeration rows, or None and the reason when the estimator has no noise hook."""
+def _enumerate(est: Any, cases: list[Case], exact: float = EXACT) -> tuple[list[dict[str, Any]] | None, str]:
+    """The enumeration rows, located at ``exact``, or None and the reason when the estimator has no noise hook."""
     try:
         require_noise_hook(est, UNBIASED)
     except NotApplicable as exc:
         return None, exc.reason
-    return enumeration_rows(est, cases, EXACT), ""
+    return enumeration_rows(est, cases, exact), ""
 
 
 def _enum_control(name: str, cases: list[Case], expect: str) -> Control:
@@ -136,7 +144,7 @@ def check_kfrtrl_unbiased(config: RunConfig) -> CheckResult:
     kept, coverage = cover(UNBIASED, items, lambda it: (it[1].label, est, it[1].problem, it[1].theta))
     enum_cases = [c for part, c in kept if part == "enum"]
     stat_cases = [c for part, c in kept if part == "stat"]
-    rows, why = _enumerate(est, enum_cases) if enum_cases else (None, "no enumeration fixture supported")
+    rows, why = _enumerate(est, enum_cases, exact) if enum_cases else (None, "no enumeration fixture supported")
     bad = _enum_bad(rows, exact) if rows else []
     verdicts = [Verdict.FAIL if bad else Verdict.PASS] if rows is not None else []
     results = []

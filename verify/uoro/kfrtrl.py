@@ -28,7 +28,15 @@ from verify.stats.rates import fit_rate
 from verify.stats.variance import log_mean_with_se
 from verify.uoro.cases import Case, problem_case
 
-__all__ = ["CHUNK", "enumeration_rows", "gradient_squared_errors", "ratio_slope", "variance_ratios"]
+__all__ = [
+    "CHUNK",
+    "SCALE_FIT",
+    "enumeration_rows",
+    "gradient_squared_errors",
+    "mean_scale",
+    "ratio_slope",
+    "variance_ratios",
+]
 
 #: draws per estimator run in :func:`gradient_squared_errors` (memory: T·CHUNK·p floats of every step's g̃)
 CHUNK = 2000
@@ -53,16 +61,43 @@ def enumeration_rows(est: Any, cases: Sequence[Case], budget: float = 1e-12) -> 
         infl = None if E.influence is None else _rel(E.influence, influence_matrices(P, th))
         ref = per_step_gradients(P, th)
         where = locate(E.gradients, ref, P, budget)
+        at = {k: where[k] for k in ("first_step", "block", "block_errors")} if where else {}
+        if where:
+            at["scale"] = mean_scale(E.gradients[where["first_step"] - 1], ref[where["first_step"] - 1], P)
         rows.append(
             {
                 "problem": case.label,
                 "patterns": E.patterns,
                 "gradient_error": _rel(E.gradients, ref),
                 "influence_error": infl,
-                "where": {k: where[k] for k in ("first_step", "block", "block_errors")} if where else {},
+                "where": at,
             }
         )
     return rows
+
+
+#: a mean that is this close (relative residual) to a multiple of the truth differs from it by a scale alone
+SCALE_FIT = 1e-6
+
+
+def mean_scale(mean: torch.Tensor, ref: torch.Tensor, problem: Any) -> float | None:
+    r"""The factor c with ``mean`` = c·``ref`` on the cell's parameters at one step, where ``mean`` is that (relative
+    residual <= :data:`SCALE_FIT`) and c differs from 1; None otherwise. KF-RTRL's expectation is
+    :math:`E[u_t\otimes A_t] = u_{t-1}\otimes H_tA_{t-1} + a_t\otimes D_t` when each normalizer cancels
+    (Mujika et al. 2018 §4: :math:`\rho` on one factor, :math:`1/\rho` on the other); at the first step that
+    leaves RTRL a pure scale of the cell's gradient is what a normalizer that does not cancel gives (at t = 1, where
+    only the immediate term :math:`a_1\otimes D_1` is present, :math:`\rho_2^2` for :math:`\rho_2` on both)."""
+    cell = [e.slice for e in problem.layout.entries if e.name.startswith("cell.")]
+    if not cell:
+        return None
+    m = torch.cat([mean.reshape(-1, problem.p)[..., sl].reshape(-1) for sl in cell])
+    g = torch.cat([ref.reshape(-1, problem.p)[..., sl].reshape(-1) for sl in cell])
+    gg = float(torch.dot(g, g))
+    if gg == 0.0:
+        return None
+    c = float(torch.dot(m, g)) / gg
+    residual = float(torch.linalg.vector_norm(m - c * g)) / gg**0.5
+    return c if residual <= SCALE_FIT and abs(c - 1.0) > SCALE_FIT else None
 
 
 def gradient_squared_errors(
