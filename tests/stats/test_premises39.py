@@ -264,3 +264,23 @@ def test_calls_are_counted_without_series_diagonal_mode_no_directions() -> None:
     opts = TestOptions(delta=0.5, directions=0, hotelling=False)
     res = sequential_test(sampler, g, options=opts, generator=torch.Generator().manual_seed(0), max_samples=4000)
     assert res.verdict is Verdict.PASS and res.samples_used == 2600, res.summary()  # the second look (2 calls)
+
+
+def test_float32_iid_draws_with_a_wide_spectrum_are_not_called_dependent() -> None:
+    """float32 draws whose covariance spans six decades (as UORO's g~ does): the pooled between-call test shrinks
+    float32's round-off allowance off along each whitened direction. Shrunk per coordinate instead, the large
+    deviations leaked into the small-variance directions and i.i.d. draws read "draws not independent" (a correct
+    float32 UORO ran past its time limit on exactly that, issue 37)."""
+    gen0 = torch.Generator().manual_seed(7)
+    q, _ = torch.linalg.qr(torch.randn(P, P, generator=gen0, dtype=F64))
+    a = q * torch.logspace(0, -5, P, dtype=F64)  # s.d. 1 .. 1e-5 along random directions
+    g = _truth(0.05)
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+
+        def sampler(m: int, rng: torch.Generator) -> torch.Tensor:
+            return (g + torch.randn(m, P, generator=rng, dtype=F64) @ a.T).to(torch.float32)
+
+        res = sequential_test(sampler, g, options=TestOptions(delta=0.1), generator=gen, max_samples=60_000, first=2000)
+        assert "not independent" not in res.reason, res.reason
+        assert res.verdict is Verdict.PASS, res.reason
