@@ -332,6 +332,8 @@ class QuantityResult:
     roundoff_budget: float = 0.0
     """τ: the truth's and the draws' round-off budget (:mod:`verify.stats.roundoff`), part of bias_bound."""
     variance_anomaly: bool = False
+    mean_error: torch.Tensor | None = field(default=None, compare=False, repr=False)
+    """X̄ − g per coordinate (the user's units): where a FAIL's bias lies (a per-block diagnosis reads it)."""
 
     @property
     def evidence(self) -> str:
@@ -419,7 +421,8 @@ class UnbiasednessResult:
                 f"(round-off budget {q.roundoff_budget / q.truth_norm:.2g}*||g||)"
                 for q in failed
             )
-            return head
+            diagnosis = self.extra.get("diagnosis")
+            return f"{head}; {diagnosis}" if diagnosis else head
         if self.verdict is Verdict.PASS:
             head += (
                 f"certified ||E g^ - g|| <= {self.relative_bound:.3g}*||g|| at 1-beta={1 - self.beta:g} "
@@ -1323,7 +1326,7 @@ def _evaluate_fixed(
     return _unscaled(
         QuantityResult(
             name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
-            reason, geo.budget, bool(anomaly) and not failed,
+            reason, geo.budget, bool(anomaly) and not failed, m.mean.clone(),
         ),
         acc.scale,
     )  # fmt: skip
@@ -1347,6 +1350,7 @@ def _unscaled(q: QuantityResult, scale: float) -> QuantityResult:
         radius=q.radius / scale,
         bias_bound=q.bias_bound / scale,
         roundoff_budget=q.roundoff_budget / scale,
+        mean_error=None if q.mean_error is None else q.mean_error / scale,
     )
 
 
@@ -1482,7 +1486,7 @@ def _evaluate_sequential(
     return _unscaled(
         QuantityResult(
             name, verdict, n, gnorm, bias, radius, bound, bound / gnorm, tuple(subs), m.tail_share(), _rank(geo, m),
-            reason, geo.budget, bool(anomaly) and not failed,
+            reason, geo.budget, bool(anomaly) and not failed, m.mean.clone(),
         ),
         acc.scale,
     )  # fmt: skip

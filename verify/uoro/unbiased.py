@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -24,6 +25,8 @@ from verify.verdict import Verdict
 __all__ = [
     "BETA",
     "DELTA",
+    "block_diagnosis",
+    "block_ratios",
     "claim_options",
     "declared_options",
     "event_floor_of",
@@ -101,7 +104,7 @@ def unbiased_family(
     precision the estimator is judged at (:func:`family_sampler`).
     """
     sampler, refs, names = family_sampler(est, case, steps, influence_steps, dtype)
-    return sequential_test(
+    res = sequential_test(
         sampler,
         refs,
         options=declared_options(opts, est),
@@ -112,6 +115,11 @@ def unbiased_family(
         min_step=4000,  # the estimators are ~2x faster per draw in batches of >= 4000 than of 1000
         names=names,
     )
+    if res.failed:
+        diagnosis = block_diagnosis(res, refs, case.problem)
+        if diagnosis:
+            res.extra["diagnosis"] = diagnosis
+    return res
 
 
 def unbiased_runs(
@@ -134,3 +142,66 @@ def unbiased_runs(
         if res.verdict is Verdict.FAIL:
             break
     return results
+
+
+#: a block's mean counts as "~ 0" (or "~ 1") of its truth within this much (a pointer to the code, not a verdict)
+NEAR = 0.25
+
+
+def block_ratios(mean_error: torch.Tensor, ref: torch.Tensor, problem: Any) -> dict[str, float]:
+    r"""Per parameter block of θ's layout (``cell.W``, ``readout.V`` ...), the sample mean's projection on the truth,
+    :math:`c_b = \langle \bar X_b, g_b\rangle / \|g_b\|^2` (1 for an unbiased estimator, up to the noise of the
+    mean); blocks whose truth is 0 are left out. ``mean_error`` = X̄ − g, ``ref`` = g, of any shape (..., p)."""
+    g = ref.reshape(-1, problem.p)
+    m = g + mean_error.reshape(-1, problem.p).to(g.dtype)
+    out = {}
+    for e in problem.layout.entries:
+        gb, mb = g[:, e.slice].reshape(-1), m[:, e.slice].reshape(-1)
+        gg = float(torch.dot(gb, gb))
+        if gg > 0.0:
+            out[e.name] = float(torch.dot(mb, gb)) / gg
+    return out
+
+
+def block_diagnosis(res: UnbiasednessResult, refs: Sequence[torch.Tensor], problem: Any) -> str:
+    r"""Where a detected bias lies, per parameter block (:func:`block_ratios` of the failed quantities), and the part
+    of UORO (Tallec & Ollivier 2017, eq. (5)-(6)) it points at: a mean ~ 0 on the cell's blocks with the readout's
+    right is :math:`E[\tilde s\,\tilde\theta^\top] = 0` -- s̃ and θ̃ not built from one shared draw ν (an
+    independent ν' for θ̃ makes every cross term vanish); one common factor c ≠ 1 on the cell's blocks is a scale,
+    not a direction (a normalizer that does not cancel, or a noise whose
+    covariance is not the identity). Empty when no failed quantity has a per-coordinate mean."""
+    failed = [
+        (q, r)
+        for q, r in zip(res.quantities, refs, strict=True)
+        if q.verdict is Verdict.FAIL and q.mean_error is not None
+    ]
+    if not failed:
+        return ""
+    failed.sort(key=lambda qr: -qr[0].bias_norm / max(qr[0].truth_norm, 1e-300))
+    hints, worst = [], None
+    for q, ref in failed:
+        ratios = block_ratios(q.mean_error, ref, problem)  # type: ignore[arg-type]
+        cell = {k: v for k, v in ratios.items() if k.startswith("cell.")}
+        rest = {k: v for k, v in ratios.items() if not k.startswith("cell.")}
+        worst = worst or (q.name, ratios)
+        if cell and all(abs(v) <= NEAR for v in cell.values()) and all(abs(v - 1.0) <= NEAR for v in rest.values()):
+            hints.append(
+                f"E g~ ~ 0 on the cell's parameters in {q.name}"
+                + (" while the readout's is right" if rest else "")
+                + ": E[s~ theta~^T] vanishes -- theta~ (eq. (6)) gets no term correlated with s~'s (eq. (5)): is it "
+                "updated with nu^T dF/dtheta, the same draw nu as s~? (an independent nu', or no update, gives "
+                "E[s~ theta~^T] = 0)"
+            )
+            break
+        vals = list(cell.values())
+        if len(vals) >= 2 and max(vals) - min(vals) <= 0.1 * max(abs(v) for v in vals) and abs(vals[0] - 1) > NEAR:
+            c = sum(vals) / len(vals)
+            hints.append(
+                f"E g~ ~ {c:.3g} x dl/dtheta on every cell block in {q.name}: a scale, not a direction -- a "
+                "normalizer (rho0, rho1) that does not cancel between s~ and theta~, or a noise with E[nu nu^T] != I?"
+            )
+            break
+    assert worst is not None
+    name, ratios = worst
+    shown = ", ".join(f"{k} {v:.2f}" for k, v in ratios.items())
+    return "; ".join([f"the mean per block as a multiple of the truth in {name}: {shown}", *hints])
