@@ -215,3 +215,40 @@ def test_a_declared_batch1_keeps_its_other_fields() -> None:
 
     assert "dtype" in _FIELDS
     assert replace(f32.MyFloat32UORO, name="x").dtype == "float32"
+
+
+# ----------------------------------------------------------------- FPP eq. (7) and Lemma 3 at float32
+def _f32_eq7(bug: bool = False, declared: bool = True):  # type: ignore[no-untyped-def]
+    """eq. (7) whose results are float32 (the toolkit's formula, or the penalty-sign mutant, rounded to float32)."""
+    from verify.fpp.objective import eq7_gradients
+    from verify.impl.mutants import get as get_mutant
+
+    inner = get_mutant("fpp.eq7-penalty-sign").impl.eq7_gradients if bug else eq7_gradients
+
+    def eq7(*args):  # type: ignore[no-untyped-def]
+        return tuple(g.to(torch.float32) for g in inner(*args))
+
+    if declared:
+        eq7.dtype = "float32"  # type: ignore[attr-defined]
+    return eq7
+
+
+FPP_TABLE = [  # (claim, bug, declared, --dtype, verdict, words)
+    ("fpp.gradient-eq7", False, False, "float64", "FAIL", "~ float32 round-off: does the implementation compute"),
+    ("fpp.gradient-eq7", False, True, "float64", "PASS", "(float32: judged at its round-off)"),
+    ("fpp.gradient-eq7", False, False, "float32", "PASS", "(float32: judged at its round-off)"),
+    ("fpp.gradient-eq7", True, True, "float64", "FAIL", "(float32: judged at its round-off)"),
+    ("fpp.lemma3-unbiased", False, True, "float64", "PASS", "(float32: judged at its round-off)"),
+    ("fpp.lemma3-unbiased", True, False, "float32", "FAIL", "(float32: judged at its round-off)"),
+]
+
+
+@pytest.mark.parametrize(("claim", "bug", "declared", "dtype", "verdict", "words"), FPP_TABLE)
+def test_fpp_exactness_is_judged_at_the_declared_precision(
+    claim: str, bug: bool, declared: bool, dtype: str, verdict: str, words: str
+) -> None:
+    impls = DEFAULT.with_part("fpp", "eq7_gradients", _f32_eq7(bug, declared))
+    res = run_check(all_claims()[claim], RunConfig(dtype=dtype, implementations=impls))
+    assert res.verdict.value == verdict, res.summary
+    assert words in res.summary, res.summary
+    assert res.dtype == ("float32" if declared or dtype == "float32" else "float64")

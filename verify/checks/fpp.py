@@ -20,7 +20,7 @@ import torch
 
 from theory.catalog import declared_rate
 from theory.fpp_kkt import verify_prop2
-from verify.checks import register, result
+from verify.checks import judged_dtype, precision_name, register, result
 from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.config import RunConfig
@@ -45,6 +45,7 @@ from verify.fpp.reproduction import cycleworld_designs, run_blocks, stochasticwo
 from verify.impl import FPPImpl
 from verify.impl.capabilities import row_coverage
 from verify.impl.mutants import get as get_mutant
+from verify.impl.precision import exact_target
 from verify.model.problem import Problem
 from verify.report.plots.fpp import kkt_figures, stationarity_figures
 from verify.stats.rates import decide_rate
@@ -68,14 +69,26 @@ def _suite_setup(config: RunConfig) -> SuiteSetup:
 
 
 # ================================================================ eq. (7)
+def _exact_tol(config: RunConfig, claim_id: str) -> tuple[float, torch.dtype]:
+    """:data:`EXACT_TOL` at the precision the claim judges by (float32 code: the same target at float32's rounding
+    unit, :func:`verify.impl.precision.exact_target`), and that precision (:func:`verify.checks.judged_dtype`)."""
+    return exact_target(dtype := judged_dtype(config, claim_id), EXACT_TOL), dtype
+
+
+def _tol_words(tol: float, dtype: torch.dtype) -> str:
+    return f"{tol:.1e} (float32: judged at its round-off)" if dtype == torch.float32 else f"{tol:.0e}"
+
+
 def eq7_core(config: RunConfig, impl: FPPImpl | None = None) -> dict[str, Any]:
-    """Worst relative error of eq. (7) (``impl.eq7_gradients``) against autograd of L_i over the suite (every i)."""
+    """Worst relative error of eq. (7) (``impl.eq7_gradients``) against autograd of L_i over the suite (every i),
+    within :func:`_exact_tol` of the precision the claim judges at."""
     impl = impl or config.impls.fpp
+    tol, dtype = _exact_tol(config, "fpp.gradient-eq7")
     rows, coverage = row_coverage(
         "fpp.gradient-eq7", eq7_comparisons(_suite_setup(config), config.generator(salt=51), impl.eq7_gradients)
     )
     worst = max(r["max_rel_error"] for r in rows)
-    return {"rows": rows, "worst": worst, "passed": worst <= EXACT_TOL, "coverage": coverage}
+    return {"rows": rows, "worst": worst, "passed": worst <= tol, "coverage": coverage, "tol": tol, "dtype": dtype}
 
 
 @register("fpp.gradient-eq7", uses=("fpp.eq7_gradients",))
@@ -92,11 +105,13 @@ def check_gradient_eq7(config: RunConfig) -> CheckResult:
         t0,
         res["passed"],
         f"{n} per-sample gradients on {len(res['rows'])} problems (5 cells x 2 losses x T in {{1,2,5}}); "
-        f"worst relative error {res['worst']:.2e} vs {EXACT_TOL:.0e}; sign mutant worst {mut['worst']:.2e}",
+        f"worst relative error {res['worst']:.2e} vs {_tol_words(res['tol'], res['dtype'])}; sign mutant worst "
+        f"{mut['worst']:.2e}",
         controls=controls,
         coverage=res["coverage"],
         statistic=res["worst"],
-        threshold=EXACT_TOL,
+        threshold=res["tol"],
+        dtype=precision_name(res["dtype"]),
         data={"comparisons": res["rows"], "mutant_worst": mut["worst"]},
     )
 
@@ -106,6 +121,7 @@ def lemma3_core(config: RunConfig, impl: FPPImpl | None = None) -> dict[str, Any
     """E_k[∇L_k] (exact, over k ~ uniform{T..n}) of ``impl.eq7_gradients`` vs autograd ∇L; ``impl.sampler``'s
     draws vs that law (support exactly {T..n}, chi-square for uniformity)."""
     impl = impl or config.impls.fpp
+    tol, dtype = _exact_tol(config, "fpp.lemma3-unbiased")
     gen = config.generator(salt=53)
     rows, coverage = row_coverage(
         "fpp.lemma3-unbiased",
@@ -113,8 +129,9 @@ def lemma3_core(config: RunConfig, impl: FPPImpl | None = None) -> dict[str, Any
     )
     worst = max(r["rel_error"] for r in rows)
     support_ok = all(r["support_ok"] for r in rows)
-    passed = worst <= EXACT_TOL and support_ok
-    return {"rows": rows, "worst": worst, "support_ok": support_ok, "passed": passed, "coverage": coverage}
+    passed = worst <= tol and support_ok
+    out = {"rows": rows, "worst": worst, "support_ok": support_ok, "passed": passed, "coverage": coverage}
+    return out | {"tol": tol, "dtype": dtype}
 
 
 @register("fpp.lemma3-unbiased", uses=("fpp.eq7_gradients", "fpp.sampler"))
@@ -139,12 +156,14 @@ def check_lemma3_unbiased(config: RunConfig) -> CheckResult:
         t0,
         res["passed"],
         f"exact E_k[grad L_k] vs autograd grad L on {len(res['rows'])} problems: worst relative error "
-        f"{res['worst']:.2e} vs {EXACT_TOL:.0e}; sampler draws cover exactly {{T..n}}: {res['support_ok']} "
+        f"{res['worst']:.2e} vs {_tol_words(res['tol'], res['dtype'])}; sampler draws cover exactly {{T..n}}: "
+        f"{res['support_ok']} "
         f"(smallest chi-square p {min_p:.2g}); exclusive-endpoint sampler caught: {not m1['support_ok']}",
         controls=controls,
         coverage=res["coverage"],
         statistic=res["worst"],
-        threshold=EXACT_TOL,
+        threshold=res["tol"],
+        dtype=precision_name(res["dtype"]),
         data={"comparisons": res["rows"]},
     )
 

@@ -47,6 +47,7 @@ import torch
 from torch.func import grad, vmap
 
 from verify._func import vjp
+from verify._narrow import as_reference_dtype
 from verify._validate import require_finite, require_positive, require_positive_int
 from verify.errors import InvalidArgument
 from verify.model.problem import Problem
@@ -325,8 +326,9 @@ def minibatch_gradient(
     dtype = variables.theta.dtype
     w = torch.full((B,), 1.0 / B, dtype=dtype, device=variables.theta.device) if weights is None else weights
     s_start, s_end, window, target = _gather(obj, variables, indices)
-    g_theta, g_start, g_end = sample_grad(
-        obj.problem, obj.T, obj.lam, variables.theta, s_start, s_end, window, target, w
+    g_theta, g_start, g_end = (  # code under test may compute in float32: taken into the toolkit's dtype, noted
+        as_reference_dtype(g, variables.theta)
+        for g in sample_grad(obj.problem, obj.T, obj.lam, variables.theta, s_start, s_end, window, target, w)
     )
     eye = torch.eye(obj.n + 1, dtype=dtype, device=variables.states.device)
     g_states = eye[indices - obj.T].transpose(0, 1) @ g_start + eye[indices].transpose(0, 1) @ g_end

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 import torch
 from torch.func import grad, vmap
 
+from verify._narrow import as_reference_dtype
 from verify._validate import require_positive, require_positive_int
 from verify.errors import InvalidArgument
 from verify.fpp.objective import SampleGradFn, eq7_gradients, prediction_loss, unroll_window
@@ -195,9 +196,12 @@ def fpp_step(
     for m in range(positions.shape[0]):
         idx = positions[m]
         window = st.inputs[idx[:, None] - T + 1 + offs]  # o_{i-T+1..i}
-        g_th, g_start, g_end = sample_grad(
-            model, T, cfg.lam, st.theta, st.states[idx - T], st.states[idx], window, st.targets[idx], w
-        )  # eq. (7), mini-batch average
+        g_th, g_start, g_end = (  # eq. (7), mini-batch average (float32 code under test: into float64, noted)
+            as_reference_dtype(g, st.theta)
+            for g in sample_grad(
+                model, T, cfg.lam, st.theta, st.states[idx - T], st.states[idx], window, st.targets[idx], w
+            )
+        )
         theta, theta_v = _rmsprop(st.theta, st.theta_v, g_th, lr, cfg)
         st = st._replace(theta=theta, theta_v=theta_v)
         if update_states:

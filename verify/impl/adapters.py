@@ -53,6 +53,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from verify._narrow import LOW_PRECISION, NARROW_TORCH, low_precision_seen, reset_precision
 from verify.errors import InvalidArgument, NotApplicable
 from verify.estimators.guarantee import Guarantee
 from verify.estimators.uoro import NoiseSource, Rademacher
@@ -70,10 +71,10 @@ __all__ = [
 ]
 
 #: the floating dtypes narrower than float64 that a user's code returned in this process since the last reset
-_LOW_PRECISION: set[str] = set()
+_LOW_PRECISION = LOW_PRECISION
 
 
-_NARROW_TORCH = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+_NARROW_TORCH = NARROW_TORCH
 
 
 def _f64(value: Any) -> np.ndarray:
@@ -94,16 +95,6 @@ def _f64(value: Any) -> np.ndarray:
     if dtype is not None and str(dtype) in ("float32", "float16", "bfloat16"):  # jax, cupy ... arrays
         _LOW_PRECISION.add(str(dtype))
     return np.asarray(value, dtype=np.float64)
-
-
-def low_precision_seen() -> tuple[str, ...]:
-    """The narrower-than-float64 dtypes user code returned through an adapter since :func:`reset_precision`."""
-    return tuple(sorted(_LOW_PRECISION))
-
-
-def reset_precision() -> None:
-    """Forget what :func:`low_precision_seen` recorded (before each claim)."""
-    _LOW_PRECISION.clear()
 
 
 def declared_support(
