@@ -252,3 +252,44 @@ def test_fpp_exactness_is_judged_at_the_declared_precision(
     assert res.verdict.value == verdict, res.summary
     assert words in res.summary, res.summary
     assert res.dtype == ("float32" if declared or dtype == "float32" else "float64")
+
+
+# ----------------------------------------------------------------- reference.* at float32
+def _f32_reference(field: str, bug: bool = False, declared: bool = True):  # type: ignore[no-untyped-def]
+    """The toolkit's adjoint (or influence) rounded to float32; ``bug``: the adjoint mutant the claim's control uses
+    (a wrong step's Jacobian), or the influence 0.1 % too large (the control's W(1 + 1e-6) moves the influence by
+    6e-7, within float32's predicted budget of 6e-6: float32 code cannot be told from it)."""
+    from verify.impl.mutants import get as get_mutant
+    from verify.oracles.bptt import adjoint_gradient, influence_matrices
+
+    if field == "adjoint":
+        inner = get_mutant("adjoint.jacobian-wrong-step").impl.adjoint if bug else adjoint_gradient
+    else:
+        inner = (lambda *a, **k: 1.001 * influence_matrices(*a, **k)) if bug else influence_matrices
+
+    def part(*args, **kw):  # type: ignore[no-untyped-def]
+        return inner(*args, **kw).to(torch.float32)
+
+    if declared:
+        part.dtype = "float32"  # type: ignore[attr-defined]
+    return part
+
+
+REFERENCE_TABLE = [  # (claim, field, bug, declared, --dtype, verdict, words)
+    ("reference.adjoint", "adjoint", False, False, "float64", "FAIL", "~ float32 round-off: does the implementation"),
+    ("reference.adjoint", "adjoint", False, True, "float64", "PASS", "(float32: judged at its round-off"),
+    ("reference.adjoint", "adjoint", True, True, "float64", "FAIL", "(float32: judged at its round-off"),
+    ("reference.influence", "influence", False, False, "float32", "PASS", "(float32: judged at its round-off"),
+    ("reference.influence", "influence", True, False, "float32", "FAIL", "(float32: judged at its round-off"),
+    ("reference.complex-step", "adjoint", False, True, "float64", "PASS", "(float32: judged at its round-off"),
+]
+
+
+@pytest.mark.parametrize(("claim", "field", "bug", "declared", "dtype", "verdict", "words"), REFERENCE_TABLE)
+def test_reference_claims_are_judged_at_the_declared_precision(
+    claim: str, field: str, bug: bool, declared: bool, dtype: str, verdict: str, words: str
+) -> None:
+    impls = DEFAULT.with_part("reference", field, _f32_reference(field, bug, declared))
+    res = run_check(all_claims()[claim], RunConfig(dtype=dtype, implementations=impls))
+    assert res.verdict.value == verdict, res.summary
+    assert words in res.summary, res.summary

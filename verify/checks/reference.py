@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from verify.checks import register, result
+from verify.checks import judged_dtype, precision_name, register, result
 from verify.config import RunConfig
 from verify.impl.mutants import get as get_mutant
 from verify.oracles.reference_suite import (
@@ -36,17 +36,20 @@ def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: s
     gen = config.generator(salt=12)
     setup = SuiteSetup(full=config.full)
     suite = reference_suite(config.generator(salt=11), setup)
-    run = run_family(family, suite, gen, parts, setup)
+    dtype = judged_dtype(config, claim_id)  # float32 code: the same budgets at float32's rounding unit
+    run = run_family(family, suite, gen, parts, setup, dtype)
     rows, errors, worst, skipped = run.rows, run.errors, run.worst, run.skipped
     assert worst is not None
     # negative control: the same comparison with a broken implementation must FAIL
     first = next(c for c in suite if c.problem.cell.analytic)
     controls = [_control(family, first, control_mutant, gen)] if config.option("controls", True) else []
     max_err = max(errors)
+    low = dtype == torch.float32
     summary = (
         f"{len(rows)} comparisons on {len(suite) - len(skipped)} problems; worst error/budget "
         f"{worst.ratio:.2e} ({worst.name}: {worst.error:.2e} vs {worst.budget:.2e}); "
         f"max error {max_err:.2e} vs design target {TARGETS[family]:.0e}"
+        + (" (float32: judged at its round-off, the budgets at float32's rounding unit)" if low else "")
     )
     if skipped:
         summary += f"; not applicable (non-analytic): {', '.join(skipped)}"
@@ -59,6 +62,7 @@ def _run_family(claim_id: str, family: str, config: RunConfig, control_mutant: s
         controls=controls,
         statistic=worst.error,
         threshold=worst.budget,
+        dtype=precision_name(dtype),
         data={"comparisons": rows, "max_ratio": worst.ratio, "target": TARGETS[family]},
     )
 

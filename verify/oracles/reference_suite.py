@@ -61,9 +61,15 @@ def reference_suite(generator: torch.Generator, setup: SuiteSetup) -> list[Suite
 
 
 def self_check(
-    family: str, case: SuiteCase, gen: torch.Generator, parts: ReferenceParts, fj: int = 0
+    family: str,
+    case: SuiteCase,
+    gen: torch.Generator,
+    parts: ReferenceParts,
+    fj: int = 0,
+    dtype: torch.dtype = torch.float64,
 ) -> SelfCheckReport:
-    """The pairs of ``family`` on one case with ``parts`` (full-Jacobian pairs for p ≤ ``fj``)."""
+    """The pairs of ``family`` on one case with ``parts`` (full-Jacobian pairs for p ≤ ``fj``), judged at the
+    precision ``dtype`` the parts compute in."""
     return reference_self_check(
         case.problem,
         case.theta,
@@ -72,6 +78,7 @@ def self_check(
         full_jacobian_max_p=fj,
         adjoint=parts.adjoint,
         influence=parts.influence,
+        dtype=dtype,
     )
 
 
@@ -86,7 +93,12 @@ class FamilyRun:
 
 
 def run_family(
-    family: str, suite: list[SuiteCase], gen: torch.Generator, parts: ReferenceParts, setup: SuiteSetup
+    family: str,
+    suite: list[SuiteCase],
+    gen: torch.Generator,
+    parts: ReferenceParts,
+    setup: SuiteSetup,
+    dtype: torch.dtype = torch.float64,
 ) -> FamilyRun:
     """:func:`self_check` of ``family`` on every case (complex step: analytic cells only, the others skipped)."""
     run = FamilyRun()
@@ -94,7 +106,7 @@ def run_family(
         if family == "complex-step" and not case.problem.cell.analytic:
             run.skipped.append(case.label)
             continue
-        rep = self_check(family, case, gen, parts, setup.full_jacobian_max_p)
+        rep = self_check(family, case, gen, parts, setup.full_jacobian_max_p, dtype)
         for cmp in rep.by_family(family):
             run.rows.append(
                 {

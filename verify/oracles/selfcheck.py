@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from verify._narrow import as_reference_dtype
 from verify.model.problem import Problem
 from verify.oracles.bptt import (
     adjoint_gradient,
@@ -39,7 +40,7 @@ from verify.oracles.bptt import (
     influence_matrices,
     per_step_gradients,
 )
-from verify.oracles.budget import Conditioning, conditioning
+from verify.oracles.budget import Conditioning, conditioning, pair_unit, roundoff_budget
 from verify.oracles.finite_diff import (
     complex_problem,
     complex_step_directional,
@@ -127,6 +128,7 @@ def reference_self_check(
     adjoint: AdjointFn = adjoint_gradient,
     families: tuple[str, ...] = ("adjoint", "influence", "complex-step", "finite-difference"),
     influence: InfluenceFn = influence_matrices,
+    dtype: torch.dtype = torch.float64,
 ) -> SelfCheckReport:
     """Run the reference pairs on ``problem`` at θ and judge each against its budget.
 
@@ -136,20 +138,23 @@ def reference_self_check(
     the mutant catalog passes broken ones). Its gradient is what the complex-step and Richardson
     pairs check, so a broken adjoint fails those pairs too. Complex-step pairs are
     skipped (not passed) for non-analytic cells. ``full_jacobian_max_p`` > 0 adds
-    full-Jacobian comparisons for p up to that size.
+    full-Jacobian comparisons for p up to that size. ``dtype``: the precision the parts under test compute in
+    (issue 37): float32 code is judged against the same budgets at :func:`~verify.oracles.budget.pair_unit`'s
+    rounding unit, and its float32 results are taken into float64 (and noted, :mod:`verify._narrow`).
     """
     cond = conditioning(problem, theta, with_influence="influence" in families or "complex-step" in families)
-    gbud = cond.gradient_budget()
-    ibud = cond.influence_budget()
+    u = pair_unit(dtype)  # u64 for float64 code: the budgets of Conditioning.gradient_budget / influence_budget
+    gbud = roundoff_budget(u, cond.depth, cond.steps, cond.kappa_grad)
+    ibud = roundoff_budget(u, cond.depth, cond.steps, cond.kappa_influence)
     out: list[Comparison] = []
     g_bptt = bptt_gradient(problem, theta)
-    g_test = adjoint(problem, theta)
+    g_test = as_reference_dtype(adjoint(problem, theta), g_bptt)
     gnorm = float(torch.linalg.vector_norm(g_bptt))
     if "adjoint" in families:
         out += _adjoint_pairs(problem, theta, adjoint, g_test, g_bptt, gbud)
     I_rev = None
     if "influence" in families:
-        I_rev = influence(problem, theta)
+        I_rev = as_reference_dtype(influence(problem, theta), theta)
         I_fwd = influence_jacfwd(problem, theta)
         out.append(
             Comparison(
@@ -179,7 +184,7 @@ def _adjoint_pairs(
     """Explicit adjoint vs BPTT: the total gradient and the per-step gradients."""
     out = [Comparison("adjoint vs BPTT: total gradient", "adjoint", _rel(g_test, g_bptt), gbud, TARGETS["adjoint"])]
     G_b = per_step_gradients(problem, theta)
-    G_a = adjoint(problem, theta, per_step=True)
+    G_a = as_reference_dtype(adjoint(problem, theta, per_step=True), G_b)
     out.append(Comparison("adjoint vs BPTT: per-step gradients", "adjoint", _rel(G_a, G_b), gbud, TARGETS["adjoint"]))
     return out
 
@@ -211,7 +216,7 @@ def _complex_step_pairs(
         )
     )
     if I_rev is None:
-        I_rev = influence(problem, theta)
+        I_rev = as_reference_dtype(influence(problem, theta), theta)
     inorm = float(torch.linalg.vector_norm(I_rev))
     ierrs = [
         float(torch.linalg.vector_norm(complex_step_directional(lambda th: Pc.rollout(th)[1:], theta, v) - I_rev @ v))
