@@ -293,3 +293,41 @@ def test_reference_claims_are_judged_at_the_declared_precision(
     res = run_check(all_claims()[claim], RunConfig(dtype=dtype, implementations=impls))
     assert res.verdict.value == verdict, res.summary
     assert words in res.summary, res.summary
+
+
+# ----------------------------------------------------------------- truncation bounds at float32
+def _f32_truncation(field: str, mutant: str | None, declared: bool):  # type: ignore[no-untyped-def]
+    """A truncation part (the toolkit's, or a mutant's) whose results are float32."""
+    from verify.impl import TruncationImpl
+    from verify.impl.mutants import get as get_mutant
+
+    inner = getattr(get_mutant(mutant).impl if mutant else TruncationImpl(), field)
+
+    def part(*args, **kw):  # type: ignore[no-untyped-def]
+        return inner(*args, **kw).to(torch.float32)
+
+    if declared:
+        part.dtype = "float32"  # type: ignore[attr-defined]
+    return part
+
+
+TRUNCATION_TABLE = [  # (claim, field, mutant, declared, --dtype, verdict)
+    ("truncation.state-bound", "model_states", None, True, "float64", "PASS"),
+    ("truncation.state-bound", "model_states", "truncated-model.restart-late", True, "float64", "FAIL"),
+    ("truncation.gradient-bound", "model_gradient", None, False, "float32", "PASS"),
+    ("truncation.gradient-bound", "model_gradient", "truncated-gradient.restart-early", False, "float32", "FAIL"),
+    ("truncation.tbptt-gradient-bound", "tbptt_gradient", None, True, "float64", "PASS"),
+    ("truncation.tbptt-gradient-bound", "tbptt_gradient", "tbptt.window-short", True, "float64", "FAIL"),
+]
+
+
+@pytest.mark.parametrize(("claim", "field", "mutant", "declared", "dtype", "verdict"), TRUNCATION_TABLE)
+def test_truncation_bounds_are_judged_at_the_declared_precision(
+    claim: str, field: str, mutant: str | None, declared: bool, dtype: str, verdict: str
+) -> None:
+    """Miller & Hardt's bounds hold for exact arithmetic; float32 parts get their round-off on top (the budgets at
+    float32's unit), and a wrong restart or window still FAILs."""
+    impls = DEFAULT.with_part("truncation", field, _f32_truncation(field, mutant, declared))
+    res = run_check(all_claims()[claim], RunConfig(dtype=dtype, implementations=impls))
+    assert res.verdict.value == verdict, res.summary
+    assert res.dtype == "float32" and "judged at float32" in res.summary, res.summary

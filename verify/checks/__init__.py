@@ -180,6 +180,8 @@ def result(
     ``coverage`` (:class:`~verify.impl.capabilities.Coverage`): the fixture problems the implementation under test
     supported; what it left out is named in the summary and stored in ``data["coverage"]``.
     """
+    if dtype == "float32" and "float32" not in summary:  # issue 37: which precision the budgets are at
+        summary += " (judged at float32: its round-off budgets)"
     if coverage is not None:
         summary += coverage.note()
         fields["data"] = {**(fields.get("data") or {}), "coverage": coverage.data()}

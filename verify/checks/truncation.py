@@ -15,24 +15,28 @@ certificate) are fields of :class:`verify.impl.TruncationImpl`; every check runs
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
+import torch
+
 from theory import truncation as tt
 from theory.claims.truncation import RATE_ALPHA
 from theory.gate import planned_alpha
-from verify.checks import register, result
+from verify.checks import precision_name, register, result
 from verify.config import RunConfig
 from verify.errors import AssumptionViolated
-from verify.impl import TruncationImpl
+from verify.impl import TruncationImpl, precision
 from verify.impl.mutants import get as get_mutant
 from verify.report.plots import truncation as plots
 from verify.truncation import bounds, figure1a, fixtures
-from verify.truncation.instances import InstanceEvaluation
+from verify.truncation.instances import InstanceEvaluation, at_precision
 from verify.truncation.rate_fit import RATE_DECADES, rate_verdict
+from verify.truncation.words import extremal_text, failing, suite_text
 from verify.verdict import CheckResult, Control
 
 Ctl = Callable[[TruncationImpl], tuple[bool, str]]
@@ -49,16 +53,27 @@ def _suite(config: RunConfig) -> list[fixtures.Instance]:
     return fixtures.random_suite(config.generator(salt=601), setup)
 
 
+def _parts(config: RunConfig) -> Any:
+    """The parts under test at the precision of the run or of any part's declaration (issue 37; float32: every
+    round-off budget at its rounding unit, :class:`verify.truncation.instances.AtPrecision`)."""
+    return at_precision(config.impls.truncation, _dtype(config))
+
+
+def _dtype(config: RunConfig) -> torch.dtype:
+    parts = config.impls.truncation
+    return precision.judged_dtype(config.dtype, (getattr(parts, f.name) for f in dataclasses.fields(parts)))
+
+
 @lru_cache(maxsize=4)
 def _suite_evaluations(config: RunConfig) -> tuple[InstanceEvaluation, ...]:
     """The suite evaluated with ``config.impls.truncation`` (cached per config: implementations compare by identity)."""
-    return bounds.suite_evaluations(_suite(config), config.impls.truncation, config.full)
+    return bounds.suite_evaluations(_suite(config), _parts(config), config.full)
 
 
 def evaluations(config: RunConfig) -> tuple[InstanceEvaluation, ...]:
     """Every bound on the suite with the implementation under test (Prop. 3's system under its option: refused)."""
     if config.option("instance") is not None:  # never cached: the premise check must run
-        return bounds.plain_evaluations(_suite(config), config.impls.truncation)
+        return bounds.plain_evaluations(_suite(config), _parts(config))
     return _suite_evaluations(config)
 
 
@@ -95,38 +110,6 @@ def _bound_over_suite(
     return fails, bounds.quantiles(tights), worst
 
 
-def _suite_text(statement: str, fails: Sequence[str], n: int, where: str) -> str:
-    """'<statement> holds at every <where> on n random instances' or 'VIOLATED on m/n random instances'."""
-    if not fails:
-        return f"{statement} holds at every {where} on {n} random instances"
-    return f"{statement} VIOLATED on {len(fails)}/{n} random instances"
-
-
-def _fixtures_text(fx: bounds.ExtremalFixture, key: str = "tightness", fmt: str = ".4f") -> str:
-    return ", ".join(f"{f[key]:{fmt}} (lam={lam})" for lam, f in fx.records.items())
-
-
-def _extremal_text(fx: bounds.ExtremalFixture, quantity: str, key: str = "tightness", fmt: str = ".4f") -> str:
-    """The extremal system: tightness at each λ, where its bound is violated, and ``quantity`` against its closed
-    form (equal, or by how many round-off budgets it differs)."""
-    recs = fx.records
-    text = f"extremal scalar system: tightness {_fixtures_text(fx, key, fmt)}"
-    over = [lam for lam, f in recs.items() if not f["holds"]]
-    if over:
-        text += f", bound VIOLATED at lam={', '.join(over)}"
-    off = {lam: f["closed_form_ratio"] for lam, f in recs.items() if not f["closed_form_ok"]}
-    if not off:
-        return text + f"; {quantity} = closed form"
-    return (
-        text + f"; {quantity} differs from the closed form by up to {max(off.values()):.2g} x its round-off budget "
-        f"(lam={', '.join(off)})"
-    )
-
-
-def _failing(fails: Sequence[str], head: str = "failing") -> str:
-    return f"; {head}: {', '.join(fails[:5])}" if fails else ""
-
-
 # ===================================================================== Lemma 1 and Lemma 2
 @register("truncation.state-bound", uses=("truncation.model_states", "truncation.certificate"))
 def check_state_bound(config: RunConfig) -> CheckResult:
@@ -138,14 +121,14 @@ def check_state_bound(config: RunConfig) -> CheckResult:
     Negative controls: truncated models restarting at the wrong step.
     """
     t0 = time.perf_counter()
-    evs, fx = evaluations(config), bounds.extremal_fixture("state", config.impls.truncation)
+    evs, fx = evaluations(config), bounds.extremal_fixture("state", _parts(config))
     fails, tight, (worst, limit) = _bound_over_suite(evs, fx, "state", "tightness")
     mutants = ("truncated-model.restart-late", "truncated-model.restart-early", "truncated-model.block-restart")
     controls = [_mutant_control(m, _fixture_ctl("state", (1, 2, 5, 13), "tightness")) for m in mutants]
     summary = (
-        f"{_suite_text('Lemma 1', fails, len(evs), '(t, k)')}; tightness (measured/bound) median "
-        f"{tight['median']:.2e}, worst {tight['worst']:.2e}; {_extremal_text(fx, 'the truncated state')}"
-        f"{_failing(fails)}"
+        f"{suite_text('Lemma 1', fails, len(evs), '(t, k)')}; tightness (measured/bound) median "
+        f"{tight['median']:.2e}, worst {tight['worst']:.2e}; {extremal_text(fx, 'the truncated state')}"
+        f"{failing(fails)}"
     )
     rows = [e.summary_row() for e in evs]
     figs = plots.state_bound_figures(rows, fx.series["state"].as_dict())
@@ -159,6 +142,7 @@ def check_state_bound(config: RunConfig) -> CheckResult:
         controls=controls,
         statistic=worst,
         threshold=limit,
+        dtype=precision_name(_dtype(config)),
         data=data,
     )
 
@@ -174,16 +158,16 @@ def check_gradient_bound(config: RunConfig) -> CheckResult:
     (c)) is violated on the extremal system. Negative controls: wrong restart steps.
     """
     t0 = time.perf_counter()
-    evs, fx = evaluations(config), bounds.gradient_extremal_fixture(config.impls.truncation)
+    evs, fx = evaluations(config), bounds.gradient_extremal_fixture(_parts(config))
     fails, tp, (worst, limit) = _bound_over_suite(evs, fx, "model", "tightness_proof")
     tg = bounds.quantiles([e.series["model:gamma"].tightness for e in evs])
     mutants = [f"truncated-gradient.{m}" for m in ("restart-late", "restart-early", "block-restart")]
     controls = [_mutant_control(m, _fixture_ctl("model", (2, 5, 13), "worst ratio", range(2, 31))) for m in mutants]
     printed = max(f["printed_proof_ratio"] for f in fx.records.values())
     summary = (
-        f"{_suite_text('Lemma 2 (truncated model)', fails, len(evs), 'k')}; tightness vs the proof's bound median "
+        f"{suite_text('Lemma 2 (truncated model)', fails, len(evs), 'k')}; tightness vs the proof's bound median "
         f"{tp['median']:.2e} worst {tp['worst']:.2e}, vs gamma k lam^k median {tg['median']:.2e} worst "
-        f"{tg['worst']:.2e}; " + _extremal_text(fx, "the truncated-model gradient error", "tightness_proof", ".3f")
+        f"{tg['worst']:.2e}; " + extremal_text(fx, "the truncated-model gradient error", "tightness_proof", ".3f")
     )
     found: tuple[str, ...] = ()
     if printed > 1.0:
@@ -207,10 +191,11 @@ def check_gradient_bound(config: RunConfig) -> CheckResult:
         config,
         t0,
         not (fails or fx.fails),
-        summary + _failing(fails),
+        summary + failing(fails),
         controls=controls,
         statistic=worst,
         threshold=limit,
+        dtype=precision_name(_dtype(config)),
         data=data,
         findings=found,
     )
@@ -227,13 +212,13 @@ def check_tbptt_gradient_bound(config: RunConfig) -> CheckResult:
     = closed form); negative controls: windows of k − 1 and k + 1 transitions.
     """
     t0 = time.perf_counter()
-    evs, fx = evaluations(config), bounds.extremal_fixture("tbptt", config.impls.truncation)
+    evs, fx = evaluations(config), bounds.extremal_fixture("tbptt", _parts(config))
     fails, t, (worst, limit) = _bound_over_suite(evs, fx, "tbptt", "tightness")
     ctl = _fixture_ctl("tbptt", (2, 5, 13), "worst ratio")
     controls = [_mutant_control(m, ctl) for m in ("tbptt.window-short", "tbptt.window-long")]
     summary = (
-        f"{_suite_text('truncated-BPTT bound', fails, len(evs), 'k')}; tightness median {t['median']:.2e} worst "
-        f"{t['worst']:.2e}; {_extremal_text(fx, 'the truncated-BPTT gradient error')}{_failing(fails)}"
+        f"{suite_text('truncated-BPTT bound', fails, len(evs), 'k')}; tightness median {t['median']:.2e} worst "
+        f"{t['worst']:.2e}; {extremal_text(fx, 'the truncated-BPTT gradient error')}{failing(fails)}"
     )
     rows = [e.summary_row() for e in evs]
     figs = plots.tbptt_bound_figures(rows, fx.series["tbptt"].as_dict())
@@ -247,6 +232,7 @@ def check_tbptt_gradient_bound(config: RunConfig) -> CheckResult:
         controls=controls,
         statistic=worst,
         threshold=limit,
+        dtype=precision_name(_dtype(config)),
         data=data,
     )
 
@@ -309,7 +295,7 @@ def check_rate(config: RunConfig) -> CheckResult:
         config,
         t0,
         bool(rows) and not fails,
-        summary + _failing(fails, "SLOWER THAN lambda^k"),
+        summary + failing(fails, "SLOWER THAN lambda^k"),
         controls=controls,
         statistic=margin,
         threshold=0.0,

@@ -24,8 +24,8 @@ from verify.model.builders import clip_spectral_norm, contractive_problem, make_
 from verify.model.cells import ElmanCell, LinearCell
 from verify.model.losses import LinearReadout, SquaredError
 from verify.model.problem import Problem
-from verify.oracles.budget import roundoff_budget, unit_roundoff
-from verify.truncation.instances import TruncationParts, final_gradient, weight_index
+from verify.oracles.budget import roundoff_budget
+from verify.truncation.instances import TruncationParts, final_gradient, judged_unit, weight_index
 from verify.truncation.rate_fit import RATE_DECADES
 
 __all__ = [
@@ -150,7 +150,7 @@ def conformance(
     worst = 0.0
     for k in ks:
         cf = scalar_closed_form(lam, u, v, y, T, k)
-        budget = 64 * roundoff_budget(unit_roundoff(torch.float64), 3, T, 1.0) * cf["scale"]
+        budget = 64 * roundoff_budget(judged_unit(impl, P), 3, T, 1.0) * cf["scale"]
         if part == "state":
             got = impl.model_states(P, th, k)[:, 0]
             err = float((got - torch.tensor(cf["states"], dtype=torch.float64)).abs().max())

@@ -21,17 +21,19 @@ from torch.func import jacrev
 
 from theory import truncation as tt
 from theory.truncation import TruncationConstants
+from verify._narrow import as_reference_dtype
 from verify.errors import AssumptionViolated
 from verify.model.cells import ElmanCell, LinearCell
 from verify.model.problem import Problem
 from verify.oracles.bptt import tbptt_gradient, truncated_model_gradient, truncated_model_states
-from verify.oracles.budget import roundoff_budget, unit_roundoff
+from verify.oracles.budget import pair_unit, roundoff_budget, unit_roundoff
 from verify.oracles.contraction import ContractionCertificate, contraction_certificate, truncation_constants
 from verify.stats.rates import fit_rate
 
 __all__ = [
     "DEFAULT_TRUNCATION_IMPL",
     "WEIGHTS",
+    "AtPrecision",
     "BoundSeries",
     "CertFn",
     "GradFn",
@@ -39,8 +41,10 @@ __all__ = [
     "OracleTruncationParts",
     "StatesFn",
     "TruncationParts",
+    "at_precision",
     "evaluate_instance",
     "final_gradient",
+    "judged_unit",
     "measured_contraction_rate",
     "truncated_final_gradient",
     "weight_index",
@@ -66,6 +70,31 @@ class TruncationParts(Protocol):
 
     @property
     def certificate(self) -> CertFn: ...
+
+
+@dataclass(frozen=True)
+class AtPrecision:
+    """Truncation parts under test judged at the precision ``dtype`` they compute in (issue 37: declared, or
+    ``--dtype float32``): every round-off budget of the bound comparisons and of the closed forms uses
+    :func:`~verify.oracles.budget.pair_unit` of ``dtype`` instead of float64's unit. The parts are ``parts``'."""
+
+    parts: Any
+    dtype: torch.dtype
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.parts, name)
+
+
+def at_precision(parts: Any, dtype: torch.dtype) -> Any:
+    """``parts`` judged at ``dtype``: :class:`AtPrecision` for float32, ``parts`` itself for float64."""
+    return parts if dtype == torch.float64 else AtPrecision(parts, dtype)
+
+
+def judged_unit(impl: Any, problem: Problem) -> float:
+    """The rounding unit the budgets use for ``impl`` on ``problem``: the problem's, or float32's pair unit where
+    ``impl`` is :class:`AtPrecision` float32."""
+    dtype = impl.dtype if isinstance(impl, AtPrecision) else problem.dtype
+    return pair_unit(dtype) if dtype != problem.dtype else unit_roundoff(problem.dtype)
 
 
 def truncated_final_gradient(problem: Problem, theta: torch.Tensor, k: int) -> torch.Tensor:
@@ -186,13 +215,11 @@ class InstanceEvaluation:
         }
 
 
-def _state_budget(problem: Problem, scale: float) -> float:
-    u = unit_roundoff(problem.dtype)
+def _state_budget(problem: Problem, scale: float, u: float) -> float:
     return roundoff_budget(u, problem.n + problem.cell.input_size, problem.T, 1.0) * max(scale, 1e-300)
 
 
-def _grad_budget(problem: Problem, scale: float) -> float:
-    u = unit_roundoff(problem.dtype)
+def _grad_budget(problem: Problem, scale: float, u: float) -> float:
     depth = problem.n + problem.cell.input_size + problem.readout.output_size
     return roundoff_budget(u, depth, problem.T, 1.0) * max(scale, 1e-300)
 
@@ -203,10 +230,15 @@ def _state_series(
     r"""Lemma 1: :math:`\max_t\|h_t - h^k_t\|` against :math:`\lambda^k L_xB_x/(1-\lambda)` at every k of ``sks``."""
     with torch.no_grad():
         h = problem.rollout(theta)[1:]
-        errs = [float(torch.linalg.vector_norm(h - impl.model_states(problem, theta, k), dim=-1).max()) for k in sks]
+        hk = [as_reference_dtype(impl.model_states(problem, theta, k), h) for k in sks]
+        errs = [float(torch.linalg.vector_norm(h - x, dim=-1).max()) for x in hk]
     scale = float(torch.linalg.vector_norm(h, dim=-1).max())
     return BoundSeries(
-        "state", sks, tuple(errs), tuple(tt.state_bound(c, k) for k in sks), _state_budget(problem, scale)
+        "state",
+        sks,
+        tuple(errs),
+        tuple(tt.state_bound(c, k) for k in sks),
+        _state_budget(problem, scale, judged_unit(impl, problem)),
     )
 
 
@@ -246,14 +278,15 @@ def evaluate_instance(
     if "state" in parts:
         series["state"] = _state_series(problem, theta, impl, c, sks)  # Lemma 1
     idx = weight_index(problem)
+    u = judged_unit(impl, problem)
     gw = final_gradient(problem, theta)[idx]
     gnorm = float(torch.linalg.vector_norm(gw))
     if "model" in parts or forms:
-        gk = [impl.model_gradient(problem, theta, k)[idx] for k in ks]
-        series.update(_gradient_series(problem, "model", gw, gk, ks, c, forms))  # Lemma 2
+        gk = [as_reference_dtype(impl.model_gradient(problem, theta, k), gw)[idx] for k in ks]
+        series.update(_gradient_series(problem, "model", gw, gk, ks, c, forms, u))  # Lemma 2
     if "tbptt" in parts:
-        gt = [impl.tbptt_gradient(problem, theta, k)[idx] for k in ks]
-        series.update(_gradient_series(problem, "tbptt", gw, gt, ks, c, ()))
+        gt = [as_reference_dtype(impl.tbptt_gradient(problem, theta, k), gw)[idx] for k in ks]
+        series.update(_gradient_series(problem, "tbptt", gw, gt, ks, c, (), u))
     rate = measured_contraction_rate(problem, theta) if with_rate else math.nan
     kind = "linear" if isinstance(problem.cell, LinearCell) else "elman-tanh"
     return InstanceEvaluation(label, kind, c.lam, T, c, series, tt.gamma(c), gnorm, rate)
@@ -267,6 +300,7 @@ def _gradient_series(
     ks: tuple[int, ...],
     c: TruncationConstants,
     forms: Sequence[str],
+    u: float,
 ) -> dict[str, BoundSeries]:
     r"""Lemma 2: :math:`\|\nabla_w p_T - g^k\|` at every k against its bound (``name``: ``model`` or ``tbptt``).
 
@@ -275,7 +309,7 @@ def _gradient_series(
     """
     errs = tuple(float(torch.linalg.vector_norm(gw - x)) for x in approx)
     scale = max([float(torch.linalg.vector_norm(gw))] + [float(torch.linalg.vector_norm(x)) for x in approx])
-    budget = _grad_budget(problem, scale)
+    budget = _grad_budget(problem, scale, u)
     if name == "tbptt":
         return {"tbptt": BoundSeries("tbptt", ks, errs, tuple(tt.tbptt_bound(c, k) for k in ks), budget)}
     out = {"model": BoundSeries("model", ks, errs, tuple(tt.gradient_bound(c, k) for k in ks), budget)}
