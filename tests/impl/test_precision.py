@@ -331,3 +331,20 @@ def test_truncation_bounds_are_judged_at_the_declared_precision(
     res = run_check(all_claims()[claim], RunConfig(dtype=dtype, implementations=impls))
     assert res.verdict.value == verdict, res.summary
     assert res.dtype == "float32" and "judged at float32" in res.summary, res.summary
+
+
+@pytest.mark.parametrize(("bug", "verdict"), [(False, "PASS"), (True, "FAIL")])
+def test_prop2_multipliers_are_judged_at_the_declared_precision(bug: bool, verdict: str) -> None:
+    from verify.fpp.kkt import lemma1_multipliers
+    from verify.impl.mutants import get as get_mutant
+
+    inner = get_mutant("fpp.multiplier-full-loss-adjoint").impl.multipliers if bug else lemma1_multipliers
+
+    def multipliers(*args):  # type: ignore[no-untyped-def]
+        return inner(*args).to(torch.float32)
+
+    multipliers.dtype = "float32"  # type: ignore[attr-defined]
+    impls = DEFAULT.with_part("fpp", "multipliers", multipliers)
+    res = run_check(all_claims()["fpp.prop2-kkt-equivalence"], RunConfig(implementations=impls))
+    assert res.verdict.value == verdict, res.summary
+    assert "(float32: judged at its round-off)" in res.summary

@@ -47,6 +47,7 @@ __all__ = [
     "judged_dtype",
     "pair_unit",
     "roundoff_hint",
+    "target_words",
     "validate_dtype",
 ]
 
@@ -96,6 +97,11 @@ def exact_target(dtype: torch.dtype, target: float) -> float:
     rounding unit replaced, :math:`	ext{target}\cdot(u_{dtype}+u_{64})/(2u_{64})` -- the same scaling as every
     other budget of this module (:func:`~verify.oracles.budget.pair_unit`; 2.7e-4 for 1e-12 at float32)."""
     return target * pair_unit(dtype) / unit_roundoff(torch.float64)
+
+
+def target_words(tol: float, dtype: torch.dtype) -> str:
+    """A tolerance as a summary prints it, with the precision it is at when that is float32."""
+    return f"{tol:.1e} (float32: judged at its round-off)" if dtype == torch.float32 else f"{tol:.0e}"
 
 
 #: the smallest relative error a float32 computation of these quantities is taken to show: u₃₂/16. Below it an
