@@ -95,7 +95,8 @@ def check_exact(config: RunConfig) -> CheckResult:
     r_i = e_i / b_i if not math.isnan(e_i) else -math.inf
     which = "influence ds_t/dtheta" if r_i >= e_g / b_g else "per-step gradient"
     summary = (
-        f"{len(rows)} problems; worst error/budget {float(worst['ratio']):.2e} in the {which} ({worst['problem']}: "
+        f"{len(rows)} problem{'' if len(rows) == 1 else 's'}; worst error/budget {float(worst['ratio']):.2e} in the "
+        f"{which} ({worst['problem']}: "
         f"relative errors influence {e_i:.2e}, gradient {e_g:.2e}); "
         f"max relative error {max_err:.2e} "
         + (f"(DESIGN target {TARGET:.0e})" if dtype == torch.float64 else "(judged at float32: its predicted budget)")
