@@ -64,3 +64,31 @@ def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run") / "report"
     assert main(["run", "--claims", "reference.*", "--out", str(out), "-q"]) == 0
     return out
+
+
+# ------------------------------------------------------------------ the heavy tier (issue 42)
+_HEAVY_FILE = Path(__file__).with_name("heavy_tests.txt")
+
+
+def _heavy_ids() -> set[str]:
+    lines = _HEAVY_FILE.read_text(encoding="utf-8").splitlines()
+    return {s.strip() for s in lines if s.strip() and not s.startswith("#")}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests listed in ``heavy_tests.txt`` ``heavy`` (the README's command deselects them; .ci/run runs
+    them in their own step). With the whole of a listed file collected (no -k, no node ids), an entry that names
+    none of its tests is a usage error: the list cannot rot silently."""
+    heavy = _heavy_ids()
+    seen: set[str] = set()
+    for item in items:
+        for key in (item.nodeid, item.nodeid.split("[")[0]):
+            if key in heavy:
+                item.add_marker(pytest.mark.heavy)
+                seen.add(key)
+    whole = not config.getoption("keyword") and not any("::" in str(a) for a in config.args)
+    files = {item.nodeid.split("::")[0] for item in items}
+    stale = sorted(h for h in heavy - seen if h.split("::")[0] in files)
+    if whole and stale:
+        raise pytest.UsageError(f"tests/heavy_tests.txt names tests that were not collected: {stale}")
