@@ -52,3 +52,14 @@ def test_variance_is_judged_by_the_law_of_nu(name: str) -> None:
     case = problem_case("elman-tanh", 2, 6, config.seed, 469)
     rows, agrees = _against_laws(est, case, config, post, noise_law(est), ALPHA)
     assert agrees == expected, (name, [(r["t"], round(r["z"], 1)) for r in rows])
+
+
+def test_a_squared_error_the_same_in_every_draw_is_said_not_scored() -> None:
+    """The trial's stale-theta~ UORO: at t = 2 its g~ reads theta~_0 = 0, so every draw has the same squared error;
+    the z-score would divide by the round-off floor (z = -5.7e10 was printed). The summary says why instead."""
+    from verify.checks.uoro_variance import _z_words
+
+    assert _z_words({"z": -5.7e10, "constant": True}) == (
+        "the squared error is the same in every draw: g~_t does not depend on nu"
+    )
+    assert _z_words({"z": 3.25, "constant": False}) == "z = 3.2"

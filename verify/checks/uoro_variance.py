@@ -169,6 +169,13 @@ def _growth_control(small: Any, config: RunConfig, alpha: float) -> Control:
     )
 
 
+def _z_words(row: dict[str, Any]) -> str:
+    """The z-score, or why there is none: a squared error the same in every draw (g~_t does not depend on nu)."""
+    if row.get("constant"):
+        return "the squared error is the same in every draw: g~_t does not depend on nu"
+    return f"z = {row['z']:.1f}"
+
+
 def _growth_summary(
     g: Growth,
     T: int,
@@ -186,7 +193,7 @@ def _growth_summary(
         head = (
             f"VARIANCE differs from Algorithm 1's {against} variance: at t={worst['t']} measured relative variance "
             f"{worst['measured']:.3g} vs {worst['exact']:.3g} ({worst['measured'] / worst['exact']:.3g}x, "
-            f"z = {worst['z']:.1f}){' -- and from the Gaussian variant' if law[1] == UNDECLARED_LAW else ''}; "
+            f"{_z_words(worst)}){' -- and from the Gaussian variant' if law[1] == UNDECLARED_LAW else ''}; "
         )
     elif by_law == "gaussian" and law[0] == "gaussian":
         head = f"nu standard normal ({law[1]}): compared with Algorithm 1 under Gaussian nu (Monte Carlo); "

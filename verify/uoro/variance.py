@@ -136,7 +136,8 @@ def exact_vs_measured(
         # round-off floor: for n = 2, t = 2 the squared error is the same for every pattern
         se = float(q.std()) / math.sqrt(q.numel()) + 1e-12 * abs(ex)
         z = (float(q.mean()) - ex) / se
-        rows.append({"t": t, "exact": ex, "measured": float(q.mean()), "z": z})
+        constant = float(q.std()) <= 1e-12 * abs(float(q.mean()))  # every draw's squared error the same
+        rows.append({"t": t, "exact": ex, "measured": float(q.mean()), "z": z, "constant": constant})
     return rows
 
 
