@@ -316,10 +316,16 @@ def groups_add(gr: Groups, v: torch.Tensor, *, blocks: int = BLOCKS_PER_CALL, ma
     if k == 0:
         return gr
     nb = max(1, min(blocks, k // 2))
-    parts = torch.tensor_split(v, nb)
-    cnt = torch.tensor([float(p.shape[0]) for p in parts], dtype=F64)
-    mean = torch.stack([p.mean(0) for p in parts])
-    m2 = torch.stack([((p - p.mean(0)) ** 2).sum(0) for p in parts])
+    q, r = divmod(k, nb)  # torch.tensor_split's blocks: the first r of q + 1 rows, the rest of q
+    cnt = torch.tensor([float(q + 1)] * r + [float(q)] * (nb - r), dtype=F64)
+    if r == 0:  # equal blocks: one reshape, no loop over the blocks
+        w = v.reshape(nb, q, -1)
+        mean = w.mean(1)
+        m2 = ((w - mean[:, None, :]) ** 2).sum(1)
+    else:
+        idx = torch.repeat_interleave(torch.arange(nb), cnt.to(torch.long))
+        mean = torch.zeros(nb, v.shape[1], dtype=v.dtype).index_add_(0, idx, v) / cnt[:, None].to(v.dtype)
+        m2 = torch.zeros_like(mean).index_add_(0, idx, (v - mean[idx]) ** 2)
     count, mu, ss = torch.cat([gr.size, cnt]), torch.cat([gr.mean, mean]), torch.cat([gr.m2, m2])
     while count.numel() > max_groups:
         g2 = (count.numel() // 2) * 2
