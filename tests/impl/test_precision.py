@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -218,19 +219,25 @@ def test_a_declared_batch1_keeps_its_other_fields() -> None:
 
 
 # ----------------------------------------------------------------- FPP eq. (7) and Lemma 3 at float32
-def _f32_eq7(bug: bool = False, declared: bool = True):  # type: ignore[no-untyped-def]
+def _float32_part(inner: Any, declared: bool = True) -> Any:
+    """A part whose results are ``inner``'s rounded to float32 (a tensor or a tuple of them), declared float32 or not:
+    a user's float32 code as the toolkit receives it."""
+
+    def part(*args: Any, **kw: Any) -> Any:
+        out = inner(*args, **kw)
+        return tuple(g.to(torch.float32) for g in out) if isinstance(out, tuple) else out.to(torch.float32)
+
+    if declared:
+        part.dtype = "float32"  # type: ignore[attr-defined]
+    return part
+
+
+def _f32_eq7(bug: bool = False, declared: bool = True) -> Any:
     """eq. (7) whose results are float32 (the toolkit's formula, or the penalty-sign mutant, rounded to float32)."""
     from verify.fpp.objective import eq7_gradients
     from verify.impl.mutants import get as get_mutant
 
-    inner = get_mutant("fpp.eq7-penalty-sign").impl.eq7_gradients if bug else eq7_gradients
-
-    def eq7(*args):  # type: ignore[no-untyped-def]
-        return tuple(g.to(torch.float32) for g in inner(*args))
-
-    if declared:
-        eq7.dtype = "float32"  # type: ignore[attr-defined]
-    return eq7
+    return _float32_part(get_mutant("fpp.eq7-penalty-sign").impl.eq7_gradients if bug else eq7_gradients, declared)
 
 
 FPP_TABLE = [  # (claim, bug, declared, --dtype, verdict, words)
@@ -255,7 +262,7 @@ def test_fpp_exactness_is_judged_at_the_declared_precision(
 
 
 # ----------------------------------------------------------------- reference.* at float32
-def _f32_reference(field: str, bug: bool = False, declared: bool = True):  # type: ignore[no-untyped-def]
+def _f32_reference(field: str, bug: bool = False, declared: bool = True) -> Any:
     """The toolkit's adjoint (or influence) rounded to float32; ``bug``: the adjoint mutant the claim's control uses
     (a wrong step's Jacobian), or the influence 0.1 % too large (the control's W(1 + 1e-6) moves the influence by
     6e-7, within float32's predicted budget of 6e-6: float32 code cannot be told from it)."""
@@ -266,13 +273,7 @@ def _f32_reference(field: str, bug: bool = False, declared: bool = True):  # typ
         inner = get_mutant("adjoint.jacobian-wrong-step").impl.adjoint if bug else adjoint_gradient
     else:
         inner = (lambda *a, **k: 1.001 * influence_matrices(*a, **k)) if bug else influence_matrices
-
-    def part(*args, **kw):  # type: ignore[no-untyped-def]
-        return inner(*args, **kw).to(torch.float32)
-
-    if declared:
-        part.dtype = "float32"  # type: ignore[attr-defined]
-    return part
+    return _float32_part(inner, declared)
 
 
 REFERENCE_TABLE = [  # (claim, field, bug, declared, --dtype, verdict, words)
@@ -296,19 +297,12 @@ def test_reference_claims_are_judged_at_the_declared_precision(
 
 
 # ----------------------------------------------------------------- truncation bounds at float32
-def _f32_truncation(field: str, mutant: str | None, declared: bool):  # type: ignore[no-untyped-def]
+def _f32_truncation(field: str, mutant: str | None, declared: bool) -> Any:
     """A truncation part (the toolkit's, or a mutant's) whose results are float32."""
     from verify.impl import TruncationImpl
     from verify.impl.mutants import get as get_mutant
 
-    inner = getattr(get_mutant(mutant).impl if mutant else TruncationImpl(), field)
-
-    def part(*args, **kw):  # type: ignore[no-untyped-def]
-        return inner(*args, **kw).to(torch.float32)
-
-    if declared:
-        part.dtype = "float32"  # type: ignore[attr-defined]
-    return part
+    return _float32_part(getattr(get_mutant(mutant).impl if mutant else TruncationImpl(), field), declared)
 
 
 TRUNCATION_TABLE = [  # (claim, field, mutant, declared, --dtype, verdict)
@@ -339,12 +333,7 @@ def test_prop2_multipliers_are_judged_at_the_declared_precision(bug: bool, verdi
     from verify.impl.mutants import get as get_mutant
 
     inner = get_mutant("fpp.multiplier-full-loss-adjoint").impl.multipliers if bug else lemma1_multipliers
-
-    def multipliers(*args):  # type: ignore[no-untyped-def]
-        return inner(*args).to(torch.float32)
-
-    multipliers.dtype = "float32"  # type: ignore[attr-defined]
-    impls = DEFAULT.with_part("fpp", "multipliers", multipliers)
+    impls = DEFAULT.with_part("fpp", "multipliers", _float32_part(inner))
     res = run_check(all_claims()["fpp.prop2-kkt-equivalence"], RunConfig(implementations=impls))
     assert res.verdict.value == verdict, res.summary
     assert "(float32: judged at its round-off)" in res.summary

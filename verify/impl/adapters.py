@@ -70,12 +70,6 @@ __all__ = [
     "reset_precision",
 ]
 
-#: the floating dtypes narrower than float64 that a user's code returned in this process since the last reset
-_LOW_PRECISION = LOW_PRECISION
-
-
-_NARROW_TORCH = NARROW_TORCH
-
 
 def _f64(value: Any) -> np.ndarray:
     """``value`` as a float64 array; a float32/float16 (or bfloat16) input is recorded (:func:`low_precision_seen`):
@@ -85,15 +79,15 @@ def _f64(value: Any) -> np.ndarray:
         if kind == "f" and size == 8:
             return value
         if kind == "f" and size < 8:
-            _LOW_PRECISION.add(str(value.dtype))
+            LOW_PRECISION.add(str(value.dtype))
         return np.asarray(value, dtype=np.float64)
     dtype = getattr(value, "dtype", None)
     if isinstance(value, torch.Tensor):  # bfloat16 has no numpy dtype: converted by torch
-        if dtype in _NARROW_TORCH:
-            _LOW_PRECISION.add(_NARROW_TORCH[value.dtype])
+        if dtype in NARROW_TORCH:
+            LOW_PRECISION.add(NARROW_TORCH[value.dtype])
         return np.asarray(value.detach().to("cpu", torch.float64).numpy())
     if dtype is not None and str(dtype) in ("float32", "float16", "bfloat16"):  # jax, cupy ... arrays
-        _LOW_PRECISION.add(str(dtype))
+        LOW_PRECISION.add(str(dtype))
     return np.asarray(value, dtype=np.float64)
 
 
