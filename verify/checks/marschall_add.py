@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -75,7 +75,16 @@ def not_judged(scale: str, sc: AddScale) -> list[str]:
     return out
 
 
-def _pick(values: Mapping[tuple[int, float], Mapping[str, Any]], sc: AddScale, name: str) -> float:
+class _Grid(Protocol):
+    """What the learning-rate choice and the curves read of a scale (the Add and the Mimic task's alike)."""
+
+    @property
+    def realizations(self) -> int: ...
+    @property
+    def lrs(self) -> tuple[float, ...]: ...
+
+
+def _pick(values: Mapping[tuple[int, float], Mapping[str, Any]], sc: _Grid, name: str) -> float:
     """The learner's learning rate: the lowest median final loss over the realizations."""
     best, best_lr = math.inf, sc.lrs[0]
     for lr in sc.lrs:
@@ -208,7 +217,7 @@ def _describe(
 
 
 def _curves(
-    values: Mapping[tuple[int, float], Mapping[str, Any]], sc: AddScale, names: list[str], lr_of: Mapping[str, float]
+    values: Mapping[tuple[int, float], Mapping[str, Any]], sc: _Grid, names: list[str], lr_of: Mapping[str, float]
 ) -> dict[str, Any]:
     """The median learning curve (expected test loss against time steps) of every learner at its learning rate."""
     first = values[(0, sc.lrs[0])]

@@ -76,6 +76,7 @@ __all__ = [
     "binary_entropy",
     "make_learner",
     "run_cell",
+    "run_learners",
 ]
 
 #: the algorithms compared (the toolkit's estimators), stochastic ones marked in :data:`STOCHASTIC`
@@ -202,7 +203,7 @@ def _train(
     state = est.init(train, theta, rng)
     shadow = RTRL() if name not in ("rtrl", "readout-only") else None
     sstate = shadow.init(train, theta, rng) if shadow is not None else None
-    cell = train.layout.size - 2 * train.n - 2  # the cell's entries come first in θ (the readout's last)
+    cell = train.layout["cell.b"].slice.stop  # the cell's entries come first in θ (the readout's last)
     cos_sum, cos_n = 0.0, 0
     for t in range(1, train.T + 1):
         state, g = est.step(train, theta, state, t, rng)
@@ -244,12 +245,29 @@ def run_cell(scale: str | AddScale, realization: int, lr: float, seed: int = 0,
     train = _problem(*add_task(sc.steps, sc.t1, sc.t2, rng), sc.n)
     test = _problem(*add_task(sc.test_steps + BURN_IN, sc.t1, sc.t2, rng, soft=True), sc.n)
     theta0 = train.init_theta(torch.Generator().manual_seed(int(rng.integers(2**31))))
-    checks = sorted({round(float(x)) for x in np.linspace(0, sc.steps, sc.checkpoints + 1)[1:]})
     out: dict[str, Any] = {"realization": realization, "lr": lr, "seed": seed, "t1": sc.t1, "t2": sc.t2, "n": sc.n,
-                           "steps": sc.steps, "curve_steps": [0, *checks], "learners": {}}  # fmt: skip
+                           "steps": sc.steps}  # fmt: skip
+    return {**out, **run_learners(names, train, test, theta0, float(lr), sc.checkpoints, seed, start)}
+
+
+def run_learners(
+    names: tuple[str, ...],
+    train: Problem,
+    test: Problem,
+    theta0: torch.Tensor,
+    lr: float,
+    checkpoints: int,
+    seed: int,
+    start: float,
+) -> dict[str, Any]:
+    """Every learner of ``names`` trained online on ``train`` from ``theta0`` at ``lr`` (the same θ₀ and sequences
+    for all: paired comparisons), scored on ``test`` at ``checkpoints`` evenly spaced steps (:func:`_train`); the
+    Add task's and the Mimic task's (:mod:`verify.rtrl.marschall_mimic`) cells alike."""
+    checks = sorted({round(float(x)) for x in np.linspace(0, train.T, checkpoints + 1)[1:]})
+    out: dict[str, Any] = {"curve_steps": [0, *checks], "learners": {}}
     for i, name in enumerate(names):
         t0 = time.perf_counter()
-        out["learners"][name] = {**_train(name, train, test, theta0, float(lr), checks, seed * 1000 + i),
+        out["learners"][name] = {**_train(name, train, test, theta0, lr, checks, seed * 1000 + i),
                                  "seconds": time.perf_counter() - t0}  # fmt: skip
     out["seconds"] = time.perf_counter() - start
     return out

@@ -25,8 +25,10 @@ sweep                  what                                                     
 ``uoro-ib-truncation``  UORO §4 influence balancing, block TBPTT-k across k and eta       50
                        ("requires a truncation above 200"; one scale)
 ``rflo-fig2``          Murray 2019 Fig. 2, periodic output, RFLO vs BPTT, N = 30      5 (full 4, ci 2)
-``marschall-add``      Marschall et al. 2020, the Add task: RTRL, UORO, KF-RTRL,       27 (full 5, ci 2)
+``marschall-add``      Marschall et al. 2020, the Add task: RTRL, UORO, KF-RTRL,       27 (full 10, ci 2)
                        RFLO, e-prop, SnAp-1 and two controls, one lr grid
+``marschall-mimic``    Marschall et al. 2020, the Mimic task: the same learners        27 (full 10, ci 2)
+                       mimicking a fixed random target RNN
 ``rtrl-sec71``         RTRL convergence §7.1 Fig. 1-2: linear RNN, RTRL vs TBPTT(k)    1680 (ci 40)
 ``rtrl-sec72``         RTRL convergence §7.2 Fig. 3-8: Elman ReLU/tanh, RTRL vs TBPTT   2520 (ci 60)
 ``calibration``        statistical claims x ``--seeds`` seeds: verdict rates, CP      claims x seeds
@@ -55,6 +57,7 @@ from verify.checks.fpp_cycleworld import judge_cycleworld
 from verify.checks.fpp_reproduction import judge_stochasticworld, judge_updates
 from verify.checks.fpp_sensitivity import judge_fig3a, judge_fig5, judge_fig6
 from verify.checks.marschall_add import judge_add_sweep
+from verify.checks.marschall_mimic import judge_mimic_sweep
 from verify.checks.rflo_periodic import judge_periodic_sweep
 from verify.checks.rtrl_sec7 import judge_sec7
 from verify.checks.uoro_char import judge_char_sweep
@@ -66,6 +69,7 @@ from verify.fpp.reproduction import SCALES, cycleworld_designs, fig7_designs, st
 from verify.fpp.sensitivity import fig3a_design, fig5_designs, fig6_designs
 from verify.rtrl import sec7
 from verify.rtrl.marschall_add import SIZES as ADD_SIZES
+from verify.rtrl.marschall_mimic import SIZES as MIMIC_SIZES
 from verify.rtrl.rflo_periodic import SIZES as RFLO_SIZES
 from verify.run.check import claim_params
 from verify.run.sweep.cells import SweepCell
@@ -356,20 +360,38 @@ def _marschall_add(opts: SweepOptions) -> SweepPlan:
     if opts.scale not in ADD_SIZES:
         raise InvalidArgument("--scale", opts.scale, f"marschall-add takes one of {tuple(ADD_SIZES)}")
     sc = ADD_SIZES[opts.scale]
+    return _marschall_plan("add", opts, sc, f"Add task t1={sc.t1} t2={sc.t2}", judge_add_sweep,
+                           {"t1": sc.t1, "t2": sc.t2})  # fmt: skip
+
+
+def _marschall_mimic(opts: SweepOptions) -> SweepPlan:
+    """``marschall-mimic``: Marschall et al. 2020's Mimic task, one cell per (realization, learning rate) with every
+    learner in it, judged by :func:`verify.checks.marschall_mimic.judge_mimic_sweep`; ``--scale paper``, ``full``
+    (reduced) or ``ci``."""
+    if opts.scale not in MIMIC_SIZES:
+        raise InvalidArgument("--scale", opts.scale, f"marschall-mimic takes one of {tuple(MIMIC_SIZES)}")
+    sc = MIMIC_SIZES[opts.scale]
+    return _marschall_plan("mimic", opts, sc, f"Mimic task gain={sc.target_gain:g}", judge_mimic_sweep,
+                           {"target_gain": sc.target_gain, "d": sc.d, "p_input": sc.p_input})  # fmt: skip
+
+
+def _marschall_plan(task: str, opts: SweepOptions, sc: Any, what: str, judge: Any, extra: dict[str, Any]) -> SweepPlan:
+    """The cells of ``marschall-<task>`` (task ``rtrl.marschall-<task>-run``) and their judge."""
     keys = [(r, lr) for r in range(sc.realizations) for lr in sc.lrs]
-    cells = [SweepCell("rtrl.marschall-add-run", {"realization": r, "lr": lr, "scale": opts.scale, "seed": opts.seed},
-                       label=f"Marschall Add task t1={sc.t1} t2={sc.t2} n={sc.n} realization {r} lr={lr:g} "
-                       f"({sc.steps} steps, 8 learners)") for r, lr in keys]  # fmt: skip
+    cells = [SweepCell(f"rtrl.marschall-{task}-run", {"realization": r, "lr": lr, "scale": opts.scale,
+                                                       "seed": opts.seed},
+                       label=f"Marschall {what} n={sc.n} realization {r} lr={lr:g} ({sc.steps} steps, 8 learners)")
+             for r, lr in keys]  # fmt: skip
     by_key = {c.key: k for c, k in zip(cells, keys, strict=True)}
-    claim = "rtrl.marschall-add-sweep"
+    claim = f"rtrl.marschall-{task}-sweep"
 
     def merge(outcomes: Mapping[str, CellOutcome]) -> list[CheckResult]:
         values, errors = _values(outcomes, by_key), _block_errors(outcomes, by_key)
-        return [_judged(claim, lambda: judge_add_sweep(claim, opts.scale, sc, values, errors))]
+        return [_judged(claim, lambda: judge(claim, opts.scale, sc, values, errors))]
 
-    settings = {"scale": opts.scale, "seed": opts.seed, "t1": sc.t1, "t2": sc.t2, "n": sc.n,
-                "realizations": sc.realizations, "steps": sc.steps, "lrs": list(sc.lrs)}  # fmt: skip
-    return SweepPlan("marschall-add", tuple(cells), merge, settings=settings)
+    settings = {"scale": opts.scale, "seed": opts.seed, **extra, "n": sc.n, "realizations": sc.realizations,
+                "steps": sc.steps, "lrs": list(sc.lrs)}  # fmt: skip
+    return SweepPlan(f"marschall-{task}", tuple(cells), merge, settings=settings)
 
 
 def _sec7(section: str) -> Callable[[SweepOptions], SweepPlan]:
@@ -855,6 +877,11 @@ _DEFS = (
         "marschall-add",
         "Marschall et al. 2020, the Add task: RTRL, UORO, KF-RTRL, RFLO, e-prop, SnAp-1 against the task's baselines",
         _marschall_add,
+    ),
+    SweepDefinition(
+        "marschall-mimic",
+        "Marschall et al. 2020, the Mimic task: the same learners mimicking a fixed random target RNN",
+        _marschall_mimic,
     ),
     SweepDefinition(
         "rtrl-sec71",

@@ -15,7 +15,8 @@
 * ``rtrl.rflo-periodic-run`` -- one period of Murray 2019 Fig. 2's periodic output task, every learner and
   realization (:func:`verify.rtrl.rflo_periodic.run_period`).
 * ``rtrl.marschall-add-run`` -- one (realization, learning rate) of Marschall et al. 2020's Add task, every learner
-  (:func:`verify.rtrl.marschall_add.run_cell`).
+  (:func:`verify.rtrl.marschall_add.run_cell`); ``rtrl.marschall-mimic-run`` -- the same on the Mimic task
+  (:func:`verify.rtrl.marschall_mimic.run_cell`).
 * ``rtrl.sec7-run`` -- one run of the RTRL convergence paper's §7.1-7.2 sweeps
   (:func:`verify.rtrl.sec7.run_cell`).
 * ``sweep.selftest`` -- a small deterministic torch computation that takes
@@ -42,6 +43,7 @@ from verify.impl import Implementations
 from verify.impl.loader import load_implementations
 from verify.impl.mutants import get as get_mutant
 from verify.rtrl.marschall_add import run_cell as marschall_add_cell
+from verify.rtrl.marschall_mimic import run_cell as marschall_mimic_cell
 from verify.rtrl.rflo_periodic import run_period
 from verify.rtrl.sec7 import Run, run_cell
 from verify.run.check import implementations_from_params, run_check
@@ -160,6 +162,12 @@ def rtrl_marschall_add_run(params: dict[str, Any]) -> dict[str, Any]:
                               int(params["seed"]))  # fmt: skip
 
 
+def rtrl_marschall_mimic_run(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"realization", "lr", "scale", "seed"}`` -> every learner on one realization of the Mimic task at one lr."""
+    return marschall_mimic_cell(str(params["scale"]), int(params["realization"]), float(params["lr"]),
+                                int(params["seed"]))  # fmt: skip
+
+
 def rtrl_sec7_run(params: dict[str, Any]) -> dict[str, Any]:
     """One run (learner, eta0, schedule, k, seed) of the RTRL convergence paper's §7.1-7.2 sweeps."""
     return run_cell(Run.from_params(params), sec7_learner)
@@ -185,6 +193,7 @@ BUILTIN_TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "run.plan": plan_task,
     "fpp.online-block": fpp_online_block,
     "rtrl.marschall-add-run": rtrl_marschall_add_run,
+    "rtrl.marschall-mimic-run": rtrl_marschall_mimic_run,
     "rtrl.rflo-periodic-run": rtrl_rflo_periodic_run,
     "rtrl.sec7-run": rtrl_sec7_run,
     "sweep.selftest": selftest,
