@@ -66,7 +66,7 @@ def not_judged(scale: str, sc: AddScale) -> list[str]:
         "the clustering of the algorithms' final performance by the paper's criteria (measured: the table)",
         "the clustering of their gradient alignment, and whether alignment with RTRL explains final performance "
         "(measured: the median alignment and its rank correlation with the final loss)",
-        "the Mimic task (the paper's second task family): not run",
+        "the Mimic task (the paper's second task family): its own sweep, marschall-mimic",
     ]
     if scale != "paper":
         out.insert(0, f"the paper's sizes: t1, t2 = {sc.t1}, {sc.t2}, {sc.n} units, {sc.steps} steps per run, "
