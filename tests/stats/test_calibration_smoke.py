@@ -280,15 +280,18 @@ def test_issue39_scale_cells_decide_as_at_scale_one(name: str) -> None:
 
 
 def test_issue39_infinite_variance_is_named() -> None:
-    """The Pareto(1.5) coordinate among 21 Gaussian ones (planned mechanism): no verdict rests on it, and a run whose
-    draws show it is INCONCLUSIVE naming coordinate 0 and the premise (seed 7001: "coordinate 0: tail index ~ 1.5
-    ..., variance not finite"; seed 7000's largest draw is 21 % of the *total* scatter: "heavy tail")."""
+    """The Pareto(1.5) coordinate among 21 Gaussian ones (planned mechanism): no verdict rests on it, every run of
+    seeds 7000-7009 is INCONCLUSIVE, and the premise its draws show is named: coordinate 0's tail ("coordinate 0:
+    tail index ~ 1.7 ..., variance not finite") or one draw's share of the *total* scatter ("heavy tail") -- both
+    among these seeds."""
     cell = next(c for c in issue39_cells() if c.name == "pareto1.5-axis")
     problem = build(cell)
-    runs = {seed: run_once(problem, 1e-3, "planned", seed) for seed in ISSUE39_SEEDS}
+    runs = {seed: run_once(problem, 1e-3, "planned", seed) for seed in range(7000, 7010)}
     assert all(r.verdict is Verdict.INCONCLUSIVE for r in runs.values()), runs
-    assert "coordinate 0: tail index" in runs[7001].reason and "variance not finite" in runs[7001].reason
-    assert "heavy tail" in runs[7000].reason
+    tail = [r.reason for r in runs.values() if "variance not finite" in r.reason]
+    heavy = [r.reason for r in runs.values() if "heavy tail" in r.reason]
+    assert tail and heavy, runs
+    assert all("coordinate 0: tail index" in t for t in tail)
 
 
 def test_issue39_bench_runs_a_mechanism_subset_and_prints_the_premise_table(tmp_path: Path) -> None:

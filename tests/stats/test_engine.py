@@ -171,9 +171,9 @@ def test_clear_bias_fails_fast_and_unbiased_passes() -> None:
     bad = sequential_test(
         syn.sampler("gauss", 0.3 * syn.g), syn.g, options=opts, generator=gen, max_samples=100_000, first=1000
     )
-    # issue 39: the first look's 1000 draws come from one sampler call, whose shared offset would be indistinguishable
-    # from bias: the FAIL comes at the second look (1300 draws, two calls compared)
-    assert bad.verdict is Verdict.FAIL and bad.samples_used == 1300
+    # issue 39: the first look's 1000 draws come from SPLIT_CALLS = 8 sampler calls, so an offset shared within a call
+    # can be told from bias there: the FAIL comes at the first look
+    assert bad.verdict is Verdict.FAIL and bad.samples_used == 1000
     fixed = planned_test(syn.sampler("gauss"), syn.g, options=opts, generator=gen, max_samples=100_000)
     assert fixed.verdict is Verdict.PASS and fixed.samples_planned == fixed.samples_used - 2000
 

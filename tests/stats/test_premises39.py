@@ -18,6 +18,7 @@ from verify.errors import InvalidArgument
 from verify.stats import TestOptions, fixed_sample_test, planned_test, sequential_test
 from verify.stats.premises import between_within, empty_groups, groups_add, tail_index
 from verify.stats.roundoff import symmetric_eigh
+from verify.stats.unbiased import SPLIT_CALLS
 from verify.verdict import Verdict
 
 F64 = torch.float64
@@ -74,7 +75,9 @@ def test_infinite_variance_coordinate_is_named_never_pass_never_fail(mechanism: 
         if res.verdict is Verdict.INCONCLUSIVE and "coordinate 0: tail index" in res.reason:
             assert "variance not finite" in res.reason
     assert Verdict.FAIL not in verdicts
-    assert sum(v is Verdict.PASS for v in verdicts) <= 1, verdicts  # measured: 0.5-6 % (verify.bench.premises)
+    # a PASS where the draws do not show the tail is the known limit (measured 1-12 % of runs, verify.bench.premises:
+    # the estimate cannot see what the sample does not show); at 12 % per run, 4 or more PASSes of 8 has chance 1e-2
+    assert sum(v is Verdict.PASS for v in verdicts) <= 3, verdicts
 
 
 def test_gaussian_coordinates_keep_their_certificate() -> None:
@@ -130,25 +133,39 @@ def test_strongly_shared_offsets_are_inconclusive_naming_the_premise() -> None:
         assert res.verdict is Verdict.INCONCLUSIVE and "not independent" in res.reason, res.summary()
 
 
-def test_first_look_of_one_call_gives_no_verdict() -> None:
+def test_first_look_comes_from_split_calls() -> None:
+    """The sequential test's first batch and the planned test's pilot and draws come in SPLIT_CALLS calls of equal
+    size, so the between-call test can see an offset shared within a call from the first verdict on; a request of
+    fewer draws than that is one call per draw."""
     g = _truth()
-    gen = torch.Generator().manual_seed(6)
-    res = sequential_test(
-        _offset_sampler(g, 0.0),
-        g,
-        options=TestOptions(alpha=1e-3, beta=1e-3, delta=0.1),
-        generator=gen,
-        max_samples=1000,
-        first=1000,
-    )
-    assert res.verdict is Verdict.INCONCLUSIVE and "1 call(s)" in res.reason, res.summary()
+    sizes: list[int] = []
+
+    def recording(m: int, rng: torch.Generator) -> torch.Tensor:
+        sizes.append(m)
+        return _offset_sampler(g, 0.0)(m, rng)
+
+    opts = TestOptions(alpha=1e-3, beta=1e-3, delta=0.1)
+    sequential_test(recording, g, options=opts, generator=torch.Generator().manual_seed(6), max_samples=1000,
+                    first=1000)  # fmt: skip
+    size = math.ceil(1000 / SPLIT_CALLS)
+    assert len(sizes) >= SPLIT_CALLS and sum(sizes) == 1000 and set(sizes[:-1]) == {size} and sizes[-1] <= size
+    sizes.clear()
+    res = planned_test(recording, g, options=opts, generator=torch.Generator().manual_seed(6), max_samples=5000,
+                       pilot=1000)  # fmt: skip
+    pilot = sizes[:SPLIT_CALLS]  # the pilot's 1000 draws, then the test's, each in SPLIT_CALLS calls
+    assert sum(pilot) == 1000 and set(pilot[:-1]) == {size} and sum(sizes) == res.samples_used, sizes
+    test = sizes[SPLIT_CALLS:]
+    assert len(test) == SPLIT_CALLS and len(set(test[:-1])) == 1 and test[-1] <= test[0], sizes
+    sizes.clear()
+    sequential_test(recording, g, options=opts, generator=torch.Generator().manual_seed(6), max_samples=5, first=5)
+    assert sizes == [1] * 5  # fewer draws than SPLIT_CALLS: one call per draw, never a single call
 
 
 def test_variance_anomaly_does_not_stop_before_a_fail_is_possible() -> None:
-    """A biased estimator whose variance makes a PASS out of reach (a variance anomaly) still FAILs: the sequential
-    test does not stop on the anomaly at its first look, where the one-call premise gates every rejection (the
-    withdrawn merge of issue 39 let ``uoro.theta-tilde-scaled``, the control of ``uoro.unbiased-statistical``, end
-    INCONCLUSIVE there in 4 of seeds 0-20)."""
+    """A biased estimator whose variance makes a PASS out of reach (a variance anomaly) still FAILs (the withdrawn
+    merge of issue 39 let ``uoro.theta-tilde-scaled``, the control of ``uoro.unbiased-statistical``, end
+    INCONCLUSIVE at a first look of one call in 4 of seeds 0-20); the first look's draws come from SPLIT_CALLS calls,
+    so a FAIL is possible there and the correct estimator with the same variance stops there, INCONCLUSIVE."""
     g = _truth()
 
     def sampler(m: int, rng: torch.Generator) -> torch.Tensor:  # bias 40*||g||, relative s.d. 100 per draw
@@ -158,15 +175,15 @@ def test_variance_anomaly_does_not_stop_before_a_fail_is_possible() -> None:
     res = sequential_test(
         sampler, g, options=opts, generator=torch.Generator().manual_seed(11), max_samples=20_000, first=1000
     )
-    assert res.verdict is Verdict.FAIL and res.samples_used > 1000, res.summary()
+    assert res.verdict is Verdict.FAIL, res.summary()
     assert any(q.variance_anomaly or q.verdict is Verdict.FAIL for q in res.quantities)
 
-    unbiased = sequential_test(  # the correct estimator with the same variance: stopped, INCONCLUSIVE, after 2 calls
+    unbiased = sequential_test(  # the correct estimator with the same variance: stopped, INCONCLUSIVE
         lambda m, rng: sampler(m, rng) - 40.0 * g, g, options=opts, generator=torch.Generator().manual_seed(11),
         max_samples=20_000, first=1000,
     )  # fmt: skip
     assert unbiased.verdict is Verdict.INCONCLUSIVE and "variance anomaly" in unbiased.reason, unbiased.summary()
-    assert 1000 < unbiased.samples_used < 20_000, unbiased.summary()  # the look after the second call
+    assert unbiased.samples_used == 1000, unbiased.summary()  # the first look could FAIL: it stops there
 
 
 # ------------------------------------------------------------------ extreme scales
@@ -263,7 +280,7 @@ def test_calls_are_counted_without_series_diagonal_mode_no_directions() -> None:
 
     opts = TestOptions(delta=0.5, directions=0, hotelling=False)
     res = sequential_test(sampler, g, options=opts, generator=torch.Generator().manual_seed(0), max_samples=4000)
-    assert res.verdict is Verdict.PASS and res.samples_used == 2600, res.summary()  # the second look (2 calls)
+    assert res.verdict is Verdict.PASS and res.samples_used == 2000, res.summary()  # the first look (8 calls)
 
 
 def test_float32_iid_draws_with_a_wide_spectrum_are_not_called_dependent() -> None:

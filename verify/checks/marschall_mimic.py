@@ -108,24 +108,7 @@ def judge_mimic_sweep(
     fin = {k: [float(c["final"]) for c in cell[k]] for k in names}
     align = {k: [c["alignment"] for c in cell[k]] for k in names}
     criteria, controls, passed, reason = _decide(fin, mem1, R)
-    med = {k: float(np.median(fin[k])) for k in names}
-    med_align = {k: float(np.median([a for a in align[k] if a is not None])) if any(a is not None for a in align[k])
-                 else None for k in names}  # fmt: skip
-    approx = [k for k in LEARNERS if k in names and k != "rtrl"]
-    rho = _spearman([med_align[k] or math.nan for k in approx], [med[k] for k in approx])
-    med_base = {b: float(np.median([x[b] for x in base])) for b in BASELINE_NAMES}
-    below = {k: _below(fin[k], mem1)[1] for k in names}
-    summary = (
-        f"Marschall et al. Mimic task, Elman tanh n={sc.n} mimicking a random Elman tanh target of {sc.n} units "
-        f"(gain {sc.target_gain:g}), {R} realizations x {sc.steps} steps, SGD lr grid "
-        f"{', '.join(f'{x:g}' for x in sc.lrs)}; median baselines mean {med_base['mean']:.4g} / input-only "
-        f"{med_base['input-only']:.4g} / memory-1 {med_base['memory-1']:.4g}; median final loss (lr; below memory-1 "
-        "in; median alignment with RTRL) "
-        + "; ".join(f"{k} {_fmt(med[k])} ({lr_of[k]:g}; {below[k]}/{R}; {_fmt(med_align[k])})" for k in names)
-        + f"; rank correlation of alignment with final loss over the approximations {_fmt(rho)}"
-    )
-    rows = [[k, "stochastic" if k in STOCHASTIC else ("control" if k in CONTROLS else "deterministic"),
-             f"{lr_of[k]:g}", _fmt(med[k]), f"{below[k]}/{R}", _fmt(med_align[k])] for k in names]  # fmt: skip
+    med, med_align, rho, summary, rows = _describe(sc, names, fin, align, lr_of, base, mem1)
     return CheckResult(
         claim_id,
         Verdict.PASS if passed else Verdict.FAIL,
@@ -152,3 +135,35 @@ def judge_mimic_sweep(
             }],
         },
     )  # fmt: skip
+
+
+def _describe(
+    sc: MimicScale,
+    names: list[str],
+    fin: Mapping[str, list[float]],
+    align: Mapping[str, list[Any]],
+    lr_of: Mapping[str, float],
+    base: list[Mapping[str, float]],
+    mem1: list[float],
+) -> tuple[dict[str, float], dict[str, float | None], float | None, str, list[list[Any]]]:
+    """The medians, the alignment's rank correlation with the final loss, the summary and the table's rows."""
+    R = sc.realizations
+    med = {k: float(np.median(fin[k])) for k in names}
+    med_align = {k: float(np.median([a for a in align[k] if a is not None])) if any(a is not None for a in align[k])
+                 else None for k in names}  # fmt: skip
+    approx = [k for k in LEARNERS if k in names and k != "rtrl"]
+    rho = _spearman([med_align[k] or math.nan for k in approx], [med[k] for k in approx])
+    med_base = {b: float(np.median([x[b] for x in base])) for b in BASELINE_NAMES}
+    below = {k: _below(fin[k], mem1)[1] for k in names}
+    summary = (
+        f"Marschall et al. Mimic task, Elman tanh n={sc.n} mimicking a random Elman tanh target of {sc.n} units "
+        f"(gain {sc.target_gain:g}), {R} realizations x {sc.steps} steps, SGD lr grid "
+        f"{', '.join(f'{x:g}' for x in sc.lrs)}; median baselines mean {med_base['mean']:.4g} / input-only "
+        f"{med_base['input-only']:.4g} / memory-1 {med_base['memory-1']:.4g}; median final loss (lr; below memory-1 "
+        "in; median alignment with RTRL) "
+        + "; ".join(f"{k} {_fmt(med[k])} ({lr_of[k]:g}; {below[k]}/{R}; {_fmt(med_align[k])})" for k in names)
+        + f"; rank correlation of alignment with final loss over the approximations {_fmt(rho)}"
+    )
+    rows = [[k, "stochastic" if k in STOCHASTIC else ("control" if k in CONTROLS else "deterministic"),
+             f"{lr_of[k]:g}", _fmt(med[k]), f"{below[k]}/{R}", _fmt(med_align[k])] for k in names]  # fmt: skip
+    return med, med_align, rho, summary, rows
