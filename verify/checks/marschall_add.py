@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -45,7 +46,7 @@ import numpy as np
 from verify.rtrl.marschall_add import CONTROLS, LEARNERS, STOCHASTIC, AddScale, add_baselines
 from verify.verdict import CheckResult, Control, Verdict
 
-__all__ = ["ALPHA", "judge_add_sweep", "not_judged", "sign_test"]
+__all__ = ["ALPHA", "Runs", "collect", "incomplete", "judge_add_sweep", "not_judged", "sign_test", "sweep_result"]
 
 #: the level of every sign test (one-sided)
 ALPHA = 0.05
@@ -137,28 +138,60 @@ def _decide(
     return criteria, controls, passed, reason
 
 
-def judge_add_sweep(
-    claim_id: str,
-    scale: str,
-    sc: AddScale,
-    values: Mapping[tuple[int, float], Mapping[str, Any]],
-    errors: Mapping[Any, str],
-) -> CheckResult:
-    """Judge the cells ``values`` ((realization, lr) -> :func:`~verify.rtrl.marschall_add.run_cell`'s dict)."""
+@dataclass(frozen=True)
+class Runs:
+    """The learners of a sweep, each at its learning rate (:func:`_pick`): final losses, alignments and medians."""
+
+    names: list[str]
+    lr_of: dict[str, float]
+    fin: dict[str, list[float]]
+    align: dict[str, list[Any]]
+    med: dict[str, float]
+    med_align: dict[str, float | None]
+    rho: float | None  # the rank correlation of alignment with final loss over the approximations
+
+
+def incomplete(
+    claim_id: str, sc: _Grid, values: Mapping[tuple[int, float], Any], errors: Mapping[Any, str]
+) -> CheckResult | None:
+    """FAIL naming the missing cells and the errors of an incomplete sweep; None when every cell is there."""
     keys = [(r, lr) for r in range(sc.realizations) for lr in sc.lrs]
     missing = [k for k in keys if k not in values]
-    if errors or missing:
-        return CheckResult(claim_id, Verdict.FAIL, f"{len(missing)} cell(s) missing: the sweep is incomplete",
-                           reason="\n".join(f"{k}: {e}" for k, e in errors.items()) or str(missing))  # fmt: skip
-    base = add_baselines()
+    if not (errors or missing):
+        return None
+    return CheckResult(claim_id, Verdict.FAIL, f"{len(missing)} cell(s) missing: the sweep is incomplete",
+                       reason="\n".join(f"{k}: {e}" for k, e in errors.items()) or str(missing))  # fmt: skip
+
+
+def collect(values: Mapping[tuple[int, float], Mapping[str, Any]], sc: _Grid) -> Runs:
+    """Every learner's runs at its learning rate, with the medians over the realizations (the Add and Mimic tasks')."""
     R = sc.realizations
-    names = [x for x in (*LEARNERS, *CONTROLS) if x in values[keys[0]]["learners"]]
+    names = [x for x in (*LEARNERS, *CONTROLS) if x in values[(0, sc.lrs[0])]["learners"]]
     lr_of = {k: _pick(values, sc, k) for k in names}
     cell = {k: [values[(r, lr_of[k])]["learners"][k] for r in range(R)] for k in names}
     fin = {k: [float(c["final"]) for c in cell[k]] for k in names}
     align = {k: [c["alignment"] for c in cell[k]] for k in names}
-    criteria, controls, passed, reason = _decide(fin, base, R)
-    med, med_align, rho, summary, rows = _describe(sc, names, fin, align, lr_of, base)
+    med = {k: float(np.median(fin[k])) for k in names}
+    med_align = {k: float(np.median([a for a in align[k] if a is not None])) if any(a is not None for a in align[k])
+                 else None for k in names}  # fmt: skip
+    approx = [k for k in LEARNERS if k in names and k != "rtrl"]
+    rho = _spearman([med_align[k] or math.nan for k in approx], [med[k] for k in approx])
+    return Runs(names, lr_of, fin, align, med, med_align, rho)
+
+
+def sweep_result(
+    claim_id: str,
+    decided: tuple[bool, str, list[Control], str],
+    runs: Runs,
+    values: Mapping[tuple[int, float], Mapping[str, Any]],
+    sc: _Grid,
+    data: dict[str, Any],
+    table: tuple[str, list[str], list[list[Any]]],
+) -> CheckResult:
+    """The sweep's result: ``decided`` = (passed, reason, controls, summary), the task's ``data`` (scale, criteria,
+    ...), the runs' medians and curves, and ``table`` = (title, columns, rows) as its figure."""
+    passed, reason, controls, summary = decided
+    title, columns, rows = table
     return CheckResult(
         claim_id,
         Verdict.PASS if passed else Verdict.FAIL,
@@ -167,53 +200,54 @@ def judge_add_sweep(
         reason=None if passed else reason,
         controls=tuple(controls),
         data={
-            "scale": scale,
-            "criteria": criteria,
-            "not_judged": not_judged(scale, sc),
-            "baselines": base,
-            "lr": lr_of,
-            "final_median": med,
-            "final": fin,
-            "alignment_median": med_align,
-            "alignment_final_rank_correlation": rho,
-            "curves": _curves(values, sc, names, lr_of),
-            "figures": [{
-                "kind": "table",
-                "title": "Marschall et al. Add task: per learner at its learning rate (median over realizations)",
-                "columns": ["learner", "kind", "lr", "final loss", "below t1-only", "below mean", "alignment"],
-                "rows": rows,
-            }],
+            **data,
+            "lr": runs.lr_of,
+            "final_median": runs.med,
+            "final": runs.fin,
+            "alignment_median": runs.med_align,
+            "alignment_final_rank_correlation": runs.rho,
+            "curves": _curves(values, sc, runs.names, runs.lr_of),
+            "figures": [{"kind": "table", "title": title, "columns": columns, "rows": rows}],
         },
-    )  # fmt: skip
+    )
 
 
-def _describe(
+def judge_add_sweep(
+    claim_id: str,
+    scale: str,
     sc: AddScale,
-    names: list[str],
-    fin: Mapping[str, list[float]],
-    align: Mapping[str, list[Any]],
-    lr_of: Mapping[str, float],
-    base: Mapping[str, float],
-) -> tuple[dict[str, float], dict[str, float | None], float | None, str, list[list[Any]]]:
-    """The medians, the alignment's rank correlation with the final loss, the summary and the table's rows."""
-    R = sc.realizations
-    med = {k: float(np.median(fin[k])) for k in names}
-    med_align = {k: float(np.median([a for a in align[k] if a is not None])) if any(a is not None for a in align[k])
-                 else None for k in names}  # fmt: skip
-    approx = [k for k in LEARNERS if k in names and k != "rtrl"]
-    rho = _spearman([med_align[k] or math.nan for k in approx], [med[k] for k in approx])
+    values: Mapping[tuple[int, float], Mapping[str, Any]],
+    errors: Mapping[Any, str],
+) -> CheckResult:
+    """Judge the cells ``values`` ((realization, lr) -> :func:`~verify.rtrl.marschall_add.run_cell`'s dict)."""
+    bad = incomplete(claim_id, sc, values, errors)
+    if bad is not None:
+        return bad
+    base = add_baselines()
+    runs = collect(values, sc)
+    criteria, controls, passed, reason = _decide(runs.fin, base, sc.realizations)
+    summary, rows = _describe(sc, runs, base)
+    data = {"scale": scale, "criteria": criteria, "not_judged": not_judged(scale, sc), "baselines": base}
+    title = "Marschall et al. Add task: per learner at its learning rate (median over realizations)"
+    columns = ["learner", "kind", "lr", "final loss", "below t1-only", "below mean", "alignment"]
+    return sweep_result(claim_id, (passed, reason, controls, summary), runs, values, sc, data, (title, columns, rows))
+
+
+def _describe(sc: AddScale, runs: Runs, base: Mapping[str, float]) -> tuple[str, list[list[Any]]]:
+    """The summary and the table's rows."""
+    R, names, fin, med, med_align, lr_of = sc.realizations, runs.names, runs.fin, runs.med, runs.med_align, runs.lr_of
     summary = (
         f"Marschall et al. Add task (t1={sc.t1}, t2={sc.t2}), Elman tanh n={sc.n}, {R} realizations x {sc.steps} "
         f"steps, SGD lr grid {', '.join(f'{x:g}' for x in sc.lrs)}; baselines mean {base['mean']:.4f} / t1-only "
         f"{base['t1-only']:.4f} / both {base['both']:.4f}; median final loss (lr; below t1-only in; median alignment "
         "with RTRL) " + "; ".join(f"{k} {_fmt(med[k])} ({lr_of[k]:g}; {_below(fin[k], base['t1-only'])[1]}/{R}; "
                                    f"{_fmt(med_align[k])})" for k in names)
-        + f"; rank correlation of alignment with final loss over the approximations {_fmt(rho)}"
+        + f"; rank correlation of alignment with final loss over the approximations {_fmt(runs.rho)}"
     )  # fmt: skip
     rows = [[k, "stochastic" if k in STOCHASTIC else ("control" if k in CONTROLS else "deterministic"),
              f"{lr_of[k]:g}", _fmt(med[k]), f"{_below(fin[k], base['t1-only'])[1]}/{R}",
              f"{_below(fin[k], base['mean'])[1]}/{R}", _fmt(med_align[k])] for k in names]  # fmt: skip
-    return med, med_align, rho, summary, rows
+    return summary, rows
 
 
 def _curves(

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from verify.checks.marschall_add import ALPHA, _curves, _fmt, _pick, _spearman, sign_test
-from verify.rtrl.marschall_add import CONTROLS, LEARNERS, STOCHASTIC
+from verify.checks.marschall_add import ALPHA, Runs, _fmt, collect, incomplete, sign_test, sweep_result
+from verify.rtrl.marschall_add import CONTROLS, STOCHASTIC
 from verify.rtrl.marschall_mimic import BASELINE_NAMES, MimicScale
-from verify.verdict import CheckResult, Control, Verdict
+from verify.verdict import CheckResult, Control
 
 __all__ = ["judge_mimic_sweep", "not_judged"]
 
@@ -94,67 +94,27 @@ def judge_mimic_sweep(
     errors: Mapping[Any, str],
 ) -> CheckResult:
     """Judge the cells ``values`` ((realization, lr) -> :func:`~verify.rtrl.marschall_mimic.run_cell`'s dict)."""
-    keys = [(r, lr) for r in range(sc.realizations) for lr in sc.lrs]
-    missing = [k for k in keys if k not in values]
-    if errors or missing:
-        return CheckResult(claim_id, Verdict.FAIL, f"{len(missing)} cell(s) missing: the sweep is incomplete",
-                           reason="\n".join(f"{k}: {e}" for k, e in errors.items()) or str(missing))  # fmt: skip
-    R = sc.realizations
-    base = [values[(r, sc.lrs[0])]["baselines"] for r in range(R)]
+    bad = incomplete(claim_id, sc, values, errors)
+    if bad is not None:
+        return bad
+    base = [values[(r, sc.lrs[0])]["baselines"] for r in range(sc.realizations)]
     mem1 = [float(b["memory-1"]) for b in base]
-    names = [x for x in (*LEARNERS, *CONTROLS) if x in values[keys[0]]["learners"]]
-    lr_of = {k: _pick(values, sc, k) for k in names}
-    cell = {k: [values[(r, lr_of[k])]["learners"][k] for r in range(R)] for k in names}
-    fin = {k: [float(c["final"]) for c in cell[k]] for k in names}
-    align = {k: [c["alignment"] for c in cell[k]] for k in names}
-    criteria, controls, passed, reason = _decide(fin, mem1, R)
-    med, med_align, rho, summary, rows = _describe(sc, names, fin, align, lr_of, base, mem1)
-    return CheckResult(
-        claim_id,
-        Verdict.PASS if passed else Verdict.FAIL,
-        summary,
-        alpha=ALPHA,
-        reason=None if passed else reason,
-        controls=tuple(controls),
-        data={
-            "scale": scale,
-            "criteria": criteria,
-            "not_judged": not_judged(scale, sc),
-            "baselines": base,
-            "lr": lr_of,
-            "final_median": med,
-            "final": fin,
-            "alignment_median": med_align,
-            "alignment_final_rank_correlation": rho,
-            "curves": _curves(values, sc, names, lr_of),
-            "figures": [{
-                "kind": "table",
-                "title": "Marschall et al. Mimic task: per learner at its learning rate (median over realizations)",
-                "columns": ["learner", "kind", "lr", "final loss", "below memory-1", "alignment"],
-                "rows": rows,
-            }],
-        },
-    )  # fmt: skip
+    runs = collect(values, sc)
+    criteria, controls, passed, reason = _decide(runs.fin, mem1, sc.realizations)
+    summary, rows = _describe(sc, runs, base, mem1)
+    data = {"scale": scale, "criteria": criteria, "not_judged": not_judged(scale, sc), "baselines": base}
+    title = "Marschall et al. Mimic task: per learner at its learning rate (median over realizations)"
+    columns = ["learner", "kind", "lr", "final loss", "below memory-1", "alignment"]
+    return sweep_result(claim_id, (passed, reason, controls, summary), runs, values, sc, data, (title, columns, rows))
 
 
 def _describe(
-    sc: MimicScale,
-    names: list[str],
-    fin: Mapping[str, list[float]],
-    align: Mapping[str, list[Any]],
-    lr_of: Mapping[str, float],
-    base: list[Mapping[str, float]],
-    mem1: list[float],
-) -> tuple[dict[str, float], dict[str, float | None], float | None, str, list[list[Any]]]:
-    """The medians, the alignment's rank correlation with the final loss, the summary and the table's rows."""
-    R = sc.realizations
-    med = {k: float(np.median(fin[k])) for k in names}
-    med_align = {k: float(np.median([a for a in align[k] if a is not None])) if any(a is not None for a in align[k])
-                 else None for k in names}  # fmt: skip
-    approx = [k for k in LEARNERS if k in names and k != "rtrl"]
-    rho = _spearman([med_align[k] or math.nan for k in approx], [med[k] for k in approx])
+    sc: MimicScale, runs: Runs, base: list[Mapping[str, float]], mem1: list[float]
+) -> tuple[str, list[list[Any]]]:
+    """The summary and the table's rows."""
+    R, names, med, med_align, lr_of = sc.realizations, runs.names, runs.med, runs.med_align, runs.lr_of
     med_base = {b: float(np.median([x[b] for x in base])) for b in BASELINE_NAMES}
-    below = {k: _below(fin[k], mem1)[1] for k in names}
+    below = {k: _below(runs.fin[k], mem1)[1] for k in names}
     summary = (
         f"Marschall et al. Mimic task, Elman tanh n={sc.n} mimicking a random Elman tanh target of {sc.n} units "
         f"(gain {sc.target_gain:g}), {R} realizations x {sc.steps} steps, SGD lr grid "
@@ -162,8 +122,8 @@ def _describe(
         f"{med_base['input-only']:.4g} / memory-1 {med_base['memory-1']:.4g}; median final loss (lr; below memory-1 "
         "in; median alignment with RTRL) "
         + "; ".join(f"{k} {_fmt(med[k])} ({lr_of[k]:g}; {below[k]}/{R}; {_fmt(med_align[k])})" for k in names)
-        + f"; rank correlation of alignment with final loss over the approximations {_fmt(rho)}"
+        + f"; rank correlation of alignment with final loss over the approximations {_fmt(runs.rho)}"
     )
     rows = [[k, "stochastic" if k in STOCHASTIC else ("control" if k in CONTROLS else "deterministic"),
              f"{lr_of[k]:g}", _fmt(med[k]), f"{below[k]}/{R}", _fmt(med_align[k])] for k in names]  # fmt: skip
-    return med, med_align, rho, summary, rows
+    return summary, rows

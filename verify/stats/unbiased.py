@@ -1718,14 +1718,7 @@ def planned_test(
     pil = _draw(sampler, pilot, generator, truths, _new_accs(truths, dirs, opts, scales), _split(ch, pilot))
     if any(_overflow(a.mom) for a in pil):
         return _planned_overflow(labels, pil, norms, opts, pilot, t0)
-    robust = [_robust(a, t, opts)[0] for a, t in zip(pil, truths, strict=True)]  # dependent draws need more
-    plans = [
-        plan_quantity(
-            robust[j].mom, truths[j], norms[j], opts, opts.alpha / J, opts.beta / J, opts.miss_rate / J,
-            opts.min_samples,
-        )
-        for j in range(J)
-    ]  # fmt: skip
+    plans = _pilot_plans(pil, truths, norms, opts)
     plan = max(plans, key=lambda pl: pl.samples)
     m = min(plan.samples, max_samples)
     acc = _draw(sampler, m, generator, truths, _new_accs(truths, dirs, opts, scales), _split(ch, m))
@@ -1749,6 +1742,19 @@ def planned_test(
         wall_time=time.perf_counter() - t0,
         extra={"pilot": pilot, "test_draws": m},
     )
+
+
+def _pilot_plans(
+    pil: Sequence[_Acc], truths: Sequence[torch.Tensor], norms: Sequence[float], opts: TestOptions
+) -> list[SamplePlan]:
+    """The planned test's plan of each quantity from its pilot, with the pilot's design effect applied (dependent
+    draws need more, :func:`design_effect`); α, β and the miss rate split equally."""
+    J = len(truths)
+    robust = [_robust(a, t, opts)[0] for a, t in zip(pil, truths, strict=True)]
+    return [
+        plan_quantity(r.mom, t, g, opts, opts.alpha / J, opts.beta / J, opts.miss_rate / J, opts.min_samples)
+        for r, t, g in zip(robust, truths, norms, strict=True)
+    ]
 
 
 def _joined(a: Groups, b: Groups) -> Groups:
