@@ -62,9 +62,11 @@ detects them, so that the engine checks them **before it may FAIL as well as bef
    never FAIL and never PASS. What a sampler must guarantee: the draws of one call are i.i.d. and independent of
    every other call's (a batched sampler with one random start per call violates it). An offset shared within a
    *single* call is indistinguishable from a bias on that call's draws: :func:`~verify.stats.unbiased.planned_test`
-   (pilot and test calls) and :func:`~verify.stats.unbiased.sequential_test` therefore compare at least two calls
-   before any verdict. The test's power is that of the between-call contrast: with few calls a weak offset can go
-   unseen (measured in ``reports/calibration/premises.md``).
+   and :func:`~verify.stats.unbiased.sequential_test` therefore draw in :data:`~verify.stats.unbiased.SPLIT_CALLS`
+   calls per request and give no verdict before two calls. A weak offset the test cannot see still inflates the
+   mean's variance: every look multiplies the covariance by the design effect the calls show
+   (:func:`~verify.stats.unbiased.design_effect`, the call as the unit; measured in
+   ``reports/calibration/issue39-calls``).
 
 The directions are data-dependent (the Hotelling direction :math:`S^+\bar Y`), so the skewness is
 measured on a systematic subsample of the draws kept in memory (:class:`Reservoir`: every s-th draw,
