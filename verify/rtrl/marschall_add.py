@@ -74,6 +74,8 @@ __all__ = [
     "add_baselines",
     "add_task",
     "binary_entropy",
+    "cell_learners",
+    "cell_scale",
     "make_learner",
     "run_cell",
     "run_learners",
@@ -227,19 +229,31 @@ def _train(
     return {"curve": curve, "final": final, "alignment": cos_sum / cos_n if cos_n else None, "diverged_at": None}
 
 
-def run_cell(scale: str | AddScale, realization: int, lr: float, seed: int = 0,
-             learners: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
-    """Every learner (default :data:`LEARNERS` + :data:`CONTROLS`) on one realization (θ₀, training and test
-    sequences drawn from ``(seed, realization)``) at learning rate ``lr``."""
-    sc = SIZES.get(scale) if isinstance(scale, str) else scale
-    if not isinstance(sc, AddScale):
-        raise InvalidArgument("scale", scale, f"must be one of {tuple(SIZES)} or an AddScale")
+def cell_scale(scale: Any, sizes: dict[str, Any], kind: type) -> Any:
+    """``scale``: a name of ``sizes`` or a ``kind`` instance (InvalidArgument naming it otherwise)."""
+    sc = sizes.get(scale) if isinstance(scale, str) else scale
+    if not isinstance(sc, kind):
+        raise InvalidArgument("scale", scale, f"must be one of {tuple(sizes)} or an instance of {kind.__name__}")
+    return sc
+
+
+def cell_learners(learners: tuple[str, ...], lr: float) -> tuple[str, ...]:
+    """The learners of a cell (default :data:`LEARNERS` + :data:`CONTROLS`), ``lr`` checked positive."""
     names = learners or LEARNERS + CONTROLS
     bad = [x for x in names if x not in LEARNERS + CONTROLS]
     if bad:
         raise InvalidArgument("learners", bad, f"must be among {LEARNERS + CONTROLS}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise InvalidArgument("lr", lr, "must be a positive number")
+    return names
+
+
+def run_cell(scale: str | AddScale, realization: int, lr: float, seed: int = 0,
+             learners: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
+    """Every learner (default :data:`LEARNERS` + :data:`CONTROLS`) on one realization (θ₀, training and test
+    sequences drawn from ``(seed, realization)``) at learning rate ``lr``."""
+    sc = cell_scale(scale, SIZES, AddScale)
+    names = cell_learners(learners, lr)
     start = time.perf_counter()
     rng = np.random.default_rng([seed, realization])
     train = _problem(*add_task(sc.steps, sc.t1, sc.t2, rng), sc.n)

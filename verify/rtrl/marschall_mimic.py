@@ -33,7 +33,6 @@ expected test loss, the alignment of each update with RTRL's along the learner's
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +44,7 @@ from verify.errors import InvalidArgument
 from verify.model.cells import ElmanCell
 from verify.model.losses import LinearReadout, SquaredError
 from verify.model.problem import Problem
-from verify.rtrl.marschall_add import BURN_IN, CONTROLS, LEARNERS, run_learners
+from verify.rtrl.marschall_add import BURN_IN, cell_learners, cell_scale, run_learners
 
 __all__ = [
     "BASELINE_NAMES",
@@ -150,15 +149,8 @@ def run_cell(scale: str | MimicScale, realization: int, lr: float, seed: int = 0
     """Every learner (default :data:`~verify.rtrl.marschall_add.LEARNERS` + ``CONTROLS``) on one realization (the
     target θ*, the student's θ₀, the training, test and baseline sequences drawn from ``(seed, realization)``) at
     learning rate ``lr``; with the realization's baselines (:func:`mimic_baselines`)."""
-    sc = SIZES.get(scale) if isinstance(scale, str) else scale
-    if not isinstance(sc, MimicScale):
-        raise InvalidArgument("scale", scale, f"must be one of {tuple(SIZES)} or a MimicScale")
-    names = learners or LEARNERS + CONTROLS
-    bad = [x for x in names if x not in LEARNERS + CONTROLS]
-    if bad:
-        raise InvalidArgument("learners", bad, f"must be among {LEARNERS + CONTROLS}")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise InvalidArgument("lr", lr, "must be a positive number")
+    sc = cell_scale(scale, SIZES, MimicScale)
+    names = cell_learners(learners, lr)
     start = time.perf_counter()
     rng = np.random.default_rng([seed, realization, 2])  # 2: the Mimic task's stream (the Add task's has none)
     theta_star = target_theta(sc, rng)
