@@ -1076,7 +1076,7 @@ def design_effect(acc: _Acc, geo: _Geometry) -> float:
 
 
 #: a design effect from which a verdict other than PASS names the premise (for independent draws D - 1 is about
-#: sqrt(2 / ((G - 1) r)), a few per cent with :data:`SPLIT_CALLS` calls)
+#: sqrt(2 / ((G - 1) r)) or zero: a few per cent with :data:`SPLIT_CALLS` calls, 10-20 % with 8 blocks)
 NOTED_DESIGN_EFFECT = 1.5
 
 
