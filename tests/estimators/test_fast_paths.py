@@ -247,3 +247,60 @@ def test_fused_projection_equals_projected_outputs(kind: str, mode: str) -> None
         fused_sampler(UORO(), P, th, steps=(2,), quantities=("influence",), project=Q)
     with pytest.raises(InvalidArgument, match="project"):
         fused_sampler(UORO(), P, th, steps=(2,), project=Q[:-1])
+
+
+def calls_vs_separate(est, P, th, sizes, **kw) -> float:
+    """``draw_calls(sizes)`` against the calls one after the other: the same draws, the generator left alike."""
+    f, _ = fused_sampler(est, P, th, steps=(2, 6), quantities=QUANTITIES, **kw)
+    g1, g2 = torch.Generator().manual_seed(8), torch.Generator().manual_seed(8)
+    together = f.draw_calls(sizes, g1)
+    apart = [f(m, g2) for m in sizes]
+    assert torch.equal(g1.get_state(), g2.get_state()), f"{est.name}: draw_calls consumes the generator differently"
+    worst = 0.0
+    for j, x in enumerate(together):
+        y = torch.cat([a[j] for a in apart])
+        assert x.shape == y.shape
+        worst = max(worst, rel(x, y))
+    return worst
+
+
+@pytest.mark.parametrize("mode", ["dense", "factored"])
+def test_draw_calls_equal_separate_calls(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """One pass over several calls = the calls one by one (issue 42), for the mutants too: a noise shared within a
+    call stays shared within that call's rows only; in passes when the noise tables exceed the budget."""
+    P, th = problem("gru", T=6)
+    sizes = [5, 5, 5, 3]
+    for m in (*est_mutants.MUTANTS, *uoro_mutants.MUTANTS):
+        if m.field == "uoro":
+            assert calls_vs_separate(m.part(rank=2), P, th, sizes, mode=mode) <= TOL[P.dtype], m.name
+    Pe, the = problem("elman-tanh", T=6)
+    assert calls_vs_separate(PreactivationUORO(rank=2), Pe, the, sizes) <= TOL[P.dtype]
+    shared = uoro_mutants.get("uoro.noise-shared-across-samples").part()
+    f, _ = fused_sampler(shared, P, th, steps=(6,), quantities=("gradient",), mode=mode)
+    x = f.draw_calls(sizes, torch.Generator().manual_seed(1))[0]
+    assert torch.allclose(x[0], x[4]) and not torch.allclose(x[4], x[5])  # shared within a call, not across calls
+    g, _ = fused_sampler(UORO(rank=2), P, th, steps=(2, 6), quantities=QUANTITIES, mode=mode)
+    row = (g.last // g.est.block) * g.est.rank * g.N * 8  # noise bytes per draw
+    # budgets: one call of 5 per pass; the calls of 5 alone (time-outer) and the call of 3 predrawn; all alone
+    for budget in (5 * row, 3 * row, 0):
+        monkeypatch.setattr(fused, "PREDRAW_BYTES", budget)
+        assert calls_vs_separate(UORO(rank=2), P, th, sizes, mode=mode) <= TOL[P.dtype]
+    with pytest.raises(InvalidArgument, match="sizes"):
+        f.draw_calls([3, 0], torch.Generator())
+
+
+def test_power_mixture_draw_calls_equal_separate_calls() -> None:
+    """The power curve's mixture of a good and a biased UORO: draw_calls = its calls one by one (issue 42)."""
+    from verify.uoro.power import _Mixture
+
+    P, th = problem("gru", T=6)
+    bad = uoro_mutants.get("uoro.no-delta-theta").part()
+    good, _, _ = fused.sampler_for(UORO(), P, th, steps=(6,), quantities=("total",))
+    worse, _, _ = fused.sampler_for(bad, P, th, steps=(6,), quantities=("total",))
+    mix = _Mixture(good, worse, 0.3)
+    sizes = [4, 4, 4, 2]
+    g1, g2 = torch.Generator().manual_seed(2), torch.Generator().manual_seed(2)
+    together = mix.draw_calls(sizes, g1)
+    apart = torch.cat([mix(m, g2) for m in sizes])
+    assert torch.equal(g1.get_state(), g2.get_state())
+    assert rel(together, apart) <= 1e-12 and together.shape == (14, P.p)

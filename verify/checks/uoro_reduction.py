@@ -28,13 +28,13 @@ from typing import Any
 
 import torch
 
-from verify._lazy import scipy_stats as stats
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish, uoro_under_test
 from verify.config import RunConfig
 from verify.impl import build
 from verify.impl.mutants import get
 from verify.report.plots.uoro import variance_reduction_figure
+from verify.stats import dist
 from verify.text import bound_words
 from verify.uoro.cases import problem_case
 from verify.uoro.framework import Measured, Setup, measure, reduction_setup
@@ -63,9 +63,9 @@ def _judge(
     ests = [uoro_under_test(config, CLAIM), build(factory, CLAIM), opt]
     plain, greedy, best = measure(ests, case, draws, config.generator(521))
     p = best.bias_z.numel()
-    z_bias = float(stats.norm.isf(alpha / 4 / (2 * p)))
-    z_two = float(stats.norm.isf(alpha / 4 / 2))
-    z_one = float(stats.norm.isf(alpha / 4 / 2))  # two one-sided comparisons share a quarter of alpha
+    z_bias = float(dist.norm_isf(alpha / 4 / (2 * p)))
+    z_two = float(dist.norm_isf(alpha / 4 / 2))
+    z_one = float(dist.norm_isf(alpha / 4 / 2))  # two one-sided comparisons share a quarter of alpha
     pred = setup.predicted[OPTIMUM]
     z_pred = (best.mean() - pred) / best.se()
     z_plain, z_greedy = _welch(plain, best), _welch(greedy, best)

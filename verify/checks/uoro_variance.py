@@ -24,7 +24,6 @@ from typing import Any
 from theory.catalog import declared_rate
 from theory.claims.uoro_statistics import NO_BASELINE_RATE
 from theory.rates import Rate
-from verify._lazy import scipy_stats as stats
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish, mutant, uoro_under_test
 from verify.checks.uoro_plans import (
@@ -41,6 +40,7 @@ from verify.report.plots.uoro import (
     reinforce_link_figure,
     variance_growth_figure,
 )
+from verify.stats import dist
 from verify.stats.rates import RateFit, decide_rate
 from verify.uoro.cases import problem_case
 from verify.uoro.conformance import UNDECLARED_LAW, gtilde_form, noise_law
@@ -131,7 +131,7 @@ def check_rank_variance(config: RunConfig) -> CheckResult:
 
 def _agrees(rows: Sequence[dict[str, Any]], alpha: float) -> bool:
     """Measured v_t agrees with the exact one at every t: |z| within the two-sided Bonferroni bound at level α."""
-    zc = float(stats.norm.isf(alpha / (2 * len(rows))))
+    zc = float(dist.norm_isf(alpha / (2 * len(rows))))
     return all(abs(r["z"]) <= zc for r in rows)
 
 
@@ -261,7 +261,7 @@ def check_variance_growth(config: RunConfig) -> CheckResult:
         verdict,
         _growth_summary(g, T, rows, verdict, (form, how), law, by_law),
         statistic=max(abs(r["z"]) for r in rows),
-        threshold=float(stats.norm.isf(alpha / 10)),
+        threshold=float(dist.norm_isf(alpha / 10)),
         controls=controls,
         data=data,
         alpha=alpha,

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from theory.claims.uoro_statistics import VARIANCE_CONTROL_BETA
-from verify._lazy import scipy_stats as stats
 from verify.checks import register
 from verify.checks.uoro_common import alpha_of, controls_on, finish
 from verify.checks.uoro_plans import plan_variance_matches, variance_setup
@@ -21,6 +20,7 @@ from verify.impl import build
 from verify.impl.mutants.uoro import get
 from verify.oracles.algorithm1 import NORMALIZERS
 from verify.report.plots.uoro import normalizers_table
+from verify.stats import dist
 from verify.uoro.conformance import gtilde_form, noise_law
 from verify.uoro.normalizers import (
     PAPER,
@@ -190,7 +190,7 @@ def check_variance_matches(config: RunConfig) -> CheckResult:
         Verdict.FAIL if rejected else Verdict.PASS,
         _variance_summary(fx, rows, rejected, alt_rows, alpha, form, law),
         statistic=first.z,
-        threshold=float(stats.norm.isf(alpha / 8)),
+        threshold=float(dist.norm_isf(alpha / 8)),
         comparison="|z| <=",
         controls=controls,
         data=data,

@@ -585,6 +585,34 @@ class _UOROSampler:
     def __call__(self, m: int, rng: torch.Generator) -> list[torch.Tensor]:
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise InvalidArgument("m", m, "need at least one draw")
+        return self._run(m, rng, None)
+
+    def predraws(self, m: int) -> bool:
+        """Whether a call of ``m`` draws its whole noise table first (else it draws in the time-outer loop)."""
+        item = torch.empty((), dtype=self.P.dtype).element_size()
+        return (self.last // self.est.block) * m * self.est.rank * self.N * item <= PREDRAW_BYTES
+
+    def noise_tables(self, m: int, rng: torch.Generator) -> list[torch.Tensor]:
+        """The noise a call ``self(m, rng)`` that :meth:`predraws` draws first, drawn now the same way."""
+        return _draw_all(self.est, self.P, rng, m, self.last // self.est.block)
+
+    def run_drawn(self, tables: Sequence[list[torch.Tensor]]) -> list[torch.Tensor]:
+        """The draws of the calls whose noise tables are ``tables`` (:meth:`noise_tables`), stepped in one pass; rows
+        in call order. A call's runs are independent given their noise, so this equals the calls one by one."""
+        rows, nus = _joined(tables)
+        return self._run(rows, None, nus)
+
+    def draw_calls(self, sizes: Sequence[int], rng: torch.Generator) -> list[torch.Tensor]:
+        """The draws of the calls ``self(m, rng)`` for ``m`` in ``sizes``, one after the other, stepped together.
+
+        Each call's noise is drawn as that call draws it (the same generator, in the same order, ``noise.draw``
+        called once per call and reduction), so a noise that shares randomness within a call shares it here within
+        that call's rows only; the runs are then independent given their noise and are stepped in one pass (issue
+        42: the engine's split into calls costs one pass, not one per call). Rows in call order.
+        """
+        return _calls_together(self, sizes, rng)
+
+    def _run(self, m: int, rng: torch.Generator | None, nus: list[torch.Tensor] | None) -> list[torch.Tensor]:
         P, est = self.P, self.est
         draws = self.last // est.block
         width = P.p if self.project is None else self.project.shape[1]
@@ -601,9 +629,10 @@ class _UOROSampler:
         )
         mc = m if not self.paper else (self.chunk or default_chunk(self.per_sample_bytes(), m, P.device))
         mc = min(mc, m)
-        item = torch.empty((), dtype=P.dtype).element_size()
-        if draws * m * est.rank * self.N * item <= PREDRAW_BYTES:
-            nus = _draw_all(est, P, rng, m, draws)
+        if nus is not None or self.predraws(m):
+            if nus is None:
+                assert rng is not None
+                nus = _draw_all(est, P, rng, m, draws)
             small, rep = self._state(mc)
             for lo in range(0, m, mc):
                 hi = min(m, lo + mc)
@@ -621,6 +650,7 @@ class _UOROSampler:
                 self._start(small_i, rep_i, hi - lo)
                 states.append((lo, small_i, rep_i))
             prev = torch.zeros((m, *est.noise_shape(P)), dtype=P.dtype, device=P.device)
+            assert rng is not None  # run_drawn passes the noise: only a call draws here
             for t in range(1, self.last + 1):
                 nu_all = None
                 if t % est.block == 0:
@@ -874,9 +904,27 @@ class _PreactSampler:
     def __call__(self, m: int, rng: torch.Generator) -> list[torch.Tensor]:
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise InvalidArgument("m", m, "need at least one draw")
+        return self._run(m, self.noise_tables(m, rng))  # one τ (m, r) per step, as step() draws them
+
+    def predraws(self, m: int) -> bool:
+        """Always: a call draws its τ table first."""
+        return True
+
+    def noise_tables(self, m: int, rng: torch.Generator) -> list[torch.Tensor]:
+        """The τ a call ``self(m, rng)`` draws first, drawn now the same way."""
+        return _draw_all(self.est, self.P, rng, m, self.last)
+
+    def run_drawn(self, tables: Sequence[list[torch.Tensor]]) -> list[torch.Tensor]:
+        """As :meth:`_UOROSampler.run_drawn`."""
+        return self._run(*_joined(tables))
+
+    def draw_calls(self, sizes: Sequence[int], rng: torch.Generator) -> list[torch.Tensor]:
+        """As :meth:`_UOROSampler.draw_calls`."""
+        return _calls_together(self, sizes, rng)
+
+    def _run(self, m: int, taus: list[torch.Tensor]) -> list[torch.Tensor]:
         P, est, lay = self.P, self.est, self.lay
         r, nb, n, A = est.rank, self.nb, self.n, lay.A
-        taus = _draw_all(est, P, rng, m, self.last)  # one τ (m, r) per step, as step() draws them
         out_g = (
             {t: torch.empty(m, P.p, dtype=P.dtype, device=P.device) for t in self.steps} if "gradient" in self.q else {}
         )
@@ -946,6 +994,39 @@ class _PreactSampler:
         H.diagonal(dim1=-2, dim2=-1).add_((beta * tau).view(k, r, 1, 1) * dphi)  # + β τ J^{s_t}_{p_t}
         a = a.div_(gamma.view(k, r, 1, 1)).add_((tau / beta).view(k, r, 1, 1) * a_t)
         return H, a
+
+
+def _joined(tables: Sequence[list[torch.Tensor]]) -> tuple[int, list[torch.Tensor]]:
+    """Several calls' noise tables as one: (rows, the tables concatenated in call order)."""
+    if not tables:
+        raise InvalidArgument("tables", "[]", "need the noise tables of at least one call")
+    rows = sum(int(t[0].shape[0]) for t in tables)
+    return rows, [torch.cat([t[i] for t in tables]) for i in range(len(tables[0]))]
+
+
+def _calls_together(
+    smp: _UOROSampler | _PreactSampler, sizes: Sequence[int], rng: torch.Generator
+) -> list[torch.Tensor]:
+    """``draw_calls`` of either sampler: the calls that draw their noise first (:meth:`predraws`) are drawn call by
+    call and stepped together, in passes of at most :data:`PREDRAW_BYTES` of noise; any other call runs alone."""
+    sizes = [int(m) for m in sizes]
+    if not sizes or any(isinstance(m, bool) or m < 1 for m in sizes):
+        raise InvalidArgument("sizes", sizes, "need at least one call of at least one draw")
+    parts: list[list[torch.Tensor]] = []
+    group: list[list[torch.Tensor]] = []  # the noise tables of the calls stepped in the next pass
+    rows = 0
+    for m in sizes:
+        if group and not smp.predraws(rows + m):
+            parts.append(smp.run_drawn(group))
+            group, rows = [], 0
+        if not smp.predraws(m):
+            parts.append(smp(m, rng))
+            continue
+        group.append(smp.noise_tables(m, rng))
+        rows += m
+    if group:
+        parts.append(smp.run_drawn(group))
+    return parts[0] if len(parts) == 1 else [torch.cat([p[j] for p in parts]) for j in range(len(parts[0]))]
 
 
 def sampler_for(

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from verify._lazy import scipy_stats as stats
 from verify.fpp.envs import cycle_world_predict_zero_ratio, stochastic_world_reference_losses
 from verify.fpp.reproduction import Reproduction, design_dict, summarize
+from verify.stats import dist
 from verify.stats.rates import mean_interval
 
 __all__ = [
@@ -97,7 +97,7 @@ def one_sided_paired(a: list[float], b: list[float]) -> float:
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     if sd <= 1e-12 * max(1.0, abs(mean)):  # identical runs up to round-off: the sign decides
         return 0.0 if mean < 0 else 1.0
-    return float(stats.t.cdf(mean / (sd / math.sqrt(d.size)), d.size - 1))  # one-sided paired t
+    return float(dist.t_cdf(mean / (sd / math.sqrt(d.size)), d.size - 1))  # one-sided paired t
 
 
 def paired_p(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
@@ -125,7 +125,7 @@ def paired_bounds(a: list[float], b: list[float], level: float) -> tuple[float, 
     if n < 2 or not np.isfinite(d).all():
         return (float(d.mean()) if n else math.nan), -math.inf, math.inf, n, math.nan
     mean, sd = float(d.mean()), float(d.std(ddof=1))
-    half = float(stats.t.ppf(1 - level, n - 1)) * sd / math.sqrt(n)
+    half = float(dist.t_ppf(1 - level, n - 1)) * sd / math.sqrt(n)
     return mean, mean - half, mean + half, n, sd
 
 

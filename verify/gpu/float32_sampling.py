@@ -51,12 +51,12 @@ from typing import Any
 
 import torch
 
-from verify._lazy import scipy_stats as stats
 from verify.errors import InvalidArgument
 from verify.estimators.fused import sampler_for
 from verify.estimators.sampling import reference_truths
 from verify.model.problem import Problem
 from verify.oracles.budget import C_PARITY, CALIBRATION_MARGIN, accumulation_length, unit_roundoff
+from verify.stats import dist
 from verify.stats.unbiased import TestOptions, UnbiasednessResult, sequential_test
 from verify.verdict import Verdict
 
@@ -128,7 +128,7 @@ def rounding_allowance(
     X32 = sampler32(pilot, torch.Generator().manual_seed(seed))
     X64 = sampler64(pilot, torch.Generator().manual_seed(seed))
     J = len(truths)
-    z = float(stats.norm.isf(beta / J))
+    z = float(dist.norm_isf(beta / J))
     ab, rel, mean, mx = [], [], [], []
     for j in range(J):
         e = torch.linalg.vector_norm(X32[j].double().cpu() - X64[j].double().cpu(), dim=1)

@@ -33,7 +33,7 @@ import torch
 from verify._validate import require_finite
 from verify.errors import InvalidArgument
 
-__all__ = ["Moments", "empty_moments", "fold_deviations", "update_moments"]
+__all__ = ["Batch", "Moments", "empty_moments", "fold_batch", "fold_deviations", "update_moments"]
 
 U64 = 2.0**-53  # unit round-off of float64
 
@@ -130,18 +130,60 @@ def update_moments(m: Moments, chunk: torch.Tensor, truth: torch.Tensor, name: s
 
 def fold_deviations(m: Moments, y: torch.Tensor, unit_roundoff: float = U64) -> Moments:
     """Fold already checked float64 deviations ``y = X - g`` (k, p) into ``m`` (internal fast path)."""
+    return fold_batch(m, y, unit_roundoff)[0]
+
+
+class Batch(NamedTuple):
+    """A chunk's own statistics per coordinate: its mean and centred sum of squares (what one group of the
+    independence premise keeps, :func:`verify.stats.premises.groups_add_one`)."""
+
+    mean: torch.Tensor  # (p,)
+    m2: torch.Tensor  # (p,)
+
+
+#: from this many entries of a chunk on, its row norms come from a batched product (one pass, no temporary);
+#: below it the elementwise form is faster
+_BMM_ROWS = 100_000
+
+
+def _row_squares(y: torch.Tensor) -> torch.Tensor:
+    """(k,) squared norms of the rows of ``y``."""
+    if y.numel() >= _BMM_ROWS:
+        return (y.unsqueeze(1) @ y.unsqueeze(2)).view(-1)
+    return (y * y).sum(1)
+
+
+def fold_batch(
+    m: Moments, y: torch.Tensor, unit_roundoff: float = U64, col_sum: torch.Tensor | None = None
+) -> tuple[Moments, Batch]:
+    """:func:`fold_deviations`, and the chunk's own :class:`Batch`; ``col_sum``: ``y.sum(0)`` if already computed.
+
+    Issue 42: the chunk is read a few times and one temporary of its size is written (the deviations from its mean),
+    where the fold made five: it runs on every draw of every statistical claim.
+    """
     k = int(y.shape[0])
     if k == 0:
-        return m
+        z = torch.zeros(m.p, dtype=torch.float64)
+        return m, Batch(z, z.clone())
     u = max(m.unit_roundoff, unit_roundoff)
-    mean_b = y.mean(0)
+    mean_b = (y.sum(0) if col_sum is None else col_sum) / k
     dev = y - mean_b
-    dev2 = dev * dev
-    scatter_b = dev2.sum(0) if m.diagonal else dev.T @ dev
-    q = (y * y).sum(1)
+    if m.diagonal:
+        dev2 = dev * dev
+        scatter_b = dev2.sum(0)
+        m2_b = scatter_b
+        dev_sq = dev2.sum(1)
+        del dev2
+    else:
+        scatter_b = dev.T @ dev
+        m2_b = scatter_b.diagonal().clone()
+        dev_sq = _row_squares(dev)
+    del dev
+    q = _row_squares(y)
     q_mean_b = float(q.mean())
     q_m2_b = float(((q - q_mean_b) ** 2).sum())
-    max_dev2 = max(m.max_dev2, float(dev2.sum(1).max()))
+    max_dev2 = max(m.max_dev2, float(dev_sq.max()))
+    batch = Batch(mean_b, m2_b)
     fro_n, fro_mean, fro_m2 = m.fro_n, m.fro_mean, m.fro_m2
     if m.diagonal and k >= 4:
         quad = y[: 4 * (k // 4)].reshape(k // 4, 4, -1)
@@ -157,7 +199,7 @@ def fold_deviations(m: Moments, y: torch.Tensor, unit_roundoff: float = U64) -> 
         fro_mean = fro_mean + dfm * fn / tot
         fro_n = tot
     if m.n == 0:
-        return Moments(k, mean_b, scatter_b, q_mean_b, q_m2_b, max_dev2, u, m.diagonal, fro_n, fro_mean, fro_m2)
+        return Moments(k, mean_b, scatter_b, q_mean_b, q_m2_b, max_dev2, u, m.diagonal, fro_n, fro_mean, fro_m2), batch
     n = m.n + k
     d = mean_b - m.mean
     mean = m.mean + d * (k / n)
@@ -166,4 +208,4 @@ def fold_deviations(m: Moments, y: torch.Tensor, unit_roundoff: float = U64) -> 
     dq = q_mean_b - m.q_mean
     q_mean = m.q_mean + dq * k / n
     q_m2 = m.q_m2 + q_m2_b + dq * dq * m.n * k / n
-    return Moments(n, mean, scatter, q_mean, q_m2, max_dev2, u, m.diagonal, fro_n, fro_mean, fro_m2)
+    return Moments(n, mean, scatter, q_mean, q_m2, max_dev2, u, m.diagonal, fro_n, fro_mean, fro_m2), batch

@@ -20,6 +20,7 @@ import math
 from verify._lazy import scipy_optimize as optimize
 from verify._lazy import scipy_stats as stats
 from verify.errors import InvalidArgument
+from verify.stats import dist
 
 __all__ = ["min_detectable_effect", "paired_t_power"]
 
@@ -44,7 +45,7 @@ def paired_t_power(sd: float, n: int, effect: float, alpha: float) -> float:
         raise InvalidArgument("effect", effect, "must be a finite effect size > 0")
     if sd == 0.0:
         return 1.0
-    crit = float(stats.t.ppf(1.0 - alpha, n - 1))
+    crit = float(dist.t_ppf(1.0 - alpha, n - 1))
     return float(stats.nct.sf(crit, n - 1, effect * math.sqrt(n) / sd))
 
 

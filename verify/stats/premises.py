@@ -80,7 +80,7 @@ from typing import NamedTuple
 
 import torch
 
-from verify._lazy import scipy_stats as stats
+from verify.stats import dist
 
 __all__ = [
     "BLOCKS_PER_CALL",
@@ -200,8 +200,8 @@ def edgeworth_term(gamma: float, m: int, level: float) -> float:
     :math:`\frac{2}{m}\,\frac{\gamma^2}{18}\,z\,(z^4 + 2z^2 - 3)\,\varphi(z)` (Hall 1992, *The Bootstrap
     and Edgeworth Expansion*, §2.6, the polynomial :math:`q_2`), z the two-sided critical value.
     """
-    z = float(stats.norm.isf(level / 2.0))
-    return 2.0 * gamma * gamma * z * (z**4 + 2.0 * z * z - 3.0) * float(stats.norm.pdf(z)) / (18.0 * max(m, 1))
+    z = float(dist.norm_isf(level / 2.0))
+    return 2.0 * gamma * gamma * z * (z**4 + 2.0 * z * z - 3.0) * float(dist.norm_pdf(z)) / (18.0 * max(m, 1))
 
 
 def skew_allowance(m: int, level: float) -> float:
@@ -218,8 +218,8 @@ def ball_skew_allowance(m: int, beta: float) -> float:
     the bias. The first Edgeworth term moves one side's tail by :math:`\gamma(2z^2+1)\varphi(z)/(6\sqrt m)` (z the
     two-sided critical value); the certificate is trusted when that is at most β/2 (its error at most β).
     """
-    z = float(stats.norm.isf(beta / 2.0))
-    unit = (2.0 * z * z + 1.0) * float(stats.norm.pdf(z)) / (6.0 * math.sqrt(max(m, 1)))
+    z = float(dist.norm_isf(beta / 2.0))
+    unit = (2.0 * z * z + 1.0) * float(dist.norm_pdf(z)) / (6.0 * math.sqrt(max(m, 1)))
     return (beta / 2.0) / unit if unit > 0 else math.inf
 
 
@@ -311,9 +311,11 @@ def empty_groups(series: int) -> Groups:
     return Groups(torch.zeros(0, dtype=F64), z, z.clone(), 0)
 
 
-def groups_add(gr: Groups, v: torch.Tensor, *, blocks: int = BLOCKS_PER_CALL, max_groups: int = MAX_GROUPS) -> Groups:
-    """Fold one call's series values ``v`` (k, S) as up to ``blocks`` consecutive groups; merge pairs beyond
-    ``max_groups`` (adjacent groups of i.i.d. draws merged are still i.i.d. groups)."""
+def groups_add(
+    gr: Groups, v: torch.Tensor, *, blocks: int = BLOCKS_PER_CALL, max_groups: int = MAX_GROUPS, calls: int = 1
+) -> Groups:
+    """Fold the series values ``v`` (k, S) of ``calls`` sampler calls as up to ``blocks`` consecutive groups; merge
+    pairs beyond ``max_groups`` (adjacent groups of i.i.d. draws merged are still i.i.d. groups)."""
     k = int(v.shape[0])
     if k == 0:
         return gr
@@ -328,6 +330,21 @@ def groups_add(gr: Groups, v: torch.Tensor, *, blocks: int = BLOCKS_PER_CALL, ma
         idx = torch.repeat_interleave(torch.arange(nb), cnt.to(torch.long))
         mean = torch.zeros(nb, v.shape[1], dtype=v.dtype).index_add_(0, idx, v) / cnt[:, None].to(v.dtype)
         m2 = torch.zeros_like(mean).index_add_(0, idx, (v - mean[idx]) ** 2)
+    return _appended(gr, cnt, mean, m2, calls, max_groups)
+
+
+def groups_add_one(
+    gr: Groups, size: int, mean: torch.Tensor, m2: torch.Tensor, *, calls: int = 1, max_groups: int = MAX_GROUPS
+) -> Groups:
+    """Fold one group given by its statistics (``size`` draws, their ``mean`` (S,) and centred sums of squares
+    ``m2`` (S,): a call's :class:`~verify.stats.moments.Batch`, issue 42) -- :func:`groups_add` with one block."""
+    cnt = torch.tensor([float(size)], dtype=F64)
+    return _appended(gr, cnt, mean.reshape(1, -1), m2.reshape(1, -1), calls, max_groups)
+
+
+def _appended(
+    gr: Groups, cnt: torch.Tensor, mean: torch.Tensor, m2: torch.Tensor, calls: int, max_groups: int
+) -> Groups:
     count, mu, ss = torch.cat([gr.size, cnt]), torch.cat([gr.mean, mean]), torch.cat([gr.m2, m2])
     while count.numel() > max_groups:
         g2 = (count.numel() // 2) * 2
@@ -340,7 +357,7 @@ def groups_add(gr: Groups, v: torch.Tensor, *, blocks: int = BLOCKS_PER_CALL, ma
         count = torch.cat([tot, count[g2:]])
         mu = torch.cat([merged_mu, mu[g2:]])
         ss = torch.cat([merged_ss, ss[g2:]])
-    return Groups(count, mu, ss, gr.calls + 1)
+    return Groups(count, mu, ss, gr.calls + calls)
 
 
 def between_within(
@@ -372,7 +389,7 @@ def between_within(
     if mask is not None:
         ok = ok & mask
     f = torch.where(ok, between / torch.where(ok, within, ones), torch.zeros_like(between))
-    pv = torch.as_tensor(stats.f.sf(f.numpy(), G - 1, n - G), dtype=F64)
+    pv = torch.as_tensor(dist.f_sf(f.numpy(), G - 1, n - G), dtype=F64)
     return f, torch.where(ok, pv, ones)
 
 

@@ -38,6 +38,7 @@ from theory.rates import Rate
 from verify._lazy import scipy_stats as stats
 from verify._validate import require_probability
 from verify.errors import InvalidArgument
+from verify.stats import dist
 
 __all__ = ["ERRORS", "RateDecision", "RateFit", "decide_rate", "fit_rate", "loglog", "loglog_fit", "mean_interval"]
 
@@ -74,7 +75,7 @@ class RateFit:
         return self.lo <= value <= self.hi
 
     def _quantile(self, p: float) -> float:
-        return float(stats.norm.ppf(p)) if self.dof is None else float(stats.t.ppf(p, self.dof))
+        return float(dist.norm_ppf(p)) if self.dof is None else float(dist.t_ppf(p, self.dof))
 
     def lower(self, alpha: float) -> float:
         """One-sided lower confidence bound on the slope at level 1 − α."""
@@ -113,7 +114,7 @@ def _points(x: Sequence[float], y: Sequence[float], need: int) -> tuple[list[flo
 def _ols(xs: list[float], ys: list[float], level: float) -> RateFit:
     res = stats.linregress(xs, ys)
     n = len(xs)
-    q = float(stats.t.ppf(0.5 + level / 2, n - 2))
+    q = float(dist.t_ppf(0.5 + level / 2, n - 2))
     b, se = float(res.slope), float(res.stderr)
     return RateFit(b, float(res.intercept), se, n - 2, level, b - q * se, b + q * se, n, (xs[0], xs[-1]), "ols")
 
@@ -131,9 +132,9 @@ def _wls(xs: list[float], ys: list[float], se: Sequence[float], level: float) ->
     b = sum(wi * (a - xm) * (c - ym) for wi, a, c in zip(w, xs, ys, strict=True)) / sxx
     a0 = ym - b * xm
     s_b = 1.0 / math.sqrt(sxx)
-    q = float(stats.norm.ppf(0.5 + level / 2))
+    q = float(dist.norm_ppf(0.5 + level / 2))
     chi2 = sum(wi * (c - a0 - b * a) ** 2 for wi, a, c in zip(w, xs, ys, strict=True))
-    chi2_p = float(stats.chi2.sf(chi2, n - 2)) if n > 2 else None
+    chi2_p = float(dist.chi2_sf(chi2, n - 2)) if n > 2 else None
     return RateFit(b, a0, s_b, None, level, b - q * s_b, b + q * s_b, n, (xs[0], xs[-1]), "wls", chi2, chi2_p)
 
 
@@ -151,7 +152,7 @@ def _hac(xs: list[float], ys: list[float], level: float) -> RateFit:
         G = score[ell:].T @ score[:-ell]
         S = S + (1 - ell / (lag + 1)) * (G + G.T)  # Bartlett weights
     se = math.sqrt(max(float((XtX_inv @ S @ XtX_inv)[1, 1]), 0.0))
-    q = float(stats.t.ppf(0.5 + level / 2, n - 2))
+    q = float(dist.t_ppf(0.5 + level / 2, n - 2))
     b = float(beta[1])
     return RateFit(b, float(beta[0]), se, n - 2, level, b - q * se, b + q * se, n, (xs[0], xs[-1]), "hac")
 
@@ -274,5 +275,5 @@ def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> 
     m = float(v.mean())
     if v.size < 2:
         return m, math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    half = float(dist.t_ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
     return m, m - half, m + half

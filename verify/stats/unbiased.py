@@ -123,6 +123,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -132,7 +133,6 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from verify._lazy import scipy_stats as stats
 from verify._validate import (
     MAX_SEED,
     require_finite,
@@ -142,6 +142,7 @@ from verify._validate import (
     validate_seed,
 )
 from verify.errors import InvalidArgument
+from verify.stats import dist
 from verify.stats.bounds import (
     Spectrum,
     best_mixture_rho,
@@ -150,7 +151,7 @@ from verify.stats.bounds import (
     normal_mixture_halfwidth,
     vector_mixture_radius,
 )
-from verify.stats.moments import U64, Moments, empty_moments, fold_deviations, update_moments
+from verify.stats.moments import U64, Batch, Moments, empty_moments, fold_batch, update_moments
 from verify.stats.multiple import adjusted_pvalues
 from verify.stats.planner import SamplePlan, plan_from_pilot
 from verify.stats.premises import (
@@ -165,6 +166,7 @@ from verify.stats.premises import (
     empty_groups,
     empty_reservoir,
     groups_add,
+    groups_add_one,
     max_skewness,
     reservoir_add,
     shrink_deviations,
@@ -587,19 +589,31 @@ def _new_accs(
 
 
 def _fold(
-    acc: _Acc, x: torch.Tensor, truth: torch.Tensor, name: str, *, overflow_ok: bool = False, blocks: int = 1
+    acc: _Acc,
+    x: torch.Tensor,
+    truth: torch.Tensor,
+    name: str,
+    *,
+    overflow_ok: bool = False,
+    blocks: int = 1,
+    calls: int = 1,
 ) -> _Acc:
-    """Fold draws ``x`` (k, p) into ``acc``; ``blocks``: the groups of the independence premise this call makes
-    (a sampler call: 1, the call; a given sample of unknown calls: consecutive blocks)."""
+    """Fold draws ``x`` (k, p) into ``acc``; ``blocks``: the groups of the independence premise they make
+    (a sampler call: 1, the call; ``calls`` calls of equal size: one per call; a given sample of unknown calls:
+    consecutive blocks); ``calls``: the sampler calls they came from."""
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != acc.mom.p:
         return acc._replace(mom=update_moments(acc.mom, x, truth, name=name))  # raises the right error
     if x.is_complex() or not x.is_floating_point():
         return acc._replace(mom=update_moments(acc.mom, x, truth, name=name))
     # rescaled by a power of two (exact) before any square: once for the moments, projections and premises
-    y = x.detach().to(device="cpu", dtype=torch.float64).mul(acc.scale).sub_(truth)
-    # one cheap pass in the common case: a finite sum means every entry of y, hence of x, is finite (an inf or a NaN
-    # propagates into the sum); only otherwise the NaN/inf analysis (issue 42: two isfinite passes were ~1/5 of it)
-    if not math.isfinite(float(y.sum())):
+    y = torch.add(-truth, x.detach().to(device="cpu", dtype=torch.float64), alpha=acc.scale)  # scale·x - truth
+    # one cheap pass in the common case: finite column sums mean every entry of y, hence of x, is finite (an inf or a
+    # NaN propagates into its sum); only otherwise the NaN/inf analysis (issue 42: two isfinite passes were ~1/5 of
+    # it). The column sums serve the fold's mean.
+    col_sum: torch.Tensor | None = y.sum(0)
+    assert col_sum is not None
+    if not math.isfinite(float(col_sum.sum())):
+        col_sum = None  # finite draws whose sums overflow: the fold computes its own
         finite = bool(torch.isfinite(x).all())
         if not finite and overflow_ok and not bool(torch.isnan(x).any()):
             # an estimator's draws that overflow float64 (no NaN): its variance is beyond the arithmetic -- recorded
@@ -609,13 +623,14 @@ def _fold(
             require_finite(name, x)  # raises, naming the NaN
         if not bool(torch.isfinite(y).all()):  # finite draws that overflow once rescaled: variance beyond float64
             return acc._replace(mom=_overflowed(acc.mom, int(x.shape[0])))
-    mom = fold_deviations(acc.mom, y, float(torch.finfo(x.dtype).eps) / 2.0)
+    mom, batch = fold_batch(acc.mom, y, float(torch.finfo(x.dtype).eps) / 2.0, col_sum)
     res = reservoir_add(acc.res, y)
     if acc.dirs.shape[0] == 0 or x.shape[0] == 0:
-        return acc._replace(mom=mom, res=res, groups=_add_groups(acc, y, None, blocks))
+        return acc._replace(mom=mom, res=res, groups=_add_groups(acc, y, None, blocks, calls, (batch, None)))
     proj_y = y @ acc.dirs.T
-    groups = _add_groups(acc, y, proj_y, blocks)
-    return acc._replace(mom=mom, proj=fold_deviations(acc.proj, proj_y), res=res, groups=groups)
+    proj, pbatch = fold_batch(acc.proj, proj_y)
+    groups = _add_groups(acc, y, proj_y, blocks, calls, (batch, pbatch))
+    return acc._replace(mom=mom, proj=proj, res=res, groups=groups)
 
 
 def _overflowed(mom: Moments, k: int) -> Moments:
@@ -623,38 +638,80 @@ def _overflowed(mom: Moments, k: int) -> Moments:
     return mom._replace(n=mom.n + k, scatter=torch.full_like(mom.scatter, math.inf), max_dev2=math.inf)
 
 
-def _add_groups(acc: _Acc, y: torch.Tensor, proj_y: torch.Tensor | None, blocks: int) -> Groups:
-    """One call's draws as consecutive groups of the independence premise (coordinates in dense mode, projections)."""
-    parts = [y] if acc.groups.mean.shape[1] > (0 if proj_y is None else int(proj_y.shape[1])) else []
+def _add_groups(
+    acc: _Acc,
+    y: torch.Tensor,
+    proj_y: torch.Tensor | None,
+    blocks: int,
+    calls: int = 1,
+    batches: tuple[Batch, Batch | None] | None = None,
+) -> Groups:
+    """One call's draws as consecutive groups of the independence premise (coordinates in dense mode, projections);
+    one group is taken from the fold's ``batches`` (the draws' and the projections' :class:`Batch`), not recomputed."""
+    coords = acc.groups.mean.shape[1] > (0 if proj_y is None else int(proj_y.shape[1]))
+    if blocks == 1 and batches is not None:
+        means = ([batches[0].mean] if coords else []) + ([batches[1].mean] if batches[1] is not None else [])
+        m2s = ([batches[0].m2] if coords else []) + ([batches[1].m2] if batches[1] is not None else [])
+        if not means:  # no series kept (diagonal mode, no directions): the call is still counted
+            means = m2s = [y.new_zeros(0)]
+        return groups_add_one(acc.groups, int(y.shape[0]), torch.cat(means), torch.cat(m2s), calls=calls)
+    parts = [y] if coords else []
     if proj_y is not None:
         parts.append(proj_y)
     if not parts:  # no series kept (diagonal mode, no directions): the call is still counted
         parts = [y[:, :0]]
-    return groups_add(acc.groups, torch.cat(parts, dim=1), blocks=blocks)
+    return groups_add(acc.groups, torch.cat(parts, dim=1), blocks=blocks, calls=calls)
 
 
 def _draw(
     sampler: Sampler, m: int, gen: torch.Generator, truths: list[torch.Tensor], accs: list[_Acc], chunk: int
 ) -> list[_Acc]:
-    done = 0
+    """Draw ``m`` draws in calls of ``chunk`` and fold each call as one group of the independence premise.
+
+    A sampler with ``draw_calls(sizes, generator)`` (the toolkit's fused samplers) returns the draws of those calls
+    made one after the other in one pass; its calls of equal size are folded together, one group per call.
+    """
+    sizes = [min(chunk, m - lo) for lo in range(0, m, chunk)]
+    together = getattr(sampler, "draw_calls", None)
     accs = list(accs)
-    while done < m:
-        k = min(chunk, m - done)
-        out = _as_list(sampler(k, gen), "sampler(...) output")
-        if len(out) != len(truths):
-            raise InvalidArgument(
-                "sampler(...) output", f"{len(out)} tensors", f"expected one per truth ({len(truths)})"
-            )
-        for j, x in enumerate(out):
-            if x.dim() != 2 or x.shape[0] != k:
-                raise InvalidArgument(
-                    f"sampler(...) output[{j}]",
-                    f"tensor of shape {tuple(x.shape)}",
-                    f"expected ({k}, {truths[j].numel()}) for {k} requested draws",
-                )
-            accs[j] = _fold(accs[j], x, truths[j], f"sampler(...) output[{j}]", overflow_ok=True)
-        done += k
+    if not callable(together) or len(sizes) < 2 or chunk < 2:
+        for k in sizes:
+            accs = _fold_call(accs, sampler(k, gen), [k], truths)
+        return accs
+    out = together(sizes, gen)
+    out = _check_call(out, sum(sizes), truths)
+    lo = 0
+    for size, run in itertools.groupby(sizes):
+        calls = len(list(run))
+        part = [x[lo : lo + size * calls] for x in out]
+        accs = _fold_call(accs, part, [size] * calls, truths)
+        lo += size * calls
     return accs
+
+
+def _check_call(out: object, k: int, truths: list[torch.Tensor]) -> list[torch.Tensor]:
+    """A sampler's output for ``k`` requested draws as a list of (k, p_j) tensors, or an error naming it."""
+    xs = _as_list(out, "sampler(...) output")  # type: ignore[arg-type]
+    if len(xs) != len(truths):
+        raise InvalidArgument("sampler(...) output", f"{len(xs)} tensors", f"expected one per truth ({len(truths)})")
+    for j, x in enumerate(xs):
+        if x.dim() != 2 or x.shape[0] != k:
+            raise InvalidArgument(
+                f"sampler(...) output[{j}]",
+                f"tensor of shape {tuple(x.shape)}",
+                f"expected ({k}, {truths[j].numel()}) for {k} requested draws",
+            )
+    return xs
+
+
+def _fold_call(accs: list[_Acc], out: object, sizes: list[int], truths: list[torch.Tensor]) -> list[_Acc]:
+    """Fold the draws of ``len(sizes)`` calls of equal size (in call order), one group per call."""
+    xs = _check_call(out, sum(sizes), truths) if len(sizes) == 1 else out
+    assert isinstance(xs, list)
+    return [
+        _fold(a, x, g, f"sampler(...) output[{j}]", overflow_ok=True, blocks=len(sizes), calls=len(sizes))
+        for j, (a, x, g) in enumerate(zip(accs, xs, truths, strict=True))
+    ]
 
 
 # ------------------------------------------------------------ round-off geometry
@@ -782,7 +839,7 @@ def _exact_or_normal_p(excess: torch.Tensor, sd: torch.Tensor) -> torch.Tensor:
     """Two-sided normal p-values of excesses over the budget; exact (0 or 1) where the s.d. is 0."""
     out = torch.ones_like(excess)
     pos = sd > 0
-    out[pos] = torch.as_tensor(2.0 * stats.norm.sf((excess[pos] / sd[pos]).numpy()), dtype=torch.float64)
+    out[pos] = torch.as_tensor(2.0 * dist.norm_sf((excess[pos] / sd[pos]).numpy()), dtype=torch.float64)
     out[~pos & (excess > 0)] = 0.0
     return out
 
@@ -1041,7 +1098,7 @@ def _pooled_between(gr: Groups, geo: _Geometry, budget: torch.Tensor) -> tuple[f
     w = shrink_deviations(dev, vec.abs().T @ budget[geo.idx]) / torch.sqrt(geo.lam[geo.resolved] + geo.floor)
     stat = float((gr.size * (w * w).sum(1)).sum())
     dof = (G - 1) * r
-    return stat, dof, float(stats.chi2.sf(stat, dof))
+    return stat, dof, float(dist.chi2_sf(stat, dof))
 
 
 def design_effect(acc: _Acc, geo: _Geometry) -> float:
@@ -1348,7 +1405,7 @@ def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape,
         zs = _shrink(geo.z[geo.resolved], geo.tau_dir[geo.resolved])
         t2 = n * float((zs**2 / (geo.lam[geo.resolved] + geo.floor)).sum())  # Hotelling T^2 on the resolved range
         fstat = (n - r) / (r * (n - 1)) * t2
-        pval = float(stats.f.sf(fstat, r, n - r))
+        pval = float(dist.f_sf(fstat, r, n - r))
         why = shape.joint(n, share) if pval <= share else ""  # the premise matters only where it would reject
         subs.append(SubTest(f"hotelling-T2(r={r})", t2, pval, False, premise=why))
     mu, var, tau_u = _direction_stats(acc, geo, shape)
@@ -1357,7 +1414,7 @@ def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape,
         ex = _shrink(mu, tau_u)
         sd = torch.sqrt(var / n)
         t = torch.where(sd > 0, ex / sd.clamp(min=1e-300), torch.zeros_like(ex))
-        pv = torch.as_tensor(2.0 * stats.t.sf(t.numpy(), n - 1), dtype=torch.float64)
+        pv = torch.as_tensor(2.0 * dist.t_sf(t.numpy(), n - 1), dtype=torch.float64)
         pv = torch.where(sd > 0, pv, (ex <= 0).to(torch.float64))  # no noise along u: exact comparison
         for k in range(k_dirs):
             stat = float(t[k]) if float(sd[k]) > 0 else float(mu[k])

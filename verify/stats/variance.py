@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
-from verify._lazy import scipy_stats as stats
 from verify._validate import require_probability
 from verify.errors import InvalidArgument
+from verify.stats import dist
 from verify.stats.moments import Moments
 
 __all__ = ["MomentComparison", "compare_second_moments", "draws_to_separate", "log_mean_with_se", "squared_errors"]
@@ -111,10 +111,10 @@ def compare_second_moments(
     mb, vb, nb = _summ(b)
     se = math.sqrt(va / na + vb / nb)
     z = (ma - mb) / se if se > 0 else (0.0 if ma == mb else math.copysign(math.inf, ma - mb))
-    pval = float(2.0 * stats.norm.sf(abs(z)))
+    pval = float(2.0 * dist.norm_sf(abs(z)))
     if ma > 0 and mb > 0:
         lse = math.sqrt(va / (na * ma * ma) + vb / (nb * mb * mb))
-        q = float(stats.norm.ppf(0.5 + level / 2))
+        q = float(dist.norm_ppf(0.5 + level / 2))
         lr = math.log(ma / mb)
         ci = (math.exp(lr - q * lse), math.exp(lr + q * lse))
         ratio = ma / mb
@@ -142,5 +142,5 @@ def draws_to_separate(
     sigma2 = float(var_a) + float(var_b)
     if delta == 0.0 or not math.isfinite(delta) or not math.isfinite(sigma2):
         return math.inf
-    z = float(stats.norm.isf(alpha / 2)) + float(stats.norm.isf(beta))
+    z = float(dist.norm_isf(alpha / 2)) + float(dist.norm_isf(beta))
     return safety * (z * z) * sigma2 / (delta * delta)

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from verify._lazy import scipy_stats as stats
 from verify.estimators.ok import optimal_variance
 from verify.oracles.bptt import per_step_gradients
+from verify.stats import dist
 from verify.uoro.cases import Case
 
 __all__ = ["HOOKS", "as_matrix", "exact_mean_rows", "kf_step_variance", "pooled_ratio", "step_variance_rows"]
@@ -136,5 +136,5 @@ def pooled_ratio(rows: Sequence[dict[str, Any]], level: float) -> tuple[float, t
     w = [1.0 / r["log_se"] ** 2 for r in rows]
     lr = sum(wi * math.log(r["ratio"]) for wi, r in zip(w, rows, strict=True)) / sum(w)
     se = math.sqrt(1.0 / sum(w))
-    q = float(stats.norm.ppf(0.5 + level / 2))
+    q = float(dist.norm_ppf(0.5 + level / 2))
     return math.exp(lr), (math.exp(lr - q * se), math.exp(lr + q * se))

@@ -71,12 +71,7 @@ def power_curve(
     s_bad, _, _ = sampler_for(bad, P, th, steps=(T,), quantities=("total",))
     rows = []
     for lam, gen in zip(POWER_FRACTIONS, gens, strict=True):
-
-        def sampler(m: int, rng: torch.Generator, lam: float = lam) -> torch.Tensor:
-            a, b = s_good(m, rng)[0], s_bad(m, rng)[0]
-            pick = torch.rand(m, 1, generator=rng, dtype=torch.float64) < lam
-            return torch.where(pick, b, a)
-
+        sampler = _Mixture(s_good, s_bad, lam)
         # declared: the mixture's pick is an event of probability lam (or 1 - lam), each draw UORO's own law
         floor = min(event_floor_of(good), event_floor_of(bad), *(f for f in (lam, 1.0 - lam) if f > 0))
         res = sequential_test(
@@ -97,3 +92,34 @@ def power_curve(
             }
         )
     return rows
+
+
+class _Mixture:
+    """Draws of ``bad`` with probability ``lam``, else of ``good`` (one call: good's draws, bad's, then the picks).
+
+    With ``draw_calls`` where both samplers draw their noise first (the fused samplers, :mod:`verify.estimators.fused`):
+    several calls' noise and picks drawn call by call in that order, the runs stepped in one pass -- the same draws
+    as the calls one by one (issue 42).
+    """
+
+    def __init__(self, good: Any, bad: Any, lam: float) -> None:
+        self.good, self.bad, self.lam = good, bad, lam
+        if all(callable(getattr(s, "noise_tables", None)) for s in (good, bad)):
+            self.draw_calls = self._calls
+
+    def _pick(self, m: int, rng: torch.Generator) -> torch.Tensor:
+        return torch.rand(m, 1, generator=rng, dtype=torch.float64) < self.lam
+
+    def __call__(self, m: int, rng: torch.Generator) -> torch.Tensor:
+        a, b = self.good(m, rng)[0], self.bad(m, rng)[0]
+        return torch.where(self._pick(m, rng), b, a)
+
+    def _calls(self, sizes: Sequence[int], rng: torch.Generator) -> torch.Tensor:
+        if not all(s.predraws(sum(sizes)) for s in (self.good, self.bad)):
+            return torch.cat([self(m, rng) for m in sizes])
+        tg, tb, picks = [], [], []
+        for m in sizes:
+            tg.append(self.good.noise_tables(m, rng))
+            tb.append(self.bad.noise_tables(m, rng))
+            picks.append(self._pick(m, rng))
+        return torch.where(torch.cat(picks), self.bad.run_drawn(tb)[0], self.good.run_drawn(tg)[0])

@@ -9,7 +9,7 @@ of s̃_t ⊗ θ̃_t on one problem, drawn by the fused sampler where it covers t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -77,13 +77,26 @@ def family_sampler(
     k = len(allsteps)
     idx = [allsteps.index(t) for t in steps] + [k] + [k + 1 + allsteps.index(t) for t in isteps]
 
-    low = dtype == torch.float32
+    return _Selected(both, idx, dtype == torch.float32), [truths_all[i] for i in idx], [names_all[i] for i in idx]
 
-    def sampler(m: int, rng: torch.Generator) -> list[torch.Tensor]:
-        out = both(m, rng)  # one run of the estimator yields every quantity
-        return [out[i].to(torch.float32) if low else out[i] for i in idx]
 
-    return sampler, [truths_all[i] for i in idx], [names_all[i] for i in idx]
+class _Selected:
+    """The outputs ``idx`` of a sampler (one run of the estimator yields every quantity), as float32 if ``low``;
+    with the sampler's ``draw_calls`` where it has one (:func:`verify.stats.unbiased.sequential_test`)."""
+
+    def __init__(self, both: Callable[[int, torch.Generator], list[torch.Tensor]], idx: list[int], low: bool) -> None:
+        self.both, self.idx, self.low = both, idx, low
+        if callable(getattr(both, "draw_calls", None)):
+            self.draw_calls = self._calls
+
+    def _pick(self, out: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [out[i].to(torch.float32) if self.low else out[i] for i in self.idx]
+
+    def __call__(self, m: int, rng: torch.Generator) -> list[torch.Tensor]:
+        return self._pick(self.both(m, rng))
+
+    def _calls(self, sizes: Sequence[int], rng: torch.Generator) -> list[torch.Tensor]:
+        return self._pick(self.both.draw_calls(sizes, rng))  # type: ignore[attr-defined]
 
 
 def unbiased_family(
