@@ -62,3 +62,20 @@ def test_gate_bench_refuses_a_foreign_json_and_a_checkout_without_verify(tmp_pat
         gate.main(["--baseline-source", str(tmp_path)])
     with pytest.raises(SystemExit):
         gate.main(["--neighbours", "-1"])
+
+
+def test_gate_bench_baseline_imports_the_baseline(tmp_path: Path) -> None:
+    """A baseline run imports the baseline's ``verify``: started in this checkout it imported this one (the current
+    folder precedes PYTHONPATH for ``python -m``), so old and new measured the same code; runs start elsewhere."""
+    import os
+
+    from verify.bench import gate
+
+    other = tmp_path / "old-checkout"
+    (other / "verify").mkdir(parents=True)
+    (other / "verify" / "__init__.py").write_text("", encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(other))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    assert gate._imported_from(env, str(scratch)) == str(other)
+    assert gate._imported_from(env, gate.HERE) == gate.HERE  # the pitfall the scratch folder avoids
