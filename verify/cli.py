@@ -225,7 +225,9 @@ class _Progress:
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
         if self.live or self.periodic:
-            self.thread = threading.Thread(target=self._tick, daemon=True)
+            self.thread = threading.Thread(
+                target=self._tick, daemon=True, name="rnn-verify-progress"
+            )  # spawn.THREAD_PREFIX
             self.thread.start()
 
     def _tick(self) -> None:

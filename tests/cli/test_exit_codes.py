@@ -172,13 +172,16 @@ def test_a_signal_while_the_impl_hangs_at_import_is_a_stop(tmp_path: Path, sig: 
     assert _files(out) == before
 
 
-def test_ctrl_c_while_workers_start_is_one_line_without_a_worker_traceback(tmp_path: Path) -> None:
-    """Ctrl-C at a terminal signals the whole process group, workers still importing included."""
+@pytest.mark.parametrize("fork", ["1", "0"])
+def test_ctrl_c_while_workers_start_is_one_line_without_a_worker_traceback(tmp_path: Path, fork: str) -> None:
+    """Ctrl-C at a terminal signals the whole process group, workers still starting included (forked, the default,
+    or started afresh: ``RNN_VERIFY_FORK_WORKERS=0``)."""
     out = tmp_path / "report"
     before = _previous_report(out)
     argv = [sys.executable, "-m", "verify", "run", *QUICK, "--workers", "2", "--out", str(out), "-q"]
+    env = {**ENV, "RNN_VERIFY_FORK_WORKERS": fork}
     proc = subprocess.Popen(
-        argv, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
         _wait_for(lambda: len(_children(proc.pid)) >= 2)  # the workers exist and are starting up
@@ -206,7 +209,12 @@ def _children(pid: int) -> list[int]:
                 stat = (p / "stat").read_text()
             except OSError:
                 continue
-            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid and "verify.run.worker" in _cmdline(p):
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[1]) != pid:
+                continue
+            # started afresh: the worker program; forked (verify.run.spawn): the supervisor's command line, in a
+            # session of its own (the reaper keeps the supervisor's session)
+            if "verify.run.worker" in _cmdline(p) or int(fields[3]) == int(p.name):
                 out.append(int(p.name))
     return out
 

@@ -188,7 +188,7 @@ def test_timeout_names_the_claim_and_where_it_was(
                                  "--timeout", "5", "-v"])  # fmt: skip
     assert got == EXIT_FAIL
     line = next(ln for ln in text.splitlines() if ln.startswith("FAIL ") and CLAIM in ln)  # -v: the whole summary
-    assert "did not finish within 5 s" in line and "_misbehave() at" in line and "evil_impl.py" in line, line
+    assert "did not finish within 5 s" in line and "_misbehave() at" in line and "evil_impl.py" in line, text
 
 
 @pytest.mark.parametrize("value", ["-1", "nan", "abc", "inf"])

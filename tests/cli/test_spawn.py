@@ -24,7 +24,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.fixture(autouse=True)
 def _fork_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(spawn.FORK_ENV, "1")  # opt-in (see verify.run.spawn.FORK_ENV)
+    monkeypatch.delenv(spawn.FORK_ENV, raising=False)  # the default (see verify.run.spawn.FORK_ENV)
 
 
 def _need_fork() -> None:
@@ -71,6 +71,30 @@ def test_no_fork_beside_a_fork_unsafe_library(monkeypatch: pytest.MonkeyPatch) -
     assert not spawn.can_fork()
 
 
-def test_forking_is_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(spawn.FORK_ENV)
+def test_forking_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(spawn.FORK_ENV, "0")
     assert not spawn.can_fork()
+    pool = IsolatedPool(1, THREADS_PER_PROCESS)
+    try:
+        pool.call("sweep.selftest", {"seed": 2}, timeout=300)
+        assert not isinstance(pool._workers[0].proc, spawn.Forked)  # started afresh
+    finally:
+        pool.close()
+
+
+def test_no_fork_beside_a_foreign_thread() -> None:
+    """A thread not of this toolkit may hold a lock at the fork (a child forked beside pytest-xdist's threads hung
+    before its first task): workers start afresh then; beside the toolkit's own threads they are forked."""
+    import threading
+
+    _need_fork()
+    stop = threading.Event()
+    for name, forks in (("someone-elses", False), (f"{spawn.THREAD_PREFIX}reader-0", True)):
+        t = threading.Thread(target=stop.wait, name=name, daemon=True)
+        t.start()
+        try:
+            assert spawn.can_fork() is forks, name
+        finally:
+            stop.set()
+            t.join()
+            stop.clear()

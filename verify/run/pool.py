@@ -275,7 +275,12 @@ class IsolatedPool(Executor):
         sp = spawn.fork(log, self.threads) if spawn.can_fork() else spawn.spawn(log, self.threads)
         worker = _Worker(sp.proc, sp.to_worker, sp.log)
         self._tell_reaper(f"+{sp.proc.pid}")
-        reader = threading.Thread(target=self._read, args=(worker, sp.from_worker), daemon=True)
+        reader = threading.Thread(
+            target=self._read,
+            args=(worker, sp.from_worker),
+            daemon=True,
+            name=f"{spawn.THREAD_PREFIX}reader-{sp.proc.pid}",
+        )
         reader.start()
         self._workers.append(worker)
         return worker
@@ -380,7 +385,7 @@ class IsolatedPool(Executor):
             return WorkerDeath(
                 f"the worker process was killed by {name} (out of memory, or killed by another process)", tail, True
             )
-        where = _stack_frame(tail)
+        where = _stack_frame(_tail(worker.log, 100_000))  # the whole dump (see _timeout)
         return WorkerDeath(
             f"the worker process died of {name}" + (f" in {where}" if where else "") + " (a crash of the code under "
             "test or of a native library it called)",
@@ -520,7 +525,9 @@ class IsolatedPool(Executor):
                 os.kill(worker.pid, signal.SIGUSR1)  # faulthandler: every thread's stack into its captured stderr
             time.sleep(DUMP_GRACE_S)
         tail = _tail(worker.log, 60)
-        where = _stack_frame(tail)
+        # the frame from the whole dump: a forked worker's stacks go on into the supervisor's frames below the fork
+        # (hundreds of lines under a test runner), past the 60 lines quoted
+        where = _stack_frame(_tail(worker.log, 100_000))
         self._end(worker)
         summary = f"did not finish within {limit:g} s (--timeout)" + (
             f"; it was in {where}" if where else "") + "; its worker was stopped"  # fmt: skip

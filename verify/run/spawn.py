@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -111,15 +112,28 @@ class Forked:
 FORK_UNSAFE = ("jax", "jaxlib", "tensorflow")
 
 
-#: forking is opt-in (``RNN_VERIFY_FORK_WORKERS=1``): with it on, a Ctrl-C while workers start was not answered
-#: within 60 s (tests/cli/test_exit_codes.py), so workers start afresh by default until that is understood
+#: forking is the default; ``RNN_VERIFY_FORK_WORKERS=0`` starts every worker afresh. (It was opt-in while a Ctrl-C
+#: during the workers' start seemed unanswered for 60 s: the test looked for its workers by the started program's
+#: command line, which a forked worker does not have -- the interrupt itself was answered in under a second.)
 FORK_ENV = "RNN_VERIFY_FORK_WORKERS"
 
 
+#: the name prefix of this toolkit's own threads (a pool's readers, the progress line): they hold no lock a forked
+#: worker uses. Any other thread (a test runner's, a notebook's, a library's) may hold one at the fork -- a child
+#: forked beside an xdist worker's threads hung before its first task -- so beside one, workers start afresh
+THREAD_PREFIX = "rnn-verify-"
+
+
 def can_fork() -> bool:
-    """Whether a worker is forked from this process: asked for (:data:`FORK_ENV`), Linux, torch imported here,
-    CUDA not initialized, none of :data:`FORK_UNSAFE` loaded."""
-    if os.environ.get(FORK_ENV) != "1":
+    """Whether a worker is forked from this process: not turned off (:data:`FORK_ENV` = 0), Linux, torch imported
+    here, CUDA not initialized, none of :data:`FORK_UNSAFE` loaded, called from the main thread and no thread running
+    but this toolkit's own (:data:`THREAD_PREFIX`)."""
+    if os.environ.get(FORK_ENV, "1") == "0":
+        return False
+    main = threading.main_thread()
+    if threading.current_thread() is not main:
+        return False
+    if any(t is not main and not t.name.startswith(THREAD_PREFIX) for t in threading.enumerate()):
         return False
     torch = sys.modules.get("torch")
     if not (sys.platform.startswith("linux") and hasattr(os, "fork") and torch is not None):
