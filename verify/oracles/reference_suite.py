@@ -67,9 +67,10 @@ def self_check(
     parts: ReferenceParts,
     fj: int = 0,
     dtype: torch.dtype = torch.float64,
+    shared: dict[str, object] | None = None,
 ) -> SelfCheckReport:
     """The pairs of ``family`` on one case with ``parts`` (full-Jacobian pairs for p ≤ ``fj``), judged at the
-    precision ``dtype`` the parts compute in."""
+    precision ``dtype`` the parts compute in; ``shared``: the case's memo (:func:`reference_self_check`)."""
     return reference_self_check(
         case.problem,
         case.theta,
@@ -79,6 +80,7 @@ def self_check(
         adjoint=parts.adjoint,
         influence=parts.influence,
         dtype=dtype,
+        shared=shared,
     )
 
 
@@ -99,14 +101,18 @@ def run_family(
     parts: ReferenceParts,
     setup: SuiteSetup,
     dtype: torch.dtype = torch.float64,
+    memos: list[dict[str, object]] | None = None,
 ) -> FamilyRun:
-    """:func:`self_check` of ``family`` on every case (complex step: analytic cells only, the others skipped)."""
+    """:func:`self_check` of ``family`` on every case (complex step: analytic cells only, the others skipped);
+    ``memos``: one memo per case, kept across the families run on this suite (:func:`reference_self_check`)."""
     run = FamilyRun()
-    for case in suite:
+    for i, case in enumerate(suite):
         if family == "complex-step" and not case.problem.cell.analytic:
             run.skipped.append(case.label)
             continue
-        rep = self_check(family, case, gen, parts, setup.full_jacobian_max_p, dtype)
+        rep = self_check(
+            family, case, gen, parts, setup.full_jacobian_max_p, dtype, None if memos is None else memos[i]
+        )
         for cmp in rep.by_family(family):
             run.rows.append(
                 {

@@ -129,6 +129,7 @@ def reference_self_check(
     families: tuple[str, ...] = ("adjoint", "influence", "complex-step", "finite-difference"),
     influence: InfluenceFn = influence_matrices,
     dtype: torch.dtype = torch.float64,
+    shared: dict[str, object] | None = None,
 ) -> SelfCheckReport:
     """Run the reference pairs on ``problem`` at θ and judge each against its budget.
 
@@ -141,13 +142,25 @@ def reference_self_check(
     full-Jacobian comparisons for p up to that size. ``dtype``: the precision the parts under test compute in
     (issue 37): float32 code is judged against the same budgets at :func:`~verify.oracles.budget.pair_unit`'s
     rounding unit, and its float32 results are taken into float64 (and noted, :mod:`verify._narrow`).
+    ``shared``: a memo kept by the caller for this (problem, θ) -- the conditioning (with κ_I) and the BPTT gradient,
+    which depend on neither the parts under test nor the families, computed once for every family run on it
+    (issue 42: the four ``reference.*`` claims on one suite).
     """
-    cond = conditioning(problem, theta, with_influence="influence" in families or "complex-step" in families)
+    need_influence = "influence" in families or "complex-step" in families
+    if shared is None:
+        cond = conditioning(problem, theta, with_influence=need_influence)
+        g_bptt = bptt_gradient(problem, theta)
+    else:
+        if "conditioning" not in shared:
+            shared["conditioning"] = conditioning(problem, theta, with_influence=True)
+        if "bptt" not in shared:
+            shared["bptt"] = bptt_gradient(problem, theta)
+        cond, g_bptt = shared["conditioning"], shared["bptt"]  # type: ignore[assignment]
+    assert isinstance(cond, Conditioning) and isinstance(g_bptt, torch.Tensor)
     u = pair_unit(dtype)  # u64 for float64 code: the budgets of Conditioning.gradient_budget / influence_budget
     gbud = roundoff_budget(u, cond.depth, cond.steps, cond.kappa_grad)
     ibud = roundoff_budget(u, cond.depth, cond.steps, cond.kappa_influence)
     out: list[Comparison] = []
-    g_bptt = bptt_gradient(problem, theta)
     g_test = as_reference_dtype(adjoint(problem, theta), g_bptt)
     gnorm = float(torch.linalg.vector_norm(g_bptt))
     if "adjoint" in families:

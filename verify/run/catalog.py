@@ -194,11 +194,14 @@ def isolated_pool(workers: int, cfg: Callable[[Claim], RunConfig], todo: Sequenc
 
 #: claims whose checks share a computation cached in the process (claim id -> the cache's name): a parallel run
 #: sends them to one worker where it can (:class:`~verify.run.pool.IsolatedPool`'s ``affinity_for``), so the
-#: computation runs once, not once per worker (the truncation suite's evaluations, 2 s; FPP's KKT path, 1 s)
+#: computation runs once, not once per worker (the truncation suite's evaluations, 2 s; FPP's KKT path, 1 s; the
+#: reference suite's conditioning and BPTT gradients, about 2 s)
 SHARED_WORK: dict[str, str] = {
     "truncation.state-bound": "truncation-suite", "truncation.gradient-bound": "truncation-suite",
     "truncation.tbptt-gradient-bound": "truncation-suite", "truncation.rate": "truncation-suite",
     "fpp.kkt-recovery": "fpp-kkt-path", "fpp.prop2-kkt-equivalence": "fpp-kkt-path",
+    "reference.adjoint": "reference-suite", "reference.influence": "reference-suite",
+    "reference.complex-step": "reference-suite", "reference.finite-difference": "reference-suite",
 }  # fmt: skip
 
 
