@@ -48,3 +48,23 @@ def test_self_check_fails_broken_influence(mutant: object) -> None:
     failed = {c.family for c in rep.comparisons if not c.passed}
     # reverse vs forward mode and complex step vs influence see it; the gradient pairs do not use it
     assert "influence" in failed and not failed & {"adjoint", "finite-difference"}
+
+
+def test_a_shared_memo_changes_no_comparison() -> None:
+    """The memo the reference claims share (conditioning, BPTT gradient; issue 42) gives every family the comparisons
+    it computes alone -- and a broken adjoint still FAILs with the memo filled by a correct run."""
+    P, th = random_problem("lstm", n=3, d=2, T=6, k=2, generator=torch.Generator().manual_seed(4))
+    memo: dict[str, object] = {}
+    for family in ("adjoint", "influence", "complex-step", "finite-difference"):
+        alone = reference_self_check(P, th, generator=torch.Generator().manual_seed(1), families=(family,))
+        shared = reference_self_check(
+            P, th, generator=torch.Generator().manual_seed(1), families=(family,), shared=memo
+        )
+        assert [(c.name, c.error, c.budget) for c in shared.comparisons] == [
+            (c.name, c.error, c.budget) for c in alone.comparisons
+        ], family
+    assert set(memo) == {"conditioning", "bptt"}
+    for mutant in ADJOINT:
+        rep = reference_self_check(P, th, generator=torch.Generator().manual_seed(1), families=("adjoint",),
+                                   adjoint=mutant.part, shared=memo)  # type: ignore[attr-defined]  # fmt: skip
+        assert not rep.ok, mutant.name

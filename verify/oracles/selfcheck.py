@@ -118,6 +118,22 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return num / den if den > 0 else (0.0 if num == 0 else math.inf)
 
 
+def _part_free(
+    problem: Problem, theta: torch.Tensor, need_influence: bool, shared: dict[str, object] | None
+) -> tuple[Conditioning, torch.Tensor]:
+    """The conditioning (with κ_I where needed, always when memoized) and the BPTT gradient: from ``shared`` where
+    it holds them, computed (and kept there) otherwise."""
+    if shared is None:
+        return conditioning(problem, theta, with_influence=need_influence), bptt_gradient(problem, theta)
+    if "conditioning" not in shared:
+        shared["conditioning"] = conditioning(problem, theta, with_influence=True)
+    if "bptt" not in shared:
+        shared["bptt"] = bptt_gradient(problem, theta)
+    cond, g_bptt = shared["conditioning"], shared["bptt"]
+    assert isinstance(cond, Conditioning) and isinstance(g_bptt, torch.Tensor)
+    return cond, g_bptt
+
+
 def reference_self_check(
     problem: Problem,
     theta: torch.Tensor,
@@ -146,17 +162,7 @@ def reference_self_check(
     which depend on neither the parts under test nor the families, computed once for every family run on it
     (issue 42: the four ``reference.*`` claims on one suite).
     """
-    need_influence = "influence" in families or "complex-step" in families
-    if shared is None:
-        cond = conditioning(problem, theta, with_influence=need_influence)
-        g_bptt = bptt_gradient(problem, theta)
-    else:
-        if "conditioning" not in shared:
-            shared["conditioning"] = conditioning(problem, theta, with_influence=True)
-        if "bptt" not in shared:
-            shared["bptt"] = bptt_gradient(problem, theta)
-        cond, g_bptt = shared["conditioning"], shared["bptt"]  # type: ignore[assignment]
-    assert isinstance(cond, Conditioning) and isinstance(g_bptt, torch.Tensor)
+    cond, g_bptt = _part_free(problem, theta, "influence" in families or "complex-step" in families, shared)
     u = pair_unit(dtype)  # u64 for float64 code: the budgets of Conditioning.gradient_budget / influence_budget
     gbud = roundoff_budget(u, cond.depth, cond.steps, cond.kappa_grad)
     ibud = roundoff_budget(u, cond.depth, cond.steps, cond.kappa_influence)
