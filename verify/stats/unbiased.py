@@ -209,7 +209,9 @@ __all__ = [
 #: random offset shared by the draws of a call -- and it must accept any m >= 1 (a request is split into
 #: :data:`SPLIT_CALLS` calls). Checked, not assumed: the calls are compared (between- vs within-call variation,
 #: :mod:`verify.stats.premises`); where they differ the call is the unit (:func:`design_effect`) and a verdict that
-#: rests on the premise is INCONCLUSIVE naming it; no verdict is given before two calls.
+#: rests on the premise is INCONCLUSIVE naming it; no verdict is given before two calls. Optional (issue 42):
+#: ``sampler.draw_calls(sizes, generator)``, the draws of the calls ``sampler(m, generator)`` for ``m`` in ``sizes``
+#: one after the other, rows in call order, in one pass (:func:`_draw` folds each call as its own group).
 Sampler = Callable[[int, torch.Generator], torch.Tensor | Sequence[torch.Tensor]]
 
 #: the mixture boundaries are tuned for this fraction of the fixed-sample plan (about where the sequential
