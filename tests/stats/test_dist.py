@@ -45,3 +45,27 @@ def test_the_engine_imports_no_scipy_stats() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["PASS", "False"]
+
+
+def test_the_tests_agree_with_scipy_stats() -> None:
+    """ols_line = linregress bit for bit; chisquare exactly; the binomial and rank tests to round-off (scipy
+    evaluates the binomial law with boost, scipy.special with cephes); the small-sample exact MWU is scipy's."""
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 7, 50):
+        x = rng.normal(size=n)
+        y = 2 * x + rng.normal(size=n)
+        r = stats.linregress(x, y)
+        assert dist.ols_line(x, y) == (float(r.slope), float(r.intercept), float(r.stderr))
+    for counts in ([3, 5, 9, 2], [10, 10, 10], [0, 4, 1, 7, 7]):
+        assert dist.chisquare_p(counts) == pytest.approx(float(stats.chisquare(counts).pvalue), rel=1e-15, abs=0)
+    for n in (1, 2, 5, 17, 100, 1001):
+        for k in range(0, n + 1, max(1, n // 13)):
+            want = float(stats.binomtest(k, n, 0.5).pvalue)
+            assert dist.binomtest_half_p(k, n) == pytest.approx(want, rel=1e-11, abs=0), (k, n)
+    for n1, n2 in ((20, 30), (5, 40), (9, 9), (200, 300), (3, 4), (6, 5), (1, 1)):
+        for tied in (False, True):
+            a, b = rng.exponential(size=n1), 1.2 * rng.exponential(size=n2)
+            if tied:
+                a, b = np.round(a, 1), np.round(b, 1)
+            want = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+            assert dist.mann_whitney_p(a, b) == pytest.approx(want, rel=1e-12, abs=1e-300), (n1, n2, tied)

@@ -35,7 +35,6 @@ import numpy as np
 import torch
 
 from theory.rates import Rate
-from verify._lazy import scipy_stats as stats
 from verify._validate import require_probability
 from verify.errors import InvalidArgument
 from verify.stats import dist
@@ -112,11 +111,10 @@ def _points(x: Sequence[float], y: Sequence[float], need: int) -> tuple[list[flo
 
 
 def _ols(xs: list[float], ys: list[float], level: float) -> RateFit:
-    res = stats.linregress(xs, ys)
+    b, intercept, se = dist.ols_line(xs, ys)  # scipy.stats.linregress's numbers
     n = len(xs)
     q = float(dist.t_ppf(0.5 + level / 2, n - 2))
-    b, se = float(res.slope), float(res.stderr)
-    return RateFit(b, float(res.intercept), se, n - 2, level, b - q * se, b + q * se, n, (xs[0], xs[-1]), "ols")
+    return RateFit(b, intercept, se, n - 2, level, b - q * se, b + q * se, n, (xs[0], xs[-1]), "ols")
 
 
 def _wls(xs: list[float], ys: list[float], se: Sequence[float], level: float) -> RateFit:

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-from verify._lazy import scipy_stats as stats
 from verify.errors import NotApplicable
 from verify.estimators.enumerate import enumerate_expectation
 from verify.estimators.noise import factors, require_noise_hook, tabulated
@@ -25,6 +24,7 @@ from verify.oracles.algorithm1 import StepJacobians, algorithm1_reference
 from verify.oracles.algorithm1 import rademacher as _rademacher
 from verify.oracles.bptt import per_step_gradients
 from verify.oracles.budget import pair_unit, unit_roundoff
+from verify.stats import dist
 from verify.uoro.cases import Case, jacobians
 
 __all__ = [
@@ -58,7 +58,7 @@ def conformance_budget(dtype: torch.dtype = torch.float64) -> float:
 
 
 def _binom_p(k: int, n: int) -> float:
-    return float(stats.binomtest(k, n, 0.5).pvalue) if n > 0 else 1.0
+    return dist.binomtest_half_p(k, n) if n > 0 else 1.0
 
 
 def noise_law_tests(

@@ -18,7 +18,6 @@ from typing import Any
 
 import torch
 
-from verify._lazy import scipy_stats as stats
 from verify.errors import AssumptionViolated
 from verify.estimators.base import OnlineEstimator, run_estimator
 from verify.oracles.algorithm1 import (
@@ -32,7 +31,7 @@ from verify.oracles.algorithm1 import (
 from verify.oracles.algorithm1 import gaussian as _gaussian
 from verify.oracles.algorithm1 import rademacher as _rademacher
 from verify.oracles.bptt import per_step_gradients
-from verify.stats import MomentComparison, compare_second_moments, draws_to_separate, squared_errors
+from verify.stats import MomentComparison, compare_second_moments, dist, draws_to_separate, squared_errors
 from verify.uoro.cases import Case, problem_case
 
 __all__ = [
@@ -155,7 +154,7 @@ def candidate_q(est: OnlineEstimator, fx: VarianceFixture, gen: torch.Generator)
 
 def rank_test(a: torch.Tensor, b: torch.Tensor) -> float:
     """Two-sided Mann–Whitney U p-value for equal laws of the per-draw squared errors (robust to heavy tails)."""
-    return float(stats.mannwhitneyu(a.numpy(), b.numpy(), alternative="two-sided").pvalue)
+    return dist.mann_whitney_p(a.numpy(), b.numpy())
 
 
 def compare_to_algorithm1(
