@@ -228,13 +228,22 @@ def uoro_runs(setup: LearningSetup, seeds: Sequence[int], factor: float | Sequen
     )
     if tuple(f.shape) != (R,) or not bool(torch.isfinite(f).all()):
         raise InvalidArgument("factor", factor, f"one finite number, or one per run ({R})")
+    losses, theta, alive_steps = _recursion(cell, setup, nus, f.numpy(), eps)
+    diverged = tuple(None if int(a) == steps else int(a) + 1 for a in alive_steps)
+    return Runs(torch.from_numpy(np.ascontiguousarray(losses.T)), torch.from_numpy(theta), diverged)
+
+
+def _recursion(
+    cell: InfluenceBalancingCell, setup: LearningSetup, nus: torch.Tensor, fac: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`uoro_runs`' steps: (losses (steps, R), final θ (R,), steps each run was alive (R,))."""
+    n, steps, R = setup.n, setup.steps, int(nus.shape[1])
     # the recursion in numpy: a step is ~20 operations on (R, n) arrays, and numpy's per-operation cost is a third of
     # torch's there (issue 42: 20 000 steps were 3 of the gate's seconds); the same IEEE operations, the same results
     # to round-off (a (R, n) @ (n, n) product may sum in another order: 1e-16 in θ, 5e-14 in the losses measured)
     A, c = cell.matrix(torch.float64).numpy(), cell.signs(torch.float64).numpy()
     At, a0, c1 = np.ascontiguousarray(A.T), A[0].copy(), float(c[0])
     nu_t = nus.detach().to(torch.float64).cpu().numpy()
-    fac = f.numpy()
     theta = np.full(R, float(setup.theta0))
     s = np.zeros((R, n))
     st = np.zeros((R, n))
@@ -261,8 +270,7 @@ def uoro_runs(setup: LearningSetup, seeds: Sequence[int], factor: float | Sequen
             st = rho0[:, None] * sf + rho1[:, None] * nu_t[t]  # eq. (5)
             tht = tht / rho0 + dthg / rho1  # eq. (6)
             theta = np.where(alive, theta - lr[t] * fac * g, theta)
-    diverged = tuple(None if int(a) == steps else int(a) + 1 for a in alive_steps)
-    return Runs(torch.from_numpy(np.ascontiguousarray(losses.T)), torch.from_numpy(theta), diverged)
+    return losses, theta, alive_steps
 
 
 def conformance(est: OnlineEstimator, setup: LearningSetup, seed: int, steps: int = 300) -> dict[str, float]:
