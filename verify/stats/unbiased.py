@@ -612,9 +612,9 @@ def _fold(
     # one cheap pass in the common case: finite column sums mean every entry of y, hence of x, is finite (an inf or a
     # NaN propagates into its sum); only otherwise the NaN/inf analysis (issue 42: two isfinite passes were ~1/5 of
     # it). The column sums serve the fold's mean.
-    col_sum: torch.Tensor | None = y.sum(0)
-    assert col_sum is not None
-    if not math.isfinite(float(col_sum.sum())):
+    sums = y.sum(0)
+    col_sum: torch.Tensor | None = sums
+    if not math.isfinite(float(sums.sum())):
         col_sum = None  # finite draws whose sums overflow: the fold computes its own
         finite = bool(torch.isfinite(x).all())
         if not finite and overflow_ok and not bool(torch.isnan(x).any()):
@@ -652,11 +652,10 @@ def _add_groups(
     one group is taken from the fold's ``batches`` (the draws' and the projections' :class:`Batch`), not recomputed."""
     coords = acc.groups.mean.shape[1] > (0 if proj_y is None else int(proj_y.shape[1]))
     if blocks == 1 and batches is not None:
-        means = ([batches[0].mean] if coords else []) + ([batches[1].mean] if batches[1] is not None else [])
-        m2s = ([batches[0].m2] if coords else []) + ([batches[1].m2] if batches[1] is not None else [])
-        if not means:  # no series kept (diagonal mode, no directions): the call is still counted
-            means = m2s = [y.new_zeros(0)]
-        return groups_add_one(acc.groups, int(y.shape[0]), torch.cat(means), torch.cat(m2s), calls=calls)
+        kept = ([batches[0]] if coords else []) + ([batches[1]] if batches[1] is not None else [])
+        mean = torch.cat([b.mean for b in kept]) if kept else y.new_zeros(0)  # none kept: the call is still counted
+        m2 = torch.cat([b.m2 for b in kept]) if kept else y.new_zeros(0)
+        return groups_add_one(acc.groups, int(y.shape[0]), mean, m2, calls=calls)
     parts = [y] if coords else []
     if proj_y is not None:
         parts.append(proj_y)
@@ -678,15 +677,13 @@ def _draw(
     accs = list(accs)
     if not callable(together) or len(sizes) < 2 or chunk < 2:
         for k in sizes:
-            accs = _fold_call(accs, sampler(k, gen), [k], truths)
+            accs = _fold_calls(accs, _check_call(sampler(k, gen), k, truths), 1, truths)
         return accs
-    out = together(sizes, gen)
-    out = _check_call(out, sum(sizes), truths)
+    out = _check_call(together(sizes, gen), m, truths)
     lo = 0
     for size, run in itertools.groupby(sizes):
         calls = len(list(run))
-        part = [x[lo : lo + size * calls] for x in out]
-        accs = _fold_call(accs, part, [size] * calls, truths)
+        accs = _fold_calls(accs, [x[lo : lo + size * calls] for x in out], calls, truths)
         lo += size * calls
     return accs
 
@@ -706,12 +703,11 @@ def _check_call(out: object, k: int, truths: list[torch.Tensor]) -> list[torch.T
     return xs
 
 
-def _fold_call(accs: list[_Acc], out: object, sizes: list[int], truths: list[torch.Tensor]) -> list[_Acc]:
-    """Fold the draws of ``len(sizes)`` calls of equal size (in call order), one group per call."""
-    xs = _check_call(out, sum(sizes), truths) if len(sizes) == 1 else out
-    assert isinstance(xs, list)
+def _fold_calls(accs: list[_Acc], xs: list[torch.Tensor], calls: int, truths: list[torch.Tensor]) -> list[_Acc]:
+    """Fold the draws ``xs`` (one tensor per truth) of ``calls`` calls of equal size (in call order), one group per
+    call."""
     return [
-        _fold(a, x, g, f"sampler(...) output[{j}]", overflow_ok=True, blocks=len(sizes), calls=len(sizes))
+        _fold(a, x, g, f"sampler(...) output[{j}]", overflow_ok=True, blocks=calls, calls=calls)
         for j, (a, x, g) in enumerate(zip(accs, xs, truths, strict=True))
     ]
 
