@@ -32,6 +32,7 @@ __all__ = [
     "STOP_SIGNALS",
     "Stop",
     "blocked_interrupts",
+    "deferred",
     "die_with_parent",
     "handling",
     "pending",
@@ -77,6 +78,7 @@ class _State:
     mode: str | None = None  #: "main" while :func:`handling` is active, "worker" in a worker process
     fired: list[int] = []  # noqa: RUF012 -- one process-wide record
     stopping: bool = False
+    deferred: bool = False  #: inside :func:`deferred`: a signal is recorded, its Stop raised when the block ends
 
 
 #: seconds between the repeats of a stop that code under test swallowed (``except BaseException: ...``)
@@ -91,11 +93,12 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         if hasattr(signal, "setitimer"):  # raised again until the toolkit catches it: no catch-all can keep it
             signal.signal(signal.SIGALRM, _repeat)
             signal.setitimer(signal.ITIMER_REAL, REPEAT_S, REPEAT_S)
-    raise Stop(_State.fired[0])
+    if not _State.deferred:
+        raise Stop(_State.fired[0])
 
 
 def _repeat(signum: int, frame: FrameType | None) -> None:
-    if _State.fired and not _State.stopping:
+    if _State.fired and not _State.stopping and not _State.deferred:
         raise Stop(_State.fired[0])
 
 
@@ -182,15 +185,41 @@ def reraise_if_stopped(exc: BaseException) -> None:
 
 
 @contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A stop delivered now is recorded and raised when the block ends (if the toolkit is not stopping already).
+
+    For ``os.fork`` and what makes the new worker the pool's: a :class:`Stop` raised inside the fork would run in an
+    at-fork hook (logging's lock release in the parent, its reinit in the child), where Python prints it as
+    "Exception ignored" with its traceback and leaves the hook undone; raised between the fork and the pool's record
+    of the worker, the worker would be nobody's. A signal mask cannot do this: a process-directed signal goes to any
+    thread that does not block it (torch's, a reader's) and the main thread runs the Python handler all the same.
+    A forked child inherits the deferral and clears it (:mod:`verify.run.spawn`)."""
+    if threading.current_thread() is not threading.main_thread() or _State.deferred:
+        yield
+        return
+    _State.deferred = True
+    try:
+        yield
+    finally:
+        _State.deferred = False
+    if _State.fired and not _State.stopping:
+        raise Stop(_State.fired[0])
+
+
+@contextlib.contextmanager
 def blocked_interrupts() -> Iterator[None]:
     """SIGINT held back while processes are started: a child inherits the blocked mask, so a Ctrl-C at the
-    terminal during its start-up (before it ignores SIGINT) does not print its traceback; this process gets
-    the signal when the block ends."""
+    terminal during its start-up (before it ignores SIGINT) does not print its traceback; this process gets the
+    signal when the block ends.
+
+    A Python signal handler runs at the first bytecode after the C call that blocks: a :class:`Stop` raised there
+    finds the mask restored (the old mask is read before anything is blocked)."""
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, set())  # the mask as it is: nothing blocked yet
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from verify import stop
 from verify.files import make_temp_dir, remove_temp_dir
 from verify.run import spawn
 from verify.run.sweep.cells import SweepCell
@@ -272,17 +273,19 @@ class IsolatedPool(Executor):
         (:mod:`verify.run.spawn`)."""
         self._counter += 1
         log = self._logs / f"worker-{self._counter}.log"
-        sp = spawn.fork(log, self.threads) if spawn.can_fork() else spawn.spawn(log, self.threads)
-        worker = _Worker(sp.proc, sp.to_worker, sp.log)
-        self._tell_reaper(f"+{sp.proc.pid}")
-        reader = threading.Thread(
-            target=self._read,
-            args=(worker, sp.from_worker),
-            daemon=True,
-            name=f"{spawn.THREAD_PREFIX}reader-{sp.proc.pid}",
-        )
-        reader.start()
-        self._workers.append(worker)
+        # a stop deferred until the worker is ours (registered, its reader running): see verify.stop.deferred
+        with stop.deferred():
+            sp = spawn.fork(log, self.threads) if spawn.can_fork() else spawn.spawn(log, self.threads)
+            worker = _Worker(sp.proc, sp.to_worker, sp.log)
+            self._tell_reaper(f"+{sp.proc.pid}")
+            reader = threading.Thread(
+                target=self._read,
+                args=(worker, sp.from_worker),
+                daemon=True,
+                name=f"{spawn.THREAD_PREFIX}reader-{sp.proc.pid}",
+            )
+            reader.start()
+            self._workers.append(worker)
         return worker
 
     def _read(self, worker: _Worker, fd: int) -> None:

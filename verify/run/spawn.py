@@ -186,7 +186,7 @@ def _forked_child(log: Path, threads: int, to_r: int, from_w: int, parent: int) 
             signal.signal(sig, signal.SIG_IGN if sig == signal.SIGPIPE else signal.SIG_DFL)
         from verify import stop
 
-        stop._State.mode, stop._State.fired, stop._State.stopping = None, [], False
+        stop._State.mode, stop._State.fired, stop._State.stopping, stop._State.deferred = None, [], False, False
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
         from verify.run.worker import main
 
