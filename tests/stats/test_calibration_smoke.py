@@ -314,3 +314,29 @@ def test_issue39_bench_runs_a_mechanism_subset_and_prints_the_premise_table(tmp_
     assert (seeds_to_show(0, 1e-3), seeds_to_show(1, 1e-3), seeds_to_show(0, 1e-3, 0.975)) == (2995, 4742, 3688)
     with pytest.raises(SystemExit, match="unknown mechanisms"):
         calibrate_adversarial(2, 1000, [1e-3], ["scale1e-300"], 1, tmp_path / "b", "part", ["fixd"])
+
+
+def test_reports_over_disjoint_seeds_add_up_and_overlapping_ones_are_refused(tmp_path: Path) -> None:
+    """One cell run over seeds 0-2 and 3-4 (``--first-seed``) merges into 5 seeds, its counts added; a part that
+    repeats a seed is refused naming the cell (issue 39: 10 000 seeds of a cell in chunks)."""
+    import json
+
+    from verify.bench.uoro_statistics import calibrate_adversarial, merge_reports
+    from verify.errors import InvalidArgument
+
+    whole = calibrate_adversarial(5, 0, [0.05], ["bounded-cond1e+00-rot"], 1, tmp_path / "whole", "whole", ["fixed"])
+    calibrate_adversarial(3, 0, [0.05], ["bounded-cond1e+00-rot"], 1, tmp_path / "a", "a", ["fixed"])
+    calibrate_adversarial(2, 3, [0.05], ["bounded-cond1e+00-rot"], 1, tmp_path / "b", "b", ["fixed"])
+    merge_reports([tmp_path / "a", tmp_path / "b"], tmp_path / "ab", "merge")
+    (row,) = json.loads((tmp_path / "ab" / "calibration.json").read_text())["cells"]
+    (ref,) = whole
+    assert (row["seeds"], row["fails"], row["passes"], row["inconclusive"]) == (
+        5,
+        ref.fails,
+        ref.passes,
+        ref.inconclusive,
+    )
+    assert row["seed_ranges"] == [[0, 2], [3, 4]]
+    calibrate_adversarial(2, 2, [0.05], ["bounded-cond1e+00-rot"], 1, tmp_path / "c", "c", ["fixed"])
+    with pytest.raises(InvalidArgument, match="bounded-cond1e"):
+        merge_reports([tmp_path / "a", tmp_path / "c"], tmp_path / "ac", "merge")

@@ -30,18 +30,21 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from theory.catalog import all_claims
 from verify.bench._timing import machine
 from verify.config import RunConfig
-from verify.errors import VerifyError
+from verify.errors import InvalidArgument, VerifyError
 from verify.estimators.uoro import UORO
 from verify.files import preflight_dir, write_dir_atomic
 from verify.run.check import run_check
@@ -210,20 +213,59 @@ def _write_report(out: Path, table: str, payload: dict[str, object]) -> None:
     )
 
 
+def _seed_range(data: dict[str, Any], part: Path) -> tuple[int, int]:
+    """A report's seeds as ``(first, last)``; refused when it does not say (a merge must know what it adds)."""
+    seeds = data.get("seeds")
+    if not (isinstance(seeds, list) and len(seeds) == 2 and all(isinstance(v, int) for v in seeds)):
+        raise InvalidArgument("--merge", str(part), f"its calibration.json has no seed range [first, last]: {seeds!r}")
+    return int(seeds[0]), int(seeds[1])
+
+
+def _add_chunks(rows: list[adversarial.ScenarioResult]) -> adversarial.ScenarioResult:
+    """One cell's rows over disjoint seed ranges as one row: the counts and the seconds added, the draws weighted."""
+    seeds = sum(r.seeds for r in rows)
+    return dataclasses.replace(
+        rows[0],
+        seeds=seeds,
+        fails=sum(r.fails for r in rows),
+        passes=sum(r.passes for r in rows),
+        inconclusive=sum(r.inconclusive for r in rows),
+        mean_draws=sum(r.mean_draws * r.seeds for r in rows) / seeds,
+        wall_s=sum(r.wall_s for r in rows),
+    )
+
+
 def merge_reports(parts: list[Path], out: Path, command: str) -> None:
-    """Merge calibration reports of runs split over processes (``--cells`` subsets) into one under ``out``: the
-    cells in suite order, the summary recomputed, the commands and wall times of the parts recorded."""
+    """Merge calibration reports into one under ``out``: runs split over processes (``--cells`` subsets) and runs of
+    one cell over disjoint seed ranges (``--first-seed``: their counts added -- a cell's seeds then read as its
+    ``seed_ranges``). The cells in suite order, the summary recomputed, the commands and wall times of the parts
+    recorded. Parts that share a cell, level and mechanism over overlapping seeds are refused."""
     datas = [json.loads((d / "calibration.json").read_text(encoding="utf-8")) for d in parts]
-    rows = [adversarial.ScenarioResult.from_data(r) for d in datas for r in d["cells"]]
+    ranges = [_seed_range(d, part) for d, part in zip(datas, parts, strict=True)]
+    keyed: dict[tuple[str, float, str], list[tuple[tuple[int, int], adversarial.ScenarioResult]]] = {}
+    for d, rng in zip(datas, ranges, strict=True):
+        for r in d["cells"]:
+            row = adversarial.ScenarioResult.from_data(r)
+            keyed.setdefault((row.cell, row.level, row.mechanism), []).append((rng, row))
+    cell_ranges: dict[tuple[str, float, str], list[list[int]]] = {}
+    rows = []
+    for key, chunks in keyed.items():
+        spans = sorted(rng for rng, _ in chunks)
+        if any(b[0] <= a[1] for a, b in itertools.pairwise(spans)):
+            where = f"{key[0]} (level {key[1]:g}, {key[2]})"
+            raise InvalidArgument(
+                "--merge", ",".join(map(str, parts)), f"{where} in two parts over overlapping seeds {spans}"
+            )
+        cell_ranges[key] = [list(s) for s in spans]
+        rows.append(_add_chunks([row for _, row in chunks]))
     order = {c.name: i for i, c in enumerate(adversarial.all_cells())}
     mechs = {m: i for i, m in enumerate(adversarial.MECHANISMS)}
     rows.sort(key=lambda r: (order.get(r.cell, len(order)), r.level, mechs[r.mechanism]))
-    seen = {(r.cell, r.level, r.mechanism) for r in rows}
-    if len(seen) != len(rows):
-        raise SystemExit("merge: the parts overlap (a cell, level and mechanism appears twice)")
-    wall = max(d["wall_s"] for d in datas)
+    chunked = any(len(v) > 1 for v in cell_ranges.values())
+    per_row = chunked or len(set(ranges)) > 1  # each row says its seeds where the parts' seeds differ
+    wall = sum(d["wall_s"] for d in datas) if chunked else max(d["wall_s"] for d in datas)
     commands = "; ".join(f"`{d['command']}`" for d in datas)
-    full = f"{command} (merging {len(datas)} parallel runs: {commands})"
+    full = f"{command} (merging {len(datas)} runs: {commands})"
     preflight_dir(out, "--out", needs=("calibration.md", "calibration.json"))
     table = adversarial.markdown_table(rows, command=full, wall_s=wall, machine=datas[0]["machine"])
     payload = {
@@ -231,10 +273,13 @@ def merge_reports(parts: list[Path], out: Path, command: str) -> None:
         "commands": [c for d in datas for c in d.get("commands", [d["command"]])],
         "wall_s": wall,
         "machine": datas[0]["machine"],
-        "seeds": datas[0]["seeds"],
-        "levels": datas[0]["levels"],
+        "seeds": [min(r[0] for r in ranges), max(r[1] for r in ranges)],
+        "levels": sorted({lev for d in datas for lev in d["levels"]}),
         "summary": adversarial.summarize(rows),
-        "cells": [r.to_data() for r in rows],
+        "cells": [
+            {**r.to_data(), "seed_ranges": cell_ranges[(r.cell, r.level, r.mechanism)]} if per_row else r.to_data()
+            for r in rows
+        ],
     }
     _write_report(out, table, payload)
     print(f"merged {len(rows)} rows from {len(parts)} reports into {out}")

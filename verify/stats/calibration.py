@@ -779,13 +779,14 @@ def summarize(results: Sequence[ScenarioResult]) -> list[dict[str, Any]]:
 def _summary_row(scope: str, lv: float, mech: str, biased: bool, sel: Sequence[ScenarioResult]) -> dict[str, Any]:
     worst = max(sel, key=lambda r: (r.rate, r.cp_upper))
     errors, runs = sum(r.errors for r in sel), sum(r.seeds for r in sel)
+    counts = [r.seeds for r in sel]
     return {
         "scope": scope,
         "level": lv,
         "mechanism": mech,
         "error": "false certificate" if biased else "false FAIL",
         "cells": len(sel),
-        "seeds": sel[0].seeds,
+        "seeds": counts[0] if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)}",  # a merge of chunks: a range
         "total_errors": errors,
         "total_runs": runs,
         "pooled_rate": errors / runs,
