@@ -340,3 +340,28 @@ def test_reports_over_disjoint_seeds_add_up_and_overlapping_ones_are_refused(tmp
     calibrate_adversarial(2, 2, [0.05], ["bounded-cond1e+00-rot"], 1, tmp_path / "c", "c", ["fixed"])
     with pytest.raises(InvalidArgument, match="bounded-cond1e"):
         merge_reports([tmp_path / "a", tmp_path / "c"], tmp_path / "ac", "merge")
+
+
+def test_compare_lists_the_rows_that_moved_and_refuses_different_seeds(tmp_path: Path) -> None:
+    """``--compare`` (issue 39: the published calibration rerun, what moved): a report against itself moves nothing;
+    a row whose counts differ is listed with both sides; rows over different seed counts are refused."""
+    import json
+
+    from verify.bench.uoro_statistics import calibrate_adversarial, compare_reports
+    from verify.errors import InvalidArgument
+
+    calibrate_adversarial(4, 0, [0.05], ["bounded-cond1e+00-rot"], 1, tmp_path / "a", "a", ["fixed"])
+    same = compare_reports(tmp_path / "a", tmp_path / "a")
+    assert "Rows whose counts moved (0 of 1" in same
+    moved = tmp_path / "b"
+    moved.mkdir()
+    data = json.loads((tmp_path / "a" / "calibration.json").read_text())
+    row = data["cells"][0]
+    row["fails"], row["passes"], row["inconclusive"] = row["fails"] + 1, 0, 3 - row["fails"]
+    (moved / "calibration.json").write_text(json.dumps(data))
+    text = compare_reports(tmp_path / "a", moved)
+    assert "Rows whose counts moved (1 of 1" in text and "| bounded-cond1e+00-rot | 0.05 | fixed | FAIL |" in text
+    row["seeds"] = 5
+    (moved / "calibration.json").write_text(json.dumps(data))
+    with pytest.raises(InvalidArgument, match="ran 4 and 5 seeds"):
+        compare_reports(tmp_path / "a", moved)

@@ -285,6 +285,75 @@ def merge_reports(parts: list[Path], out: Path, command: str) -> None:
     print(f"merged {len(rows)} rows from {len(parts)} reports into {out}")
 
 
+def compare_reports(before: Path, after: Path) -> str:
+    """What moved between two calibration reports over the same seeds (e.g. the published run and a rerun with a
+    changed engine), as markdown: per level, mechanism and kind of error, the pooled errors before and after; then
+    every (cell, level, mechanism) whose verdict counts differ, with its errors and CP95 on both sides. A row of one
+    report missing from the other is listed as such; rows over different seeds are refused (nothing to compare)."""
+    rows: list[dict[tuple[str, float, str], adversarial.ScenarioResult]] = []
+    for path in (before, after):
+        data = json.loads((path / "calibration.json").read_text(encoding="utf-8"))
+        rows.append(
+            {(r.cell, r.level, r.mechanism): r for r in map(adversarial.ScenarioResult.from_data, data["cells"])}
+        )
+    old, new = rows
+    both = [k for k in old if k in new]
+    for k in both:
+        if old[k].seeds != new[k].seeds:
+            raise InvalidArgument(
+                "--compare", f"{before} {after}", f"{k[0]} ran {old[k].seeds} and {new[k].seeds} seeds"
+            )
+    lines = [
+        f"# What moved: `{before}` -> `{after}`",
+        "",
+        f"{len(both)} rows in both ({len(old) - len(both)} only before, {len(new) - len(both)} only after). Errors: a "
+        "false FAIL in an unbiased cell, a false certificate (PASS) in a biased one; CP95 = one-sided Clopper-Pearson "
+        "95 % upper bound; `ok` = observed rate <= level; PASS in unbiased rows is the power (a certificate).",
+        "",
+        "| level | mechanism | error | rows | errors before | errors after | pooled CP95 before | pooled CP95 after | "
+        "rows over the level before | after | PASS before | PASS after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for lv in sorted({k[1] for k in both}):
+        for mech in adversarial.MECHANISMS:
+            for biased in (False, True):
+                keys = [k for k in both if k[1] == lv and k[2] == mech and old[k].biased is biased]
+                if not keys:
+                    continue
+                eb, ea = sum(old[k].errors for k in keys), sum(new[k].errors for k in keys)
+                runs = sum(old[k].seeds for k in keys)
+                lines.append(
+                    f"| {lv:g} | {mech} | {'false certificate' if biased else 'false FAIL'} | {len(keys)} | {eb} | "
+                    f"{ea} | {clopper_pearson_upper(eb, runs, 0.95):.2e} | {clopper_pearson_upper(ea, runs, 0.95):.2e} "
+                    f"| {sum(not old[k].ok for k in keys)} | {sum(not new[k].ok for k in keys)} | "
+                    f"{sum(old[k].passes for k in keys)} | {sum(new[k].passes for k in keys)} |"
+                )
+    moved = [
+        k
+        for k in both
+        if (old[k].fails, old[k].passes, old[k].inconclusive) != (new[k].fails, new[k].passes, new[k].inconclusive)
+    ]
+    lines += [
+        "",
+        f"## Rows whose counts moved ({len(moved)} of {len(both)}; F/P/I = FAIL/PASS/INCONCLUSIVE)",
+        "",
+        "| cell | level | mechanism | error | F/P/I before | F/P/I after | errors before | errors after | CP95 after "
+        "| ok after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k in moved:
+        a, b = old[k], new[k]
+        lines.append(
+            f"| {k[0]} | {k[1]:g} | {k[2]} | {'cert' if a.biased else 'FAIL'} | "
+            f"{a.fails}/{a.passes}/{a.inconclusive} | {b.fails}/{b.passes}/{b.inconclusive} | "
+            f"{a.errors}/{a.seeds} | {b.errors}/{b.seeds} | {b.cp_upper:.4f} | {'yes' if b.ok else '**NO**'} |"
+        )
+    for side, only in (("before", [k for k in old if k not in new]), ("after", [k for k in new if k not in old])):
+        if only:
+            lines += ["", f"Only {side}: " + ", ".join(f"{k[0]} ({k[1]:g}, {k[2]})" for k in only)]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="ci", choices=("ci", "full"))
@@ -303,8 +372,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=1, help="adversarial: worker processes")
     ap.add_argument("--out", default="reports/calibration", help="adversarial: output folder")
     ap.add_argument("--merge", default="", help="merge the calibration reports in these comma-separated folders")
+    ap.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("BEFORE", "AFTER"),
+        help="print what moved between two calibration report folders",
+    )
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.compare:
+        try:
+            print(compare_reports(Path(args.compare[0]), Path(args.compare[1])), end="")
+        except VerifyError as exc:
+            print(f"verify.bench.uoro_statistics: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        return
     if args.merge:
         raw = sys.argv[1:] if argv is None else argv
         try:
