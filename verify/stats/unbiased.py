@@ -103,7 +103,11 @@ is); *independence of the draws* -- the draws are kept in groups (each sampler c
 blocks); :func:`planned_test` draws its pilot and its test draws, and :func:`sequential_test` its first batch, in
 :data:`SPLIT_CALLS` calls of equal size, so calls can be compared from the first verdict on. The call is the unit:
 the between-call variation gives a design effect D ≥ 1 (:func:`design_effect`; Kish's, for draws that share an
-offset within a call) by which every variance of a look is multiplied, and a rejection whose between-group
+offset within a call) by which every variance of a look is multiplied; D is itself estimated, on (G − 1)·r degrees
+of freedom (G groups, r resolved directions), so the fixed-sample subtests (:func:`fixed_sample_test`,
+:func:`planned_test`) refer their t and F statistics to that many degrees of freedom where it is fewer than the
+draws' own, as a t-test on the G group means would (without it, 8 blocks of a shared-offset sample underestimated
+D and FAILed 5 in 2000 correct samples at α = 1e-3); a rejection whose between-group
 variation is significant at level α is INCONCLUSIVE naming the premise; no verdict comes from fewer than
 :data:`MIN_CALLS` calls (and the sequential test does not stop on a variance anomaly before then: a FAIL must stay
 possible);
@@ -1130,6 +1134,22 @@ def design_effect(acc: _Acc, geo: _Geometry) -> float:
     return 1.0 + (stat - dof) / spread * s2 / n
 
 
+def _design_dof(acc: _Acc, geo: _Geometry) -> int | None:
+    r"""The degrees of freedom of the design effect's estimate, (G - 1)·r (:func:`design_effect`), or None where none
+    is estimated (diagonal mode, one group, no resolved direction).
+
+    Under the offset model of :func:`design_effect` with equal groups the pooled statistic is
+    :math:`D\,\chi^2_{(G-1)r}`, so :math:`\hat D = \chi^2/((G-1)r)` scatters as a variance estimate on (G - 1)·r
+    degrees of freedom, and a mean divided by :math:`\sqrt{\hat D\hat\sigma^2/N}` is Student's t on that many
+    (Satterthwaite 1946, *Biometrics Bulletin* 2(6), for the general case): the fixed-sample subtests use it where it
+    is below the draws' M - 1 (issue 39). Clipping :math:`\hat D` at 1 only widens the intervals."""
+    G = int(acc.groups.size.numel())
+    k = int(acc.dirs.shape[0])
+    if int(acc.groups.mean.shape[1]) != acc.mom.p + k or G < 2 or geo.rank == 0:
+        return None
+    return (G - 1) * geo.rank
+
+
 #: a design effect from which a verdict other than PASS names the premise (for independent draws D - 1 is about
 #: sqrt(2 / ((G - 1) r)) or zero: a few per cent with :data:`SPLIT_CALLS` calls, 10-20 % with 8 blocks)
 NOTED_DESIGN_EFFECT = 1.5
@@ -1375,8 +1395,13 @@ UNRESOLVED_PREMISE = (
 )
 
 
-def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape, alpha: float) -> list[SubTest]:
-    """The FAIL family on fixed draws, each subtest with the premise it needs (levels: see the module docstring)."""
+def _fixed_subtests(
+    acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape, alpha: float, dof: int | None = None
+) -> list[SubTest]:
+    """The FAIL family on fixed draws, each subtest with the premise it needs (levels: see the module docstring).
+
+    ``dof``: the degrees of freedom of the mean's variance where the design effect estimates it from the groups'
+    scatter (:func:`_design_dof`); the t and F references take the smaller of it and the draws' own."""
     m = acc.mom
     n = m.n
     subs: list[SubTest] = []
@@ -1403,7 +1428,7 @@ def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape,
         zs = _shrink(geo.z[geo.resolved], geo.tau_dir[geo.resolved])
         t2 = n * float((zs**2 / (geo.lam[geo.resolved] + geo.floor)).sum())  # Hotelling T^2 on the resolved range
         fstat = (n - r) / (r * (n - 1)) * t2
-        pval = float(dist.f_sf(fstat, r, n - r))
+        pval = float(dist.f_sf(fstat, r, n - r if dof is None else max(1, min(n - r, dof - r + 1))))
         why = shape.joint(n, share) if pval <= share else ""  # the premise matters only where it would reject
         subs.append(SubTest(f"hotelling-T2(r={r})", t2, pval, False, premise=why))
     mu, var, tau_u = _direction_stats(acc, geo, shape)
@@ -1412,7 +1437,7 @@ def _fixed_subtests(acc: _Acc, geo: _Geometry, opts: TestOptions, shape: _Shape,
         ex = _shrink(mu, tau_u)
         sd = torch.sqrt(var / n)
         t = torch.where(sd > 0, ex / sd.clamp(min=1e-300), torch.zeros_like(ex))
-        pv = torch.as_tensor(2.0 * dist.t_sf(t.numpy(), n - 1), dtype=torch.float64)
+        pv = torch.as_tensor(2.0 * dist.t_sf(t.numpy(), n - 1 if dof is None else min(n - 1, dof)), dtype=torch.float64)
         pv = torch.where(sd > 0, pv, (ex <= 0).to(torch.float64))  # no noise along u: exact comparison
         for k in range(k_dirs):
             stat = float(t[k]) if float(sd[k]) > 0 else float(mu[k])
@@ -1439,7 +1464,7 @@ def _evaluate_fixed(
     m = acc.mom
     n = m.n
     shape = _shape(acc, geo, opts, alpha, beta, min_calls)
-    subs = _fixed_subtests(acc, geo, opts, shape, alpha)
+    subs = _fixed_subtests(acc, geo, opts, shape, alpha, _design_dof(acc, geo))
     has_h = any(s.name.startswith("hotelling") for s in subs)
     share = alpha / 4.0  # one share per kind of evidence (weighted Bonferroni, see the module docstring)
     flat_share = share / 2.0 if shape.flat == "radius" else share  # the other half: the unseen-mass bound
