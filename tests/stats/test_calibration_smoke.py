@@ -365,3 +365,17 @@ def test_compare_lists_the_rows_that_moved_and_refuses_different_seeds(tmp_path:
     (moved / "calibration.json").write_text(json.dumps(data))
     with pytest.raises(InvalidArgument, match="ran 4 and 5 seeds"):
         compare_reports(tmp_path / "a", moved)
+
+
+def test_compare_and_merge_refuse_a_folder_without_a_report(tmp_path: Path) -> None:
+    """A folder with no calibration.json is a usage error naming the option, exit 2, never a traceback."""
+    import subprocess
+    import sys
+
+    for argv in (["--compare", str(tmp_path), str(tmp_path)], ["--merge", str(tmp_path), "--out", str(tmp_path / "o")]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "verify.bench.uoro_statistics", *argv], capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"invalid argument {argv[0]}=" in proc.stderr and "no calibration report there" in proc.stderr
+    assert not (tmp_path / "o").exists()

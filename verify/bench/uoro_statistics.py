@@ -213,6 +213,19 @@ def _write_report(out: Path, table: str, payload: dict[str, object]) -> None:
     )
 
 
+def _read_report(folder: Path, option: str) -> dict[str, Any]:
+    """``folder/calibration.json`` of a calibration report, refused naming the option where it is missing or no JSON
+    object."""
+    path = folder / "calibration.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidArgument(option, str(folder), f"no calibration report there ({path}: {exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise InvalidArgument(option, str(folder), f"{path} is not a calibration report (no 'cells' list)")
+    return data
+
+
 def _seed_range(data: dict[str, Any], part: Path) -> tuple[int, int]:
     """A report's seeds as ``(first, last)``; refused when it does not say (a merge must know what it adds)."""
     seeds = data.get("seeds")
@@ -240,7 +253,7 @@ def merge_reports(parts: list[Path], out: Path, command: str) -> None:
     one cell over disjoint seed ranges (``--first-seed``: their counts added -- a cell's seeds then read as its
     ``seed_ranges``). The cells in suite order, the summary recomputed, the commands and wall times of the parts
     recorded. Parts that share a cell, level and mechanism over overlapping seeds are refused."""
-    datas = [json.loads((d / "calibration.json").read_text(encoding="utf-8")) for d in parts]
+    datas = [_read_report(d, "--merge") for d in parts]
     ranges = [_seed_range(d, part) for d, part in zip(datas, parts, strict=True)]
     keyed: dict[tuple[str, float, str], list[tuple[tuple[int, int], adversarial.ScenarioResult]]] = {}
     for d, rng in zip(datas, ranges, strict=True):
@@ -285,14 +298,39 @@ def merge_reports(parts: list[Path], out: Path, command: str) -> None:
     print(f"merged {len(rows)} rows from {len(parts)} reports into {out}")
 
 
+Key = tuple[str, float, str]
+
+
+def _pooled_moves(
+    old: dict[Key, adversarial.ScenarioResult], new: dict[Key, adversarial.ScenarioResult], both: list[Key]
+) -> list[str]:
+    """:func:`compare_reports`' summary rows: per level, mechanism and kind of error, both sides pooled."""
+    lines = []
+    for lv in sorted({k[1] for k in both}):
+        for mech in adversarial.MECHANISMS:
+            for biased in (False, True):
+                keys = [k for k in both if k[1] == lv and k[2] == mech and old[k].biased is biased]
+                if not keys:
+                    continue
+                eb, ea = sum(old[k].errors for k in keys), sum(new[k].errors for k in keys)
+                runs = sum(old[k].seeds for k in keys)
+                lines.append(
+                    f"| {lv:g} | {mech} | {'false certificate' if biased else 'false FAIL'} | {len(keys)} | {eb} | "
+                    f"{ea} | {clopper_pearson_upper(eb, runs, 0.95):.2e} | {clopper_pearson_upper(ea, runs, 0.95):.2e} "
+                    f"| {sum(not old[k].ok for k in keys)} | {sum(not new[k].ok for k in keys)} | "
+                    f"{sum(old[k].passes for k in keys)} | {sum(new[k].passes for k in keys)} |"
+                )
+    return lines
+
+
 def compare_reports(before: Path, after: Path) -> str:
     """What moved between two calibration reports over the same seeds (e.g. the published run and a rerun with a
     changed engine), as markdown: per level, mechanism and kind of error, the pooled errors before and after; then
     every (cell, level, mechanism) whose verdict counts differ, with its errors and CP95 on both sides. A row of one
     report missing from the other is listed as such; rows over different seeds are refused (nothing to compare)."""
-    rows: list[dict[tuple[str, float, str], adversarial.ScenarioResult]] = []
+    rows: list[dict[Key, adversarial.ScenarioResult]] = []
     for path in (before, after):
-        data = json.loads((path / "calibration.json").read_text(encoding="utf-8"))
+        data = _read_report(path, "--compare")
         rows.append(
             {(r.cell, r.level, r.mechanism): r for r in map(adversarial.ScenarioResult.from_data, data["cells"])}
         )
@@ -314,20 +352,7 @@ def compare_reports(before: Path, after: Path) -> str:
         "rows over the level before | after | PASS before | PASS after |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for lv in sorted({k[1] for k in both}):
-        for mech in adversarial.MECHANISMS:
-            for biased in (False, True):
-                keys = [k for k in both if k[1] == lv and k[2] == mech and old[k].biased is biased]
-                if not keys:
-                    continue
-                eb, ea = sum(old[k].errors for k in keys), sum(new[k].errors for k in keys)
-                runs = sum(old[k].seeds for k in keys)
-                lines.append(
-                    f"| {lv:g} | {mech} | {'false certificate' if biased else 'false FAIL'} | {len(keys)} | {eb} | "
-                    f"{ea} | {clopper_pearson_upper(eb, runs, 0.95):.2e} | {clopper_pearson_upper(ea, runs, 0.95):.2e} "
-                    f"| {sum(not old[k].ok for k in keys)} | {sum(not new[k].ok for k in keys)} | "
-                    f"{sum(old[k].passes for k in keys)} | {sum(new[k].passes for k in keys)} |"
-                )
+    lines += _pooled_moves(old, new, both)
     moved = [
         k
         for k in both
@@ -354,7 +379,7 @@ def compare_reports(before: Path, after: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="ci", choices=("ci", "full"))
     ap.add_argument("--seed", type=int, default=0)
@@ -378,44 +403,43 @@ def main(argv: list[str] | None = None) -> None:
         metavar=("BEFORE", "AFTER"),
         help="print what moved between two calibration report folders",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _or_exit_2(work: Callable[[], object]) -> None:
+    """Run ``work``; a :class:`~verify.errors.VerifyError` (e.g. --out names a folder rnn-verify did not write) is
+    one line on stderr and exit 2."""
+    try:
+        work()
+    except VerifyError as exc:
+        print(f"verify.bench.uoro_statistics: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(1)
+    command = "python -m verify.bench.uoro_statistics " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.compare:
-        try:
-            print(compare_reports(Path(args.compare[0]), Path(args.compare[1])), end="")
-        except VerifyError as exc:
-            print(f"verify.bench.uoro_statistics: error: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+        _or_exit_2(lambda: print(compare_reports(Path(args.compare[0]), Path(args.compare[1])), end=""))
         return
     if args.merge:
-        raw = sys.argv[1:] if argv is None else argv
-        try:
-            merge_reports(
-                [Path(p) for p in args.merge.split(",") if p],
-                Path(args.out),
-                "python -m verify.bench.uoro_statistics " + " ".join(raw),
-            )
-        except VerifyError as exc:
-            print(f"verify.bench.uoro_statistics: error: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+        _or_exit_2(lambda: merge_reports([Path(p) for p in args.merge.split(",") if p], Path(args.out), command))
         return
     what = [w.strip() for w in args.what.split(",") if w.strip()]
     if args.calibrate and "adversarial" in what:
-        raw = sys.argv[1:] if argv is None else argv
-        try:
-            calibrate_adversarial(
+        _or_exit_2(
+            lambda: calibrate_adversarial(
                 args.calibrate,
                 args.first_seed,
                 [float(v) for v in args.levels.split(",") if v.strip()],
                 [c.strip() for c in args.cells.split(",") if c.strip()],
                 args.jobs,
                 Path(args.out),
-                "python -m verify.bench.uoro_statistics " + " ".join(raw),
+                command,
                 [m.strip() for m in args.mechanisms.split(",") if m.strip()],
             )
-        except VerifyError as exc:  # e.g. --out names a folder rnn-verify did not write
-            print(f"verify.bench.uoro_statistics: error: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+        )
         what = [w for w in what if w != "adversarial"]
     if args.calibrate and what:
         calibrate(args.calibrate, args.alpha, what, args.first_seed)
