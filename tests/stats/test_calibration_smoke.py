@@ -342,29 +342,34 @@ def test_reports_over_disjoint_seeds_add_up_and_overlapping_ones_are_refused(tmp
         merge_reports([tmp_path / "a", tmp_path / "c"], tmp_path / "ac", "merge")
 
 
-def test_compare_lists_the_rows_that_moved_and_refuses_different_seeds(tmp_path: Path) -> None:
+def test_compare_lists_the_rows_that_moved(tmp_path: Path) -> None:
     """``--compare`` (issue 39: the published calibration rerun, what moved): a report against itself moves nothing;
-    a row whose counts differ is listed with both sides; rows over different seed counts are refused."""
+    over the same seeds a row whose counts differ is listed with both sides; over different seed counts a row is
+    listed only where a rate moved significantly (Fisher's exact test)."""
     import json
 
     from verify.bench.uoro_statistics import calibrate_adversarial, compare_reports
-    from verify.errors import InvalidArgument
 
     calibrate_adversarial(4, 0, [0.05], ["bounded-cond1e+00-rot"], 1, tmp_path / "a", "a", ["fixed"])
     same = compare_reports(tmp_path / "a", tmp_path / "a")
-    assert "Rows whose counts moved (0 of 1" in same
+    assert "Rows that moved (0 of 1" in same
     moved = tmp_path / "b"
-    moved.mkdir()
     data = json.loads((tmp_path / "a" / "calibration.json").read_text())
     row = data["cells"][0]
-    row["fails"], row["passes"], row["inconclusive"] = row["fails"] + 1, 0, 3 - row["fails"]
-    (moved / "calibration.json").write_text(json.dumps(data))
+
+    def write(folder: Path, fails: int, passes: int, seeds: int) -> None:
+        row.update(fails=fails, passes=passes, inconclusive=seeds - fails - passes, seeds=seeds)
+        folder.mkdir(exist_ok=True)
+        (folder / "calibration.json").write_text(json.dumps(data))
+
+    write(tmp_path / "a", 1, 1, 4)
+    write(moved, 2, 1, 4)  # the same 4 seeds, one more FAIL
     text = compare_reports(tmp_path / "a", moved)
-    assert "Rows whose counts moved (1 of 1" in text and "| bounded-cond1e+00-rot | 0.05 | fixed | FAIL |" in text
-    row["seeds"] = 5
-    (moved / "calibration.json").write_text(json.dumps(data))
-    with pytest.raises(InvalidArgument, match="ran 4 and 5 seeds"):
-        compare_reports(tmp_path / "a", moved)
+    assert "Rows that moved (1 of 1: any change" in text and "| bounded-cond1e+00-rot | 0.05 | fixed | FAIL |" in text
+    write(moved, 1000, 1000, 4000)  # 4000 seeds at the same rates: nothing moved
+    assert "Rows that moved (0 of 1: a rate" in compare_reports(tmp_path / "a", moved)
+    write(moved, 3000, 0, 4000)  # FAIL 3 times in 4, never PASS (1/4, 1/4 before): both rates moved
+    assert "Rows that moved (1 of 1: a rate" in compare_reports(tmp_path / "a", moved)
 
 
 def test_compare_and_merge_refuse_a_folder_without_a_report(tmp_path: Path) -> None:
@@ -379,3 +384,33 @@ def test_compare_and_merge_refuse_a_folder_without_a_report(tmp_path: Path) -> N
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert f"invalid argument {argv[0]}=" in proc.stderr and "no calibration report there" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_report_recovered_from_an_interrupted_runs_log_has_its_counts(tmp_path: Path) -> None:
+    """``--from-log``: the completed rows of a run's progress log make a report with the same counts as the run's
+    own (mean draws and seconds as rounded in the log), refused for a log with no row."""
+    import contextlib
+    import io
+    import json
+
+    from verify.bench.uoro_statistics import calibrate_adversarial, recover_from_log
+    from verify.errors import InvalidArgument
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        runs = calibrate_adversarial(3, 0, [0.05], ["bounded-cond1e+00-rot"], 1, tmp_path / "a", "a", ["fixed"])
+    log = tmp_path / "run.log"
+    log.write_text(buf.getvalue())
+    recover_from_log(log, tmp_path / "b", "b", 0)
+    (got,) = json.loads((tmp_path / "b" / "calibration.json").read_text())["cells"]
+    (ref,) = runs
+    assert (got["fails"], got["passes"], got["inconclusive"], got["seeds"]) == (
+        ref.fails,
+        ref.passes,
+        ref.inconclusive,
+        3,
+    )
+    assert got["group"] == ref.group and got["description"] == ref.description
+    log.write_text("machine: x\nnothing here\n")
+    with pytest.raises(InvalidArgument, match="no completed row"):
+        recover_from_log(log, tmp_path / "c", "c", 0)

@@ -33,6 +33,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -213,6 +214,72 @@ def _write_report(out: Path, table: str, payload: dict[str, object]) -> None:
     )
 
 
+#: a progress line of :func:`calibrate_adversarial` (what ``--from-log`` reads back)
+_PROGRESS = re.compile(
+    r"^(?P<cell>\S+)\s+level (?P<level>\S+)\s+(?P<mech>fixed|planned|sequential)\s+false (?:FAIL|cert) "
+    r"(?P<errors>\d+)/(?P<seeds>\d+) \(CP95 [0-9.]+\) (?:ok|NOT OK)\s+F(?P<f>\d+) P(?P<p>\d+) I(?P<i>\d+) "
+    r"(?P<draws>\d+) draws\s+(?P<wall>\d+) s$"
+)
+
+
+def recover_from_log(log: Path, out: Path, command: str, first_seed: int) -> list[adversarial.ScenarioResult]:
+    """A calibration report from the progress log of an interrupted run (its completed rows; counts exact, mean
+    draws and seconds rounded as printed), written like a finished run's, the log and the rounding in its command."""
+    try:
+        text = log.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidArgument("--from-log", str(log), f"cannot be read: {exc}") from None
+    cells = {c.name: c for c in adversarial.all_cells()}
+    rows = []
+    for line in text.splitlines():
+        m = _PROGRESS.match(line.strip())
+        if m is None or m["cell"] not in cells:
+            continue
+        cell = cells[m["cell"]]
+        f, p_, i = int(m["f"]), int(m["p"]), int(m["i"])
+        if f + p_ + i != int(m["seeds"]):
+            raise InvalidArgument("--from-log", str(log), f"counts do not add up in {line.strip()!r}")
+        rows.append(
+            adversarial.ScenarioResult(
+                cell.name,
+                cell.describe(),
+                cell.biased,
+                float(m["level"]),
+                m["mech"],
+                int(m["seeds"]),
+                f,
+                p_,
+                i,
+                float(m["draws"]),
+                float(m["wall"]),
+                adversarial.group_of(cell),
+            )
+        )
+    if not rows:
+        raise InvalidArgument("--from-log", str(log), "no completed row of a calibration run in it")
+    if len({r.seeds for r in rows}) != 1:
+        raise InvalidArgument("--from-log", str(log), "rows over different seed counts (one run's log expected)")
+    preflight_dir(out, "--out", needs=("calibration.md", "calibration.json"))
+    full = (
+        f"{command} (recovered from the progress log of an interrupted run: counts exact, mean draws and seconds "
+        "rounded as printed)"
+    )
+    wall = sum(r.wall_s for r in rows)
+    host = text.splitlines()[0].removeprefix("machine: ") if text.startswith("machine: ") else machine()
+    payload: dict[str, object] = {
+        "command": full,
+        "wall_s": wall,
+        "machine": host,
+        "seeds": [first_seed, first_seed + rows[0].seeds - 1],
+        "levels": sorted({r.level for r in rows}),
+        "summary": adversarial.summarize(rows),
+        "cells": [r.to_data() for r in rows],
+    }
+    _write_report(out, adversarial.markdown_table(rows, command=full, wall_s=wall, machine=host), payload)
+    print(f"recovered {len(rows)} rows from {log} into {out}")
+    return rows
+
+
 def _read_report(folder: Path, option: str) -> dict[str, Any]:
     """``folder/calibration.json`` of a calibration report, refused naming the option where it is missing or no JSON
     object."""
@@ -300,6 +367,16 @@ def merge_reports(parts: list[Path], out: Path, command: str) -> None:
 
 Key = tuple[str, float, str]
 
+#: a row of :func:`compare_reports` over different seed counts is listed where a rate moved at this two-sided level
+MOVED_P = 0.01
+
+
+def _fisher(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Fisher's exact two-sided p-value of k1/n1 against k2/n2."""
+    from scipy.stats import fisher_exact  # the bench's, never the gate's path
+
+    return float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]])[1])
+
 
 def _pooled_moves(
     old: dict[Key, adversarial.ScenarioResult], new: dict[Key, adversarial.ScenarioResult], both: list[Key]
@@ -313,21 +390,33 @@ def _pooled_moves(
                 if not keys:
                     continue
                 eb, ea = sum(old[k].errors for k in keys), sum(new[k].errors for k in keys)
-                runs = sum(old[k].seeds for k in keys)
+                nb, na = sum(old[k].seeds for k in keys), sum(new[k].seeds for k in keys)
+                pb, pa = sum(old[k].passes for k in keys), sum(new[k].passes for k in keys)
                 lines.append(
-                    f"| {lv:g} | {mech} | {'false certificate' if biased else 'false FAIL'} | {len(keys)} | {eb} | "
-                    f"{ea} | {clopper_pearson_upper(eb, runs, 0.95):.2e} | {clopper_pearson_upper(ea, runs, 0.95):.2e} "
-                    f"| {sum(not old[k].ok for k in keys)} | {sum(not new[k].ok for k in keys)} | "
-                    f"{sum(old[k].passes for k in keys)} | {sum(new[k].passes for k in keys)} |"
+                    f"| {lv:g} | {mech} | {'false certificate' if biased else 'false FAIL'} | {len(keys)} | "
+                    f"{eb}/{nb} | {ea}/{na} | {clopper_pearson_upper(eb, nb, 0.95):.2e} | "
+                    f"{clopper_pearson_upper(ea, na, 0.95):.2e} | {sum(not old[k].ok for k in keys)} | "
+                    f"{sum(not new[k].ok for k in keys)} | {pb / nb:.3f} | {pa / na:.3f} |"
                 )
     return lines
 
 
+def _moved(a: adversarial.ScenarioResult, b: adversarial.ScenarioResult) -> tuple[bool, float, float]:
+    """(moved, p of the error rates, p of the PASS rates): over the same seeds any change of the counts; over
+    different seed counts a rate that moved at :data:`MOVED_P` (Fisher's exact test)."""
+    pe = _fisher(a.errors, a.seeds, b.errors, b.seeds)
+    pp = _fisher(a.passes, a.seeds, b.passes, b.seeds)
+    if a.seeds == b.seeds:
+        return (a.fails, a.passes, a.inconclusive) != (b.fails, b.passes, b.inconclusive), pe, pp
+    return min(pe, pp) < MOVED_P, pe, pp
+
+
 def compare_reports(before: Path, after: Path) -> str:
-    """What moved between two calibration reports over the same seeds (e.g. the published run and a rerun with a
-    changed engine), as markdown: per level, mechanism and kind of error, the pooled errors before and after; then
-    every (cell, level, mechanism) whose verdict counts differ, with its errors and CP95 on both sides. A row of one
-    report missing from the other is listed as such; rows over different seeds are refused (nothing to compare)."""
+    """What moved between two calibration reports (e.g. the published run and a rerun with a changed engine), as
+    markdown: per level, mechanism and kind of error, the pooled errors before and after; then every (cell, level,
+    mechanism) that moved -- over the same seeds, any change of its verdict counts; over different seed counts
+    (a rerun on fewer seeds), an error rate or a PASS rate that differs at :data:`MOVED_P` by Fisher's exact test --
+    with both sides. A row of one report missing from the other is listed as such."""
     rows: list[dict[Key, adversarial.ScenarioResult]] = []
     for path in (before, after):
         data = _read_report(path, "--compare")
@@ -336,11 +425,8 @@ def compare_reports(before: Path, after: Path) -> str:
         )
     old, new = rows
     both = [k for k in old if k in new]
-    for k in both:
-        if old[k].seeds != new[k].seeds:
-            raise InvalidArgument(
-                "--compare", f"{before} {after}", f"{k[0]} ran {old[k].seeds} and {new[k].seeds} seeds"
-            )
+    same = all(old[k].seeds == new[k].seeds for k in both)
+    rule = "any change of the counts" if same else f"a rate that moved at p < {MOVED_P:g} (Fisher's exact test)"
     lines = [
         f"# What moved: `{before}` -> `{after}`",
         "",
@@ -349,33 +435,31 @@ def compare_reports(before: Path, after: Path) -> str:
         "95 % upper bound; `ok` = observed rate <= level; PASS in unbiased rows is the power (a certificate).",
         "",
         "| level | mechanism | error | rows | errors before | errors after | pooled CP95 before | pooled CP95 after | "
-        "rows over the level before | after | PASS before | PASS after |",
+        "rows over the level before | after | PASS rate before | PASS rate after |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += _pooled_moves(old, new, both)
-    moved = [
-        k
-        for k in both
-        if (old[k].fails, old[k].passes, old[k].inconclusive) != (new[k].fails, new[k].passes, new[k].inconclusive)
-    ]
+    moved = [(k, *_moved(old[k], new[k])) for k in both]
+    moved = [m for m in moved if m[1]]
     lines += [
         "",
-        f"## Rows whose counts moved ({len(moved)} of {len(both)}; F/P/I = FAIL/PASS/INCONCLUSIVE)",
+        f"## Rows that moved ({len(moved)} of {len(both)}: {rule}; F/P/I = FAIL/PASS/INCONCLUSIVE)",
         "",
-        "| cell | level | mechanism | error | F/P/I before | F/P/I after | errors before | errors after | CP95 after "
-        "| ok after |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| cell | level | mechanism | error | F/P/I before | F/P/I after | error rate before | after | CP95 after "
+        "| ok after | p (errors) | p (PASS) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for k in moved:
+    for k, _, pe, pp in moved:
         a, b = old[k], new[k]
         lines.append(
             f"| {k[0]} | {k[1]:g} | {k[2]} | {'cert' if a.biased else 'FAIL'} | "
             f"{a.fails}/{a.passes}/{a.inconclusive} | {b.fails}/{b.passes}/{b.inconclusive} | "
-            f"{a.errors}/{a.seeds} | {b.errors}/{b.seeds} | {b.cp_upper:.4f} | {'yes' if b.ok else '**NO**'} |"
+            f"{a.rate:.4f} | {b.rate:.4f} | {b.cp_upper:.4f} | {'yes' if b.ok else '**NO**'} | {pe:.2g} | {pp:.2g} |"
         )
     for side, only in (("before", [k for k in old if k not in new]), ("after", [k for k in new if k not in old])):
-        if only:
-            lines += ["", f"Only {side}: " + ", ".join(f"{k[0]} ({k[1]:g}, {k[2]})" for k in only)]
+        if only:  # a rerun of part of a report: the count, and the rows where there are few
+            named = ": " + ", ".join(f"{k[0]} ({k[1]:g}, {k[2]})" for k in only) if len(only) <= 12 else ""
+            lines += ["", f"{len(only)} rows only {side}{named}"]
     return "\n".join(lines) + "\n"
 
 
@@ -397,6 +481,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--jobs", type=int, default=1, help="adversarial: worker processes")
     ap.add_argument("--out", default="reports/calibration", help="adversarial: output folder")
     ap.add_argument("--merge", default="", help="merge the calibration reports in these comma-separated folders")
+    ap.add_argument("--from-log", metavar="LOG", help="a report (--out) from an interrupted run's progress log")
     ap.add_argument(
         "--compare",
         nargs=2,
@@ -422,6 +507,9 @@ def main(argv: list[str] | None = None) -> None:
     command = "python -m verify.bench.uoro_statistics " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.compare:
         _or_exit_2(lambda: print(compare_reports(Path(args.compare[0]), Path(args.compare[1])), end=""))
+        return
+    if args.from_log:
+        _or_exit_2(lambda: recover_from_log(Path(args.from_log), Path(args.out), command, args.first_seed))
         return
     if args.merge:
         _or_exit_2(lambda: merge_reports([Path(p) for p in args.merge.split(",") if p], Path(args.out), command))
