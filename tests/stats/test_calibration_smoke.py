@@ -215,7 +215,8 @@ def test_a_published_cell_replays_with_its_counts_in_two_processes(cell: str, le
     seeds are stable hashes of its name) rerun in two fresh processes with different PYTHONHASHSEED gives the counts
     reports/calibration/calibration.json publishes (the bench's seeds 1000..1999, one torch thread) -- or, where
     issue 39's design effect moved them, the counts reports/calibration/issue39-calls/replays.json records with both
-    (bounded-cond1e+00-rot at 0.05: 23/280/697 published, 16/238/746 now)."""
+    (bounded-cond1e+00-rot at 0.05: 23/280/697 published, 16/238/746 with the design effect at 79fba8c, 12/238/750
+    with its own degrees of freedom at 5d77534)."""
     import json
     from pathlib import Path
 
