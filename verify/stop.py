@@ -12,7 +12,8 @@ so a user's ``raise KeyboardInterrupt`` (or even ``raise Stop(15)``) is the user
 ``Stop`` that the user's ``except BaseException`` swallowed is raised again when that code returns
 (:func:`raise_pending`) and, while it does not return, every :data:`REPEAT_S` seconds (a SIGALRM timer)
 until the toolkit has begun to stop (:func:`stopping`; from then on further signals are ignored so the
-cleanup finishes; SIGKILL still works).
+cleanup finishes; SIGKILL still works). A signal that arrives inside a ``__del__`` or a weakref callback, where
+Python would print the exception as "Exception ignored" and drop it, is recorded and raised by the next repeat.
 
 A worker process (:func:`worker_process`) ignores SIGINT (the run's process stops it), so a
 ``KeyboardInterrupt`` there is always the code under test's. Where no handler is installed (the library
@@ -85,6 +86,30 @@ class _State:
 REPEAT_S = 0.5
 
 
+def _unraisable(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside a function whose exceptions Python does not propagate -- a ``__del__``, a weakref
+    callback (importlib's module-lock ``cb``, those of :mod:`weakref` and ``_weakrefset``), logging's at-fork hooks:
+    a :class:`Stop` raised there is printed as "Exception ignored" with its traceback and lost. Every frame of the
+    chain is active, so one such frame anywhere in it means the signal arrived inside that function."""
+    f = frame
+    while f is not None:
+        code = f.f_code
+        name, where = code.co_name, code.co_filename.replace("\\", "/")
+        if (
+            name == "__del__"
+            or (name == "cb" and where == "<frozen importlib._bootstrap>")
+            or where.endswith(_CALLBACK_FILES)
+            or ("fork" in name and where.endswith(_LOGGING))
+        ):
+            return True
+        f = f.f_back
+    return False
+
+
+_CALLBACK_FILES = ("/weakref.py", "/_weakrefset.py")
+_LOGGING = "/logging/__init__.py"
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
     if _State.fired and _State.stopping:  # the toolkit is stopping: let the cleanup finish
         return
@@ -93,12 +118,12 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         if hasattr(signal, "setitimer"):  # raised again until the toolkit catches it: no catch-all can keep it
             signal.signal(signal.SIGALRM, _repeat)
             signal.setitimer(signal.ITIMER_REAL, REPEAT_S, REPEAT_S)
-    if not _State.deferred:
+    if not _State.deferred and not _unraisable(frame):  # inside a __del__ or a callback: the repeat raises it
         raise Stop(_State.fired[0])
 
 
 def _repeat(signum: int, frame: FrameType | None) -> None:
-    if _State.fired and not _State.stopping and not _State.deferred:
+    if _State.fired and not _State.stopping and not _State.deferred and not _unraisable(frame):
         raise Stop(_State.fired[0])
 
 
