@@ -371,6 +371,19 @@ def test_compare_lists_the_rows_that_moved(tmp_path: Path) -> None:
     assert "Rows that moved (0 of 1: a rate" in compare_reports(tmp_path / "a", moved)
     write(moved, 3000, 0, 4000)  # FAIL 3 times in 4, never PASS (1/4, 1/4 before): both rates moved
     assert "Rows that moved (1 of 1: a rate" in compare_reports(tmp_path / "a", moved)
+    # a rerun that extends one row's seeds and not another's: each row by its own rule, and the title says both
+    base = dict(row, fails=1, passes=1, inconclusive=2, seeds=4)
+    before = [base, dict(base, mechanism="planned")]
+    after = [  # the fixed row over 4000 seeds at the same rates, the planned one over the same 4 seeds, one more FAIL
+        dict(base, seeds=4000, fails=1000, passes=1000, inconclusive=2000),
+        dict(base, mechanism="planned", fails=2, inconclusive=1),
+    ]
+    for folder, cells in ((tmp_path / "c", before), (tmp_path / "d", after)):
+        folder.mkdir()
+        (folder / "calibration.json").write_text(json.dumps(dict(data, cells=cells)))
+    mixed = compare_reports(tmp_path / "c", tmp_path / "d")
+    assert "Rows that moved (1 of 2: over the same seeds any change of the counts, over different seed counts" in mixed
+    assert "| bounded-cond1e+00-rot | 0.05 | planned | FAIL |" in mixed
 
 
 def test_compare_and_merge_refuse_a_folder_without_a_report(tmp_path: Path) -> None:
