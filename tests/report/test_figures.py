@@ -55,6 +55,14 @@ def _line(**kw: object) -> dict[str, object]:
             ],
             "hlines": [{"y": 0.0}],
         },
+        {  # several series on a categorical axis: side by side within each category
+            "kind": "errorbar",
+            "title": "rates per cell",
+            "series": [
+                {"label": m, "x": ["a", "b"], "y": [0.1, 0.2], "ylow": [0.1, 0.2], "yhigh": [0.3, 0.4]}
+                for m in ("fixed", "planned", "sequential")
+            ],
+        },
     ],
 )
 def test_every_plot_kind_renders_a_png(spec: dict[str, object]) -> None:

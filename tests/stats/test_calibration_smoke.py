@@ -386,12 +386,42 @@ def test_compare_lists_the_rows_that_moved(tmp_path: Path) -> None:
     assert "| bounded-cond1e+00-rot | 0.05 | planned | FAIL |" in mixed
 
 
-def test_compare_and_merge_refuse_a_folder_without_a_report(tmp_path: Path) -> None:
+def test_figure_adds_the_error_rates_to_a_report_and_changes_nothing_else(tmp_path: Path) -> None:
+    """``--figure DIR``: one PNG per level and kind of error (rate and CP95 per cell and mechanism, the level as a
+    line) added to the report; its md and json byte for byte as they were, a file rnn-verify did not write left alone,
+    and a rerun replaces only its own PNG."""
+    import json
+
+    from verify.bench.uoro_statistics import calibrate_adversarial, calibration_figures, write_figures
+
+    out = tmp_path / "rep"
+    cells = ["bounded-cond1e+00-rot", "biased-bounded-top"]
+    calibrate_adversarial(3, 0, [0.05], cells, 1, out, "cmd", ["fixed", "planned"])
+    before = {n: (out / n).read_bytes() for n in ("calibration.md", "calibration.json")}
+    (out / "run.log").write_text("mine")
+    data = json.loads(before["calibration.json"])
+    figs = calibration_figures(data)
+    assert sorted(figs) == ["calibration-false-certificate-0.05.png", "calibration-false-fail-0.05.png"]
+    fail = figs["calibration-false-fail-0.05.png"]
+    assert [s["label"] for s in fail["series"]] == ["fixed", "planned"] and fail["hlines"][0]["y"] == 0.05
+    row = next(r for r in data["cells"] if r["mechanism"] == "planned" and not r["biased"])
+    assert fail["series"][1]["yhigh"] == [row["cp95_upper"]] and fail["series"][1]["y"] == [row["rate"]]
+    for _ in range(2):
+        assert write_figures(out) == sorted(figs)
+        assert all((out / n).read_bytes().startswith(b"\x89PNG") for n in figs)
+        assert {n: (out / n).read_bytes() for n in before} == before and (out / "run.log").read_text() == "mine"
+
+
+def test_compare_merge_and_figure_refuse_a_folder_without_a_report(tmp_path: Path) -> None:
     """A folder with no calibration.json is a usage error naming the option, exit 2, never a traceback."""
     import subprocess
     import sys
 
-    for argv in (["--compare", str(tmp_path), str(tmp_path)], ["--merge", str(tmp_path), "--out", str(tmp_path / "o")]):
+    for argv in (
+        ["--compare", str(tmp_path), str(tmp_path)],
+        ["--merge", str(tmp_path), "--out", str(tmp_path / "o")],
+        ["--figure", str(tmp_path)],
+    ):
         proc = subprocess.run(
             [sys.executable, "-m", "verify.bench.uoro_statistics", *argv], capture_output=True, text=True, timeout=120
         )

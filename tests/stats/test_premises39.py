@@ -336,7 +336,6 @@ def test_the_design_effect_is_referred_to_its_own_degrees_of_freedom() -> None:
     references take that many. The correct shared-offset samples it FAILed with M - 1 = 1999 are not FAILed; with
     independent draws nothing changes where D is not estimated (one block: the draws' own degrees of freedom)."""
     from verify.stats.calibration import build, issue39_cells, run_once, run_seed
-    from verify.stats.unbiased import _design_dof
 
     cell = next(c for c in issue39_cells() if c.name == "shared-offset")
     problem = build(cell)

@@ -25,6 +25,10 @@
     round-off-level, exact, heavy-tailed, p = 1 … 10⁴, biased at 1.01 δ‖g‖); writes
     ``reports/calibration/calibration.md`` and ``.json`` (``--out``) with the command line and
     the wall time. ``--cells a,b`` runs a subset, ``--mechanisms fixed,planned`` a subset of the mechanisms.
+
+``--merge A,B --out DIR`` adds up reports over disjoint seed ranges (or cell subsets); ``--from-log LOG --out DIR``
+recovers an interrupted run's completed rows; ``--compare BEFORE AFTER`` prints what moved; ``--figure DIR`` adds
+one PNG per level and kind of error (each row's rate and CP95 upper bound against the level).
 """
 
 from __future__ import annotations
@@ -467,6 +471,59 @@ def compare_reports(before: Path, after: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def calibration_figures(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Figure specs (:mod:`verify.report.figures`) of a calibration report, one per level and kind of error: per cell
+    (x) and mechanism (a series), the observed error rate with its one-sided Clopper-Pearson 95 % upper bound as the
+    bar, against the level (a line). A row whose bar ends below the line is resolved. File name -> spec."""
+    from verify.figure_spec import normalize_figure
+
+    rows = [r for r in data["cells"] if isinstance(r, dict)]
+    figs: dict[str, dict[str, Any]] = {}
+    for level, error in sorted({(float(r["level"]), str(r["error"])) for r in rows}):
+        part = [r for r in rows if float(r["level"]) == level and r["error"] == error]
+        cells = list(dict.fromkeys(str(r["cell"]) for r in part))
+        series = []
+        for mech in adversarial.MECHANISMS:
+            mine = {str(r["cell"]): r for r in part if r["mechanism"] == mech}
+            if mine:
+                xs = [c for c in cells if c in mine]
+                series.append({
+                    "label": mech,
+                    "x": xs,
+                    "y": [float(mine[c]["rate"]) for c in xs],
+                    "ylow": [float(mine[c]["rate"]) for c in xs],
+                    "yhigh": [float(mine[c]["cp95_upper"]) for c in xs],
+                })  # fmt: skip
+        seeds = sorted({int(r["seeds"]) for r in part})
+        spread = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+        name = f"calibration-{error.replace(' ', '-').lower()}-{level:g}.png"
+        figs[name] = normalize_figure({
+            "kind": "errorbar",
+            "title": f"{error} rate at level {level:g}: observed and CP95 upper bound ({spread} seeds per row)",
+            "ylabel": f"{error} rate",
+            "series": series,
+            "hlines": [{"y": level, "label": f"level {level:g}"}],
+        })  # fmt: skip
+    return figs
+
+
+def write_figures(folder: Path) -> list[str]:
+    """Add :func:`calibration_figures` as PNGs to the calibration report in ``folder`` (its md and json unchanged,
+    rewritten through the guarded writer: only what rnn-verify wrote is replaced). Returns the file names."""
+    from verify.report.figures import render_png
+
+    data = _read_report(folder, "--figure")
+    try:
+        table = (folder / "calibration.md").read_bytes()
+    except OSError as exc:
+        why = f"no calibration.md beside its calibration.json ({exc})"
+        raise InvalidArgument("--figure", str(folder), why) from None
+    pngs = {name: render_png(spec) for name, spec in calibration_figures(data).items()}
+    keep = {"calibration.md": table, "calibration.json": (folder / "calibration.json").read_bytes()}
+    write_dir_atomic(folder, keep | pngs)
+    return sorted(pngs)
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="ci", choices=("ci", "full"))
@@ -492,6 +549,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar=("BEFORE", "AFTER"),
         help="print what moved between two calibration report folders",
     )
+    ap.add_argument("--figure", metavar="DIR", help="add the error-rate figures to the calibration report in DIR")
     return ap
 
 
@@ -511,6 +569,9 @@ def main(argv: list[str] | None = None) -> None:
     command = "python -m verify.bench.uoro_statistics " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.compare:
         _or_exit_2(lambda: print(compare_reports(Path(args.compare[0]), Path(args.compare[1])), end=""))
+        return
+    if args.figure:
+        _or_exit_2(lambda: print("wrote " + ", ".join(write_figures(Path(args.figure))) + f" into {args.figure}"))
         return
     if args.from_log:
         _or_exit_2(lambda: recover_from_log(Path(args.from_log), Path(args.out), command, args.first_seed))

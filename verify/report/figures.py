@@ -326,6 +326,8 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
                 empty_series.append(str(s["label"]))
             continue
         x, y, err = _series_data(s, xs, keep, cats)
+        if cats and kind == "errorbar" and len(series) > 1:  # side by side within a category: no bar hides another
+            x = [xx + _dodge(si, len(series)) for xx in x]
         finite_xy.extend(x + y)
         same = next((lab for lab, dx, dy in drawn if _same_points(dx, dy, x, y)), None)
         label = s["label"] if same is None else f"{s['label']} (same points as {same})"
@@ -344,6 +346,11 @@ def render_png(fig: Mapping[str, Any], dpi: int = 100) -> bytes:
     buf = io.BytesIO()
     mfig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
+
+
+def _dodge(si: int, n_series: int) -> float:
+    """The x offset of series ``si`` of ``n_series`` within a category (error bars side by side, 0.6 wide in all)."""
+    return (si - (n_series - 1) / 2.0) * min(0.6 / n_series, 0.2)
 
 
 def _categories(fig: Mapping[str, Any], series: Sequence[Mapping[str, Any]], kind: str) -> list[str]:
