@@ -499,7 +499,7 @@ def calibration_figures(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
         name = f"calibration-{error.replace(' ', '-').lower()}-{level:g}.png"
         figs[name] = normalize_figure({
             "kind": "errorbar",
-            "title": f"{error} rate at level {level:g}: observed and CP95 upper bound ({spread} seeds per row)",
+            "title": f"{error} at level {level:g}: rate and CP95 upper bound, {spread} seeds a row",
             "ylabel": f"{error} rate",
             "series": series,
             "hlines": [{"y": level, "label": f"level {level:g}"}],
